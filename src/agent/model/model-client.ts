@@ -1,0 +1,72 @@
+/**
+ * The model port. History uses the Gemini `Content` JSON shape (role + parts) because it
+ * is plain data, survives storage, and carries `thoughtSignature`s that must be echoed
+ * back verbatim. Adapters: GenaiModelClient (@google/genai) and ScriptedModelClient.
+ */
+
+export interface ModelFunctionCall {
+  id?: string;
+  name: string;
+  args?: Record<string, unknown>;
+}
+
+export interface ModelFunctionResponse {
+  id?: string;
+  name: string;
+  response: Record<string, unknown>;
+}
+
+export interface ModelPart {
+  text?: string;
+  /** True for thought summaries (`includeThoughts`); never shown as answer text. */
+  thought?: boolean;
+  thoughtSignature?: string;
+  functionCall?: ModelFunctionCall;
+  functionResponse?: ModelFunctionResponse;
+}
+
+export interface ModelContent {
+  role: 'user' | 'model';
+  parts: ModelPart[];
+}
+
+export interface FunctionDeclaration {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  systemInstruction?: string;
+  contents: ModelContent[];
+  tools: FunctionDeclaration[];
+}
+
+/** One streamed piece of the model's answer: the parts exactly as the API sent them. */
+export interface ModelChunk {
+  parts: ModelPart[];
+}
+
+export interface ModelClient {
+  /** The model name reported in every event's metadata. */
+  readonly model: string;
+  /**
+   * Streams one model turn. MUST stop (throwing an AbortError) when `signal` aborts.
+   * Errors are thrown as ModelError so the loop can tell retryable ones apart.
+   */
+  generate(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelChunk>;
+}
+
+/** A failed model call. `retryable` marks quota, overload and network errors. */
+export class ModelError extends Error {
+  readonly code = 'AGENT_ERR_MODEL_CALL';
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ModelError';
+  }
+}

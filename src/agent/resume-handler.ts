@@ -1,0 +1,153 @@
+/**
+ * The resume handler (RFC §3.2 "Client-to-Agent Messages"; seed 000; seed 002).
+ * A message to a paused task is read as answers to its pending tool calls:
+ * ToolCallConfirmation DataParts (one or several), a `{"confirmation":"yes"|"no"}` DataPart,
+ * or the exact text token `yes` / `no` when exactly one call waits. Anything else re-prompts.
+ *
+ * `planResume` only reads and throws `invalidParams` before anything changes, so a bad
+ * answer leaves the task waiting. `applyResume` claims every answered call synchronously
+ * (before any await), so the same call can never run twice.
+ */
+import type { Message } from '@a2a-js/sdk';
+import { messageData, messageText } from '../protocol/a2a.js';
+import type { DevtoolSchema } from '../protocol/devtool-schema.js';
+import { invalidParams } from '../protocol/errors.js';
+import { ConfirmationOptionId } from '../protocol/extension.js';
+import { grantAlways } from './approval-policy.js';
+import type { LiveTask, TurnCall } from './live-task.js';
+import { declineCall, executeCall } from './tool-runner.js';
+import type { TurnLoop } from './turn-loop.js';
+import { pausePrompt } from './turn-loop.js';
+
+export interface Decision {
+  call: TurnCall;
+  option: string;
+  newContent?: string;
+}
+
+export type ResumePlan = { kind: 'decisions'; decisions: Decision[] } | { kind: 'reprompt'; reason: string };
+
+const YES_NO = new Map([
+  ['yes', ConfirmationOptionId.proceedOnce],
+  ['no', ConfirmationOptionId.cancel],
+]);
+
+/** True when the message carries anything shaped like an answer to a tool call. */
+export function carriesConfirmation(message: Message, schema: DevtoolSchema): boolean {
+  return messageData(message).some(
+    ({ data }) => schema.looksLikeToolCallConfirmation(data) || (isObject(data) && 'confirmation' in data),
+  );
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function describeAnswered(call: TurnCall): string {
+  return `tool call ${call.snapshot.id} was already answered (${call.answer ?? 'no answer needed'}; status ${call.snapshot.status})`;
+}
+
+/** Finds the call a confirmation names and checks the chosen option. Throws invalidParams. */
+function decide(task: LiveTask, at: string, id: string, option: string, newContent: string | undefined): Decision {
+  const call = task.calls.get(id);
+  const waiting = task.awaiting();
+  if (call === undefined) {
+    const pending = waiting.length > 0 ? `waiting: ${waiting.map((c) => c.snapshot.id).join(', ')}` : `it waits for none; state ${task.state}`;
+    throw invalidParams(`${at}.tool_call_id: task ${task.id} has no tool call "${id}" (${pending})`);
+  }
+  if (call.phase !== 'awaiting') throw invalidParams(`${at}.tool_call_id: ${describeAnswered(call)}`);
+  const offered = call.snapshot.confirmation?.options.map((o) => o.id) ?? [];
+  if (!offered.includes(option)) {
+    throw invalidParams(`${at}.selected_option_id: "${option}" was not offered for ${id} (offered: ${offered.join(', ')})`);
+  }
+  if (option === ConfirmationOptionId.modifyWithEditor && newContent === undefined) {
+    throw invalidParams(`${at}.file_details.new_content: modify_with_editor needs the edited content`);
+  }
+  if (option !== ConfirmationOptionId.modifyWithEditor && newContent !== undefined) {
+    throw invalidParams(`${at}.file_details: modified content is only accepted with selected_option_id "modify_with_editor"`);
+  }
+  return { call, option, newContent };
+}
+
+/** Reads a message sent to a task with waiting calls. Throws invalidParams; changes nothing. */
+export function planResume(task: LiveTask, message: Message, schema: DevtoolSchema): ResumePlan {
+  const waiting = task.awaiting();
+  const decisions: Decision[] = [];
+  let yesNo: { token: string; at: string } | undefined;
+  for (const { index, data } of messageData(message)) {
+    const at = `message.parts[${index}].data`;
+    if (isObject(data) && 'confirmation' in data && !schema.looksLikeToolCallConfirmation(data)) {
+      const token = typeof data.confirmation === 'string' ? data.confirmation.trim().toLowerCase() : '';
+      if (!YES_NO.has(token)) throw invalidParams(`${at}.confirmation must be "yes" or "no"`);
+      yesNo = { token, at };
+      continue;
+    }
+    if (!schema.looksLikeToolCallConfirmation(data)) continue;
+    const parsed = schema.parseToolCallConfirmation(data, at);
+    if (!parsed.ok) throw invalidParams(parsed.message);
+    const { tool_call_id: id, selected_option_id: option, new_content: newContent } = parsed.value;
+    if (decisions.some((d) => d.call.snapshot.id === id)) {
+      throw invalidParams(`${at}.tool_call_id: ${id} is answered twice in this message`);
+    }
+    decisions.push(decide(task, at, id, option, newContent));
+  }
+  if (decisions.length > 0) {
+    if (yesNo) throw invalidParams(`${yesNo.at}: send either ToolCallConfirmations or a yes/no answer, not both`);
+    return { kind: 'decisions', decisions };
+  }
+  const token = yesNo?.token ?? messageText(message).trim().toLowerCase();
+  if (YES_NO.has(token)) {
+    if (waiting.length === 1) {
+      const option = YES_NO.get(token) as string;
+      return { kind: 'decisions', decisions: [decide(task, 'message', waiting[0].snapshot.id, option, undefined)] };
+    }
+    return { kind: 'reprompt', reason: `"${token}" is ambiguous: ${waiting.length} tool calls are waiting.` };
+  }
+  return { kind: 'reprompt', reason: 'That reply is not an answer to the waiting tool call.' };
+}
+
+/** Carries out a plan. Claims every answered call before the first await. */
+export function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLoop): void {
+  if (plan.kind === 'reprompt') {
+    const waiting = task.awaiting();
+    for (const call of waiting) task.publishCall(call);
+    task.publish({ type: 'state', state: 'input-required', text: `${plan.reason} ${pausePrompt(waiting)}` });
+    return;
+  }
+  task.setState('working');
+  const toRun: TurnCall[] = [];
+  for (const { call, option, newContent } of plan.decisions) {
+    call.answer = option;
+    if (option === ConfirmationOptionId.cancel) {
+      declineCall(task, call);
+      continue;
+    }
+    if (option === ConfirmationOptionId.proceedAlways && call.tool) {
+      grantAlways(call.tool, task.context);
+      // The grant covers the rest of the context, so sibling calls of that tool run too.
+      for (const sibling of task.awaiting()) {
+        if (sibling !== call && sibling.tool === call.tool && !plan.decisions.some((d) => d.call === sibling)) {
+          sibling.answer = ConfirmationOptionId.proceedAlways;
+          sibling.phase = 'ready';
+          toRun.push(sibling);
+        }
+      }
+    }
+    if (option === ConfirmationOptionId.modifyWithEditor && call.tool?.withModifiedContent && call.args) {
+      call.args = call.tool.withModifiedContent(call.args, newContent as string);
+      call.snapshot.input = { ...call.snapshot.input, ...call.args };
+    }
+    call.phase = 'ready';
+    toRun.push(call);
+  }
+  void runAll(task, toRun, loop);
+}
+
+async function runAll(task: LiveTask, calls: TurnCall[], loop: TurnLoop): Promise<void> {
+  // Each approved call starts as soon as its answer arrives; calls in one message run in order.
+  for (const call of calls) {
+    if (task.isCanceled) return;
+    await executeCall(task, call);
+  }
+  loop.settle(task);
+}

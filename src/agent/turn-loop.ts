@@ -1,0 +1,205 @@
+/**
+ * The model loop: stream a model turn, show its text and thoughts, open its tool calls,
+ * run what needs no approval, then pause for a person or go on with the results.
+ * Every path ends in exactly one of: `input-required`, `completed`, `failed`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AnyTool } from '../tools/tool.js';
+import { needsApproval, optionsFor } from './approval-policy.js';
+import type { LiveTask, TurnCall } from './live-task.js';
+import { ModelError } from './model/model-client.js';
+import type { FunctionDeclaration, ModelClient, ModelFunctionCall, ModelPart } from './model/model-client.js';
+import { executeCall } from './tool-runner.js';
+
+export interface AgentLogger {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface TurnLoopOptions {
+  model: ModelClient;
+  tools: readonly AnyTool[];
+  systemInstruction: string;
+  logger: AgentLogger;
+  /** Model steps allowed per user message before the task fails (a runaway guard). */
+  maxModelSteps?: number;
+  /** Attempts for a model call that fails before streaming anything, retryable errors only. */
+  modelAttempts?: number;
+  /** First retry delay, ms; doubles each time. */
+  retryBaseDelayMs?: number;
+}
+
+/** "**Subject** description" is how Gemini thought summaries start. */
+export function splitThought(text: string): { subject: string; description: string } {
+  const m = /^\s*\*\*(.+?)\*\*\s*([\s\S]*)$/.exec(text);
+  return m ? { subject: m[1].trim(), description: m[2].trim() } : { subject: '', description: text.trim() };
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+export class TurnLoop {
+  private readonly tools: Map<string, AnyTool>;
+  private readonly declarations: FunctionDeclaration[];
+
+  constructor(private readonly opts: TurnLoopOptions) {
+    this.tools = new Map(opts.tools.map((t) => [t.name, t]));
+    this.declarations = opts.tools.map((t) => ({ name: t.name, description: t.description, parameters: { ...t.parameters } }));
+  }
+
+  get modelName(): string {
+    return this.opts.model.model;
+  }
+
+  toolNamed(name: string): AnyTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Starts the model on a new user message. Returns at once; the run is detached. */
+  startTurn(task: LiveTask, userParts: ModelPart[]): void {
+    task.context.history.push({ role: 'user', parts: userParts });
+    task.steps = 0;
+    void this.step(task);
+  }
+
+  /**
+   * Moves a task on after one of its calls was answered or finished: pauses when a call
+   * still waits for a person, continues the model when every call has a result.
+   */
+  settle(task: LiveTask): void {
+    if (task.isCanceled || !task.idle || task.state !== 'working') return;
+    const waiting = task.awaiting();
+    if (waiting.length > 0) {
+      task.publish({ type: 'state', state: 'input-required', text: pausePrompt(waiting) });
+      return;
+    }
+    const responses = task.turn.map((c) => c.response).filter((p): p is ModelPart => p !== undefined);
+    if (responses.length > 0) task.context.history.push({ role: 'user', parts: responses });
+    task.turn = [];
+    void this.step(task);
+  }
+
+  private async step(task: LiveTask): Promise<void> {
+    task.modelRunning = true;
+    try {
+      if (++task.steps > (this.opts.maxModelSteps ?? 50)) {
+        throw new ModelError(`the model made more than ${this.opts.maxModelSteps ?? 50} steps for one message; stopped`, false);
+      }
+      const calls = await this.streamModel(task);
+      if (task.isCanceled) return;
+      if (calls.length === 0) {
+        task.modelRunning = false;
+        task.publish({ type: 'state', state: 'completed' });
+        return;
+      }
+      await this.openTurn(task, calls);
+      for (const call of task.turn) {
+        if (call.phase === 'ready' && !task.isCanceled) await executeCall(task, call);
+      }
+    } catch (err) {
+      task.modelRunning = false;
+      this.fail(task, err);
+      return;
+    }
+    task.modelRunning = false;
+    this.settle(task);
+  }
+
+  private fail(task: LiveTask, err: unknown): void {
+    if (task.isCanceled) return;
+    const reason = err instanceof ModelError ? `Model call failed: ${err.message}` : `Agent error: ${(err as Error).message}`;
+    if (!(err instanceof ModelError)) this.opts.logger.error({ err, taskId: task.id }, 'agent loop crashed');
+    task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
+  }
+
+  /** Streams one model turn (with retries before the first part) and returns its function calls. */
+  private async streamModel(task: LiveTask): Promise<ModelFunctionCall[]> {
+    const attempts = this.opts.modelAttempts ?? 3;
+    const signal = task.abort.signal;
+    for (let attempt = 1; ; attempt++) {
+      const parts: ModelPart[] = [];
+      try {
+        const request = { systemInstruction: this.opts.systemInstruction, contents: task.context.history, tools: this.declarations };
+        for await (const chunk of this.opts.model.generate(request, signal)) {
+          for (const part of chunk.parts) {
+            parts.push(part);
+            if (task.isCanceled) continue;
+            if (part.thought && part.text) task.publish({ type: 'thought', ...splitThought(part.text) });
+            else if (part.text) task.publish({ type: 'text', delta: part.text });
+          }
+        }
+      } catch (err) {
+        if (signal.aborted) return [];
+        const retry = err instanceof ModelError && err.retryable && parts.length === 0 && attempt < attempts;
+        if (!retry) throw err instanceof ModelError ? err : new ModelError((err as Error).message, false, undefined, { cause: err });
+        this.opts.logger.warn({ taskId: task.id, attempt, err: err.message }, 'model call failed; retrying');
+        await sleep((this.opts.retryBaseDelayMs ?? 1000) * 2 ** (attempt - 1), signal);
+        continue;
+      }
+      task.context.history.push({ role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] });
+      return parts.filter((p) => p.functionCall !== undefined).map((p) => p.functionCall as ModelFunctionCall);
+    }
+  }
+
+  /** Creates a PENDING card per call (with its confirmation request when it must wait). */
+  private async openTurn(task: LiveTask, calls: ModelFunctionCall[]): Promise<void> {
+    task.turn = calls.map((fc) => this.newCall(task, fc));
+    for (const call of task.turn) await this.prepareApproval(task, call);
+    for (const call of task.turn) {
+      task.calls.set(call.snapshot.id, call);
+      task.publishCall(call);
+    }
+  }
+
+  private newCall(task: LiveTask, fc: ModelFunctionCall): TurnCall {
+    const input = fc.args ?? {};
+    const call: TurnCall = {
+      snapshot: { id: `tc_${randomUUID()}`, toolName: fc.name, status: 'PENDING', input },
+      phase: 'ready',
+      modelCallId: fc.id,
+    };
+    const tool = this.tools.get(fc.name);
+    if (tool === undefined) {
+      call.snapshot.error = { message: `Unknown tool "${fc.name}". Available tools: ${[...this.tools.keys()].join(', ')}`, type: 'unknown_tool' };
+      return call;
+    }
+    call.tool = tool;
+    const checked = tool.validate(input, { workspace: task.context.workspace });
+    if (!checked.ok) {
+      call.snapshot.error = checked.error;
+      return call;
+    }
+    call.args = checked.args;
+    call.snapshot.description = tool.describe(checked.args);
+    return call;
+  }
+
+  /** Attaches the confirmation request when the call must wait. Async: proposals read files. */
+  private async prepareApproval(task: LiveTask, call: TurnCall): Promise<void> {
+    if (call.tool === undefined || call.args === undefined) return;
+    if (!needsApproval(call.tool, task.context)) return;
+    try {
+      const proposal = call.tool.propose
+        ? await call.tool.propose(call.args, { workspace: task.context.workspace })
+        : { type: 'generic' as const, description: call.snapshot.description ?? call.tool.name };
+      call.snapshot.confirmation = { options: optionsFor(call.tool), proposal };
+      call.phase = 'awaiting';
+    } catch (err) {
+      call.snapshot.error = { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
+      call.args = undefined;
+    }
+  }
+}
+
+/** The text of the input-required event: what is waiting and how to answer. */
+export function pausePrompt(waiting: TurnCall[]): string {
+  const list = waiting.map((c) => `${c.snapshot.toolName} (${c.snapshot.id})${c.snapshot.description ? `: ${c.snapshot.description}` : ''}`);
+  const how =
+    waiting.length === 1
+      ? 'Reply "yes" to allow it or "no" to reject it, or send a ToolCallConfirmation.'
+      : 'Send a ToolCallConfirmation for each (tool_call_id, selected_option_id).';
+  return `Waiting for approval of ${waiting.length === 1 ? 'a tool call' : `${waiting.length} tool calls`}: ${list.join('; ')}. ${how}`;
+}

@@ -1,0 +1,39 @@
+/**
+ * Dialect-free events the agent publishes. Nothing here knows how a client expects
+ * them on the wire: a WireEncoder (one per dialect) turns each into an A2A event.
+ */
+import type { ToolDisplay, ToolError, ToolProposal } from '../../tools/tool.js';
+
+export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'canceled';
+
+export type ToolCallStatusName = 'PENDING' | 'EXECUTING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+
+export interface OfferedOption {
+  id: string;
+  name: string;
+  description?: string;
+}
+
+/** A snapshot of one tool call; the whole snapshot is sent on every update (RFC §3.2). */
+export interface ToolCallSnapshot {
+  id: string;
+  toolName: string;
+  status: ToolCallStatusName;
+  description?: string;
+  input: Record<string, unknown>;
+  liveContent?: string;
+  output?: ToolDisplay;
+  error?: ToolError;
+  /** Present while PENDING when the call waits for the user. */
+  confirmation?: { options: OfferedOption[]; proposal: ToolProposal };
+}
+
+export type AgentEvent =
+  | { type: 'state'; state: TaskStateName; text?: string; error?: string }
+  | { type: 'tool-call'; call: ToolCallSnapshot }
+  | { type: 'text'; delta: string }
+  | { type: 'thought'; subject: string; description: string };
+
+/** States after which a stream ends (the client must send something, or the task is over). */
+export const PAUSE_OR_TERMINAL: ReadonlySet<TaskStateName> = new Set(['input-required', 'completed', 'failed', 'canceled']);
+export const TERMINAL: ReadonlySet<TaskStateName> = new Set(['completed', 'failed', 'canceled']);

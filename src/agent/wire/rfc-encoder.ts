@@ -1,0 +1,111 @@
+/**
+ * The development-tool RFC dialect (RFC §3.2, Appendix A): every update is a
+ * TaskStatusUpdateEvent whose metadata, keyed by the extension URI, holds a
+ * DevelopmentToolEvent; ToolCalls and AgentThoughts ride in DataParts, built
+ * through the proto schema so nothing off-schema reaches a client.
+ */
+import { agentMessage, dataPart, statusUpdate, STATE_TO_V1, textPart } from '../../protocol/a2a.js';
+import type { JsonObject } from '../../protocol/a2a.js';
+import type { DevtoolEventKind, DevtoolSchema, FileDiffJson, ToolCallJson } from '../../protocol/devtool-schema.js';
+import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
+import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
+import type { AgentEvent, ToolCallSnapshot } from './agent-events.js';
+import type { EncodeContext, WireEncoder } from './wire-encoder.js';
+import type { TaskStatusUpdateEvent } from '@a2a-js/sdk';
+
+function fileDiff(change: FileChange): FileDiffJson {
+  return {
+    file_name: change.fileName,
+    file_path: change.filePath,
+    ...(change.oldContent !== undefined ? { old_content: change.oldContent } : {}),
+    new_content: change.newContent,
+    formatted_diff: change.formattedDiff,
+  };
+}
+
+function output(display: ToolDisplay): NonNullable<ToolCallJson['output']> {
+  switch (display.type) {
+    case 'text':
+      return { text: display.text };
+    case 'diff':
+      return { diff: fileDiff(display.change) };
+    case 'structured':
+      return { structured_data: display.data };
+  }
+}
+
+function details(p: ToolProposal): Partial<NonNullable<ToolCallJson['confirmation_request']>> {
+  switch (p.type) {
+    case 'edit':
+      return { file_edit_details: fileDiff(p.change) };
+    case 'execute':
+      return {
+        execute_details: {
+          command: p.command,
+          ...(p.workingDirectory !== undefined ? { working_directory: p.workingDirectory } : {}),
+        },
+      };
+    case 'generic':
+      return { generic_details: { description: p.description } };
+  }
+}
+
+/** The ToolCall JSON (proto field names) for a snapshot, before schema building. */
+export function toolCallJson(call: ToolCallSnapshot): ToolCallJson {
+  const json: ToolCallJson = {
+    tool_call_id: call.id,
+    status: call.status,
+    tool_name: call.toolName,
+    input_parameters: call.input,
+  };
+  if (call.description !== undefined) json.description = call.description;
+  if (call.liveContent !== undefined) json.live_content = call.liveContent;
+  if (call.output !== undefined) json.output = output(call.output);
+  if (call.error !== undefined) {
+    json.error = {
+      message: call.error.message,
+      type: call.error.type,
+      ...(call.error.statusCode !== undefined ? { status_code: call.error.statusCode } : {}),
+    };
+  }
+  if (call.confirmation !== undefined) {
+    json.confirmation_request = { options: call.confirmation.options, ...details(call.confirmation.proposal) };
+  }
+  return json;
+}
+
+export class RfcEncoder implements WireEncoder {
+  readonly dialect = 'rfc' as const;
+  constructor(private readonly schema: DevtoolSchema) {}
+
+  private meta(kind: DevtoolEventKind, ctx: EncodeContext, error?: string): JsonObject {
+    return {
+      [DEVTOOL_EXTENSION_URI]: this.schema.developmentToolEvent({ kind, model: ctx.model, ...(error ? { error } : {}) }),
+    };
+  }
+
+  encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent {
+    const { taskId, contextId } = ctx;
+    const working = STATE_TO_V1.working;
+    switch (event.type) {
+      case 'state': {
+        const msg = event.text !== undefined ? agentMessage(taskId, contextId, [textPart(event.text)]) : undefined;
+        return statusUpdate(taskId, contextId, STATE_TO_V1[event.state], msg, this.meta('STATE_CHANGE', ctx, event.error));
+      }
+      case 'tool-call': {
+        const parts = [dataPart(this.schema.toolCall(toolCallJson(event.call)) as JsonObject)];
+        // Seed 000: a failure's reason must reach text-only clients too, not only the DataPart.
+        if (event.call.status === 'FAILED' && event.call.error !== undefined) {
+          parts.push(textPart(`${event.call.toolName} failed: ${event.call.error.message}`));
+        }
+        return statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, parts), this.meta('TOOL_CALL_UPDATE', ctx));
+      }
+      case 'text':
+        return statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, [textPart(event.delta)]), this.meta('TEXT_CONTENT', ctx));
+      case 'thought': {
+        const part = dataPart(this.schema.agentThought({ subject: event.subject, description: event.description }) as JsonObject);
+        return statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, [part]), this.meta('THOUGHT', ctx));
+      }
+    }
+  }
+}

@@ -1,0 +1,17 @@
+import type { TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import type { AgentEvent } from './agent-events.js';
+
+export interface EncodeContext {
+  taskId: string;
+  contextId: string;
+  model: string;
+}
+
+/**
+ * Turns dialect-free AgentEvents into A2A v1.0 status updates for one wire dialect.
+ * The transport's version adapters (v0.3 / v1.0 JSON-RPC) then serialise those.
+ */
+export interface WireEncoder {
+  readonly dialect: 'rfc' | 'legacy';
+  encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent;
+}

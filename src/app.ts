@@ -1,0 +1,120 @@
+/**
+ * The composition root: the only module that constructs concretes and wires them.
+ * buildApp never listens; main.ts does (so tests can build many apps in one process).
+ */
+import { readFileSync } from 'node:fs';
+import Fastify from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config/load-config.js';
+import { buildAgentCard } from './protocol/agent-card.js';
+import { loadDevtoolSchema } from './protocol/devtool-schema.js';
+import { ContextRegistry } from './agent/context-registry.js';
+import { DevtoolRequestHandler } from './agent/request-handler.js';
+import { TaskRegistry } from './agent/task-registry.js';
+import { TurnLoop } from './agent/turn-loop.js';
+import { RfcEncoder } from './agent/wire/rfc-encoder.js';
+import type { ModelClient } from './agent/model/model-client.js';
+import { GenaiModelClient } from './agent/model/genai-model-client.js';
+import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
+import { createDefaultTools } from './tools/index.js';
+import type { AnyTool } from './tools/tool.js';
+import { agentCardRoutes } from './transport/http/agent-card-route.js';
+import { hostGuard } from './transport/http/host-guard.js';
+import { jsonRpcRoutes, UNPARSABLE } from './transport/http/jsonrpc-route.js';
+
+export interface AppOptions {
+  config: Readonly<Config>;
+  /** Replaces the model the config names (tests, embedding). */
+  model?: ModelClient;
+  /** Replaces the default toolset. */
+  tools?: AnyTool[];
+  /** Fastify logger setting; defaults to the config's level. */
+  logger?: boolean | { level: string };
+  /** First model retry delay, ms (tests shorten it). */
+  retryBaseDelayMs?: number;
+}
+
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+const SYSTEM_INSTRUCTION = [
+  'You are a software development agent working inside one workspace directory.',
+  'Use the tools to read, list, write files and run shell commands there; paths are relative to the workspace.',
+  'Read before you change things. Tools that change files or run commands wait for the user to approve them;',
+  'if the user declines a call, do not retry it unless asked. Keep answers short and concrete.',
+].join(' ');
+
+/** The model the config names, and whether it is the bundled demo. */
+export function createModel(config: Readonly<Config>): { model: ModelClient; demo: boolean } {
+  const m = config.model;
+  if (m.kind === 'genai') {
+    return {
+      model: new GenaiModelClient({
+        model: m.model,
+        apiKey: m.apiKey,
+        vertexai: m.vertexai,
+        project: m.project,
+        location: m.location,
+        baseUrl: m.baseUrl,
+        includeThoughts: m.includeThoughts,
+      }),
+      demo: false,
+    };
+  }
+  return { model: new ScriptedModelClient(loadModelScript(m.scriptFile ?? DEMO_SCRIPT_FILE)), demo: m.scriptFile === undefined };
+}
+
+function isLoopback(host: string): boolean {
+  return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config } = options;
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    bodyLimit: 32 * 1024 * 1024, // 32 MiB: modified file contents ride in confirmations
+    forceCloseConnections: true,
+  });
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(null, UNPARSABLE);
+    }
+  });
+
+  const created = options.model ? { model: options.model, demo: false } : createModel(config);
+  if (created.demo) {
+    app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
+  }
+  const schema = loadDevtoolSchema();
+  const tools = options.tools ?? createDefaultTools({ shell: config.shell });
+  const loop = new TurnLoop({
+    model: created.model,
+    tools,
+    systemInstruction: SYSTEM_INSTRUCTION,
+    logger: app.log,
+    retryBaseDelayMs: options.retryBaseDelayMs,
+  });
+  const url = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/`;
+  const description = created.demo
+    ? 'DEMO MODE: no Gemini credentials are configured, so answers come from a bundled script. Development agent: reads, writes and runs code in a workspace with approvals.'
+    : `Development agent on ${created.model.model}: reads, writes and runs code in a workspace, asking before side effects.`;
+  const card = buildAgentCard({ url, version: PACKAGE_VERSION, description });
+  const handler = new DevtoolRequestHandler({
+    card: () => card,
+    schema,
+    loop,
+    encoder: new RfcEncoder(schema),
+    tasks: new TaskRegistry(),
+    contexts: new ContextRegistry(),
+    defaultWorkspace: config.workspaceDir,
+  });
+
+  if (isLoopback(config.host)) {
+    const extra = config.publicUrl ? [new URL(config.publicUrl).hostname] : [];
+    await app.register(hostGuard, { allowedHosts: extra });
+  }
+  await app.register(agentCardRoutes, { card: () => card });
+  await app.register(jsonRpcRoutes, { handler, heartbeatMs: config.sseHeartbeatMs });
+  return app;
+}

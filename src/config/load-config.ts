@@ -1,0 +1,129 @@
+/**
+ * Turns the process environment into a validated, defaulted, frozen Config.
+ * Pure: the only module that reads env, and only through its argument.
+ * A bad value throws ConfigError naming the variable and what is accepted.
+ */
+import path from 'node:path';
+import fs from 'node:fs';
+
+export interface ModelConfig {
+  /** `genai`: Gemini through @google/genai; `scripted`: replay a JSON script. */
+  kind: 'genai' | 'scripted';
+  model: string;
+  apiKey?: string;
+  vertexai: boolean;
+  project?: string;
+  location?: string;
+  baseUrl?: string;
+  includeThoughts: boolean;
+  /** Script file for `scripted`; undefined means the bundled demo script. */
+  scriptFile?: string;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  /** Fallback workspace when the first message carries no AgentSettings.workspace_path. */
+  workspaceDir: string;
+  /** The URL clients reach; defaults to http://host:port/. Goes into the agent card. */
+  publicUrl?: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  model: ModelConfig;
+  shell: { timeoutMs: number; maxOutputBytes: number };
+  /** SSE keep-alive comment interval, ms. */
+  sseHeartbeatMs: number;
+}
+
+export class ConfigError extends Error {
+  readonly code = 'AGENT_ERR_CONFIG_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name}="${raw}" is not a whole number (expected ${min}–${max})`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name}=${n} is out of range (expected ${min}–${max})`);
+  return n;
+}
+
+function bool(env: Env, name: string): boolean {
+  const raw = str(env, name)?.toLowerCase();
+  if (raw === undefined) return false;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name}="${raw}" is not a boolean (use 1/0, true/false)`);
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function loadModelConfig(env: Env, cwd: string): ModelConfig {
+  const scriptFile = str(env, 'AGENT_MODEL_SCRIPT');
+  const apiKey = str(env, 'GEMINI_API_KEY') ?? str(env, 'GOOGLE_API_KEY');
+  const vertexai = bool(env, 'GOOGLE_GENAI_USE_VERTEXAI');
+  const base = {
+    model: str(env, 'GEMINI_MODEL') ?? 'gemini-2.5-flash',
+    vertexai,
+    includeThoughts: str(env, 'GEMINI_INCLUDE_THOUGHTS') === undefined ? true : bool(env, 'GEMINI_INCLUDE_THOUGHTS'),
+  };
+  if (scriptFile !== undefined) {
+    const file = path.resolve(cwd, scriptFile);
+    if (!fs.existsSync(file)) throw new ConfigError(`AGENT_MODEL_SCRIPT=${scriptFile}: no such file (${file})`);
+    return { ...base, kind: 'scripted', scriptFile: file };
+  }
+  if (apiKey === undefined && !vertexai) return { ...base, kind: 'scripted' };
+  const project = str(env, 'GOOGLE_CLOUD_PROJECT');
+  const location = str(env, 'GOOGLE_CLOUD_LOCATION');
+  if (vertexai && apiKey === undefined && project === undefined) {
+    throw new ConfigError('GOOGLE_GENAI_USE_VERTEXAI=true needs GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION) or an API key');
+  }
+  const baseUrl = str(env, 'GOOGLE_GEMINI_BASE_URL');
+  if (baseUrl !== undefined && !/^https?:\/\//.test(baseUrl)) {
+    throw new ConfigError(`GOOGLE_GEMINI_BASE_URL="${baseUrl}" must start with http:// or https://`);
+  }
+  return { ...base, kind: 'genai', apiKey, project, location, baseUrl };
+}
+
+/** Validates `env` once at boot. Throws ConfigError on the first bad value. */
+export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Config> {
+  const host = str(env, 'HOST') ?? '127.0.0.1';
+  const port = int(env, 'PORT', 41242, 0, 65535);
+  const workspaceRaw = str(env, 'WORKSPACE_DIR');
+  const workspaceDir = path.resolve(cwd, workspaceRaw ?? '.');
+  if (!fs.existsSync(workspaceDir) || !fs.statSync(workspaceDir).isDirectory()) {
+    throw new ConfigError(`WORKSPACE_DIR=${workspaceRaw} is not an existing directory (${workspaceDir})`);
+  }
+  const publicUrl = str(env, 'PUBLIC_URL');
+  if (publicUrl !== undefined && !/^https?:\/\//.test(publicUrl)) {
+    throw new ConfigError(`PUBLIC_URL="${publicUrl}" must start with http:// or https://`);
+  }
+  const logLevel = (str(env, 'LOG_LEVEL') ?? 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL="${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const config: Config = {
+    host,
+    port,
+    workspaceDir: fs.realpathSync(workspaceDir),
+    publicUrl,
+    logLevel,
+    model: Object.freeze(loadModelConfig(env, cwd)),
+    shell: Object.freeze({
+      timeoutMs: int(env, 'SHELL_TIMEOUT_MS', 300_000, 1_000, 86_400_000), // 5 min
+      maxOutputBytes: int(env, 'SHELL_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 67_108_864), // 1 MiB
+    }),
+    sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,86 @@
+/**
+ * Small builders over the SDK's A2A v1.0 object model (proto-shaped: `$case` oneofs,
+ * enum numbers). Everything the server emits is built here so the shapes stay in one place.
+ */
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState } from '@a2a-js/sdk';
+import type { Message, Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+
+export type JsonObject = Record<string, unknown>;
+
+export const STATE_TO_V1: Readonly<Record<string, TaskState>> = {
+  submitted: TaskState.TASK_STATE_SUBMITTED,
+  working: TaskState.TASK_STATE_WORKING,
+  'input-required': TaskState.TASK_STATE_INPUT_REQUIRED,
+  'auth-required': TaskState.TASK_STATE_AUTH_REQUIRED,
+  completed: TaskState.TASK_STATE_COMPLETED,
+  failed: TaskState.TASK_STATE_FAILED,
+  canceled: TaskState.TASK_STATE_CANCELED,
+  rejected: TaskState.TASK_STATE_REJECTED,
+};
+
+const V1_TO_STATE = new Map<TaskState, string>(Object.entries(STATE_TO_V1).map(([k, v]) => [v, k]));
+
+/** The v0.3 spelling of a v1.0 task state (`input-required`, `completed`, …). */
+export function stateName(state: TaskState | undefined): string {
+  return (state !== undefined && V1_TO_STATE.get(state)) || 'unknown';
+}
+
+export function textPart(text: string): Part {
+  return { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' };
+}
+
+export function dataPart(data: JsonObject): Part {
+  return { content: { $case: 'data', value: data }, metadata: undefined, filename: '', mediaType: 'application/json' };
+}
+
+export function agentMessage(taskId: string, contextId: string, parts: Part[]): Message {
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts,
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+export function statusUpdate(
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  message: Message | undefined,
+  metadata: JsonObject | undefined,
+): TaskStatusUpdateEvent {
+  return { taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata };
+}
+
+export function newTask(id: string, contextId: string, userMessage: Message): Task {
+  return {
+    id,
+    contextId,
+    status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+    artifacts: [],
+    history: [userMessage],
+    metadata: undefined,
+  };
+}
+
+/** The text of a message's text parts, joined. */
+export function messageText(message: Message): string {
+  return message.parts
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+    .filter((s) => s !== '')
+    .join('\n');
+}
+
+/** The JSON objects of a message's data parts, with their part index. */
+export function messageData(message: Message): Array<{ index: number; data: unknown }> {
+  const out: Array<{ index: number; data: unknown }> = [];
+  message.parts.forEach((p, index) => {
+    if (p.content?.$case === 'data') out.push({ index, data: p.content.value });
+  });
+  return out;
+}

@@ -1,0 +1,80 @@
+/**
+ * The agent card, in A2A v1.0 form (the SDK's AgentCard) and in the v0.3 form that
+ * clients without `A2A-Version: 1.0` read. Declares streaming and the development-tool
+ * extension as required (RFC §3.1).
+ */
+import { AgentCard as AgentCardCodec } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
+import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
+import { DEVTOOL_EXTENSION_DESCRIPTION, DEVTOOL_EXTENSION_URI } from './extension.js';
+import type { JsonObject } from './a2a.js';
+
+export interface AgentCardOptions {
+  /** The JSON-RPC endpoint URL (POST /). */
+  url: string;
+  version: string;
+  description: string;
+}
+
+export function buildAgentCard(o: AgentCardOptions): AgentCard {
+  return {
+    name: 'devtool-a2a-server',
+    description: o.description,
+    supportedInterfaces: duplicateInterfacesForLegacy(
+      [{ url: o.url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+      ['JSONRPC'],
+    ),
+    provider: undefined,
+    version: o.version,
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extensions: [{ uri: DEVTOOL_EXTENSION_URI, description: DEVTOOL_EXTENSION_DESCRIPTION, required: true, params: undefined }],
+      extendedAgentCard: false,
+    },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain', 'application/json'],
+    defaultOutputModes: ['text/plain', 'application/json'],
+    skills: [
+      {
+        id: 'development',
+        name: 'Software development',
+        description: 'Reads, writes and runs code in a workspace, asking before anything with side effects.',
+        tags: ['code', 'files', 'shell'],
+        examples: ['Add a unit test for the parser', 'Why does `npm test` fail?'],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
+    ],
+    signatures: [],
+  };
+}
+
+/** The card's v1.0 JSON. */
+export function cardToV1Json(card: AgentCard): unknown {
+  return AgentCardCodec.toJSON(card);
+}
+
+/** The card's v0.3 JSON (protocolVersion 0.3.0, `url` + `preferredTransport`). */
+export function cardToV03Json(card: AgentCard): JsonObject {
+  const caps = card.capabilities;
+  return {
+    protocolVersion: '0.3.0',
+    name: card.name,
+    description: card.description,
+    url: card.supportedInterfaces[0]?.url,
+    preferredTransport: 'JSONRPC',
+    version: card.version,
+    capabilities: {
+      streaming: caps?.streaming ?? false,
+      pushNotifications: caps?.pushNotifications ?? false,
+      stateTransitionHistory: false,
+      extensions: (caps?.extensions ?? []).map((e) => ({ uri: e.uri, description: e.description, required: e.required })),
+    },
+    defaultInputModes: card.defaultInputModes,
+    defaultOutputModes: card.defaultOutputModes,
+    skills: card.skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: s.tags, examples: s.examples })),
+  };
+}

@@ -1,0 +1,288 @@
+/**
+ * The development-tool extension schema (proto/development_tool.proto, RFC §3.2/§3.3)
+ * at runtime. This is the only module of the repo that imports protobufjs.
+ *
+ * Outbound messages are checked field by field, built with `Type.fromObject`,
+ * encoded, decoded and returned in their proto3 JSON form (snake_case proto
+ * field names, enum names, Struct fields as plain JSON, unset fields omitted).
+ * Inbound client JSON is validated by hand, because `fromObject` is lenient.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import protobuf from 'protobufjs';
+import { checkMessageJson, fieldPath, isPlainObject, readFields } from './json-fields.js';
+import type { FieldRead, ParseResult, ReflectedMessage } from './json-fields.js';
+import { structWrapper } from './struct-json.js';
+
+export type { ParseResult } from './json-fields.js';
+
+/** Names of ToolCallStatus the server may emit. */
+export type ToolCallStatusName = 'PENDING' | 'EXECUTING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+/** Names of DevelopmentToolEvent.DevelopmentToolEventKind the server may emit. */
+export type DevtoolEventKind = 'TOOL_CALL_CONFIRMATION' | 'TOOL_CALL_UPDATE' | 'TEXT_CONTENT' | 'STATE_CHANGE' | 'THOUGHT';
+/** Names of CommandExecutionStatus the server may emit. */
+export type CommandExecutionStatusName =
+  | 'STARTED'
+  | 'FAILED_TO_START'
+  | 'AWAITING_SHELL_CONFIRMATION'
+  | 'AWAITING_ACTION_CONFIRMATION';
+
+/** FileDiff in JSON form. Note: proto3 JSON omits `new_content` when it is "". */
+export type FileDiffJson = {
+  file_name: string;
+  file_path: string;
+  old_content?: string;
+  new_content: string;
+  formatted_diff?: string;
+};
+/** ConfirmationRequest in JSON form; set at most one of the four details. */
+export type ConfirmationRequestJson = {
+  options: { id: string; name: string; description?: string }[];
+  execute_details?: { command: string; working_directory?: string };
+  file_edit_details?: FileDiffJson;
+  mcp_details?: { server_name: string; tool_name: string };
+  generic_details?: { description: string };
+};
+/** ToolCall in JSON form; `output` and `error` are a oneof, as are the members of `output`. */
+export type ToolCallJson = {
+  tool_call_id: string;
+  status: ToolCallStatusName;
+  tool_name: string;
+  description?: string;
+  input_parameters?: Record<string, unknown>;
+  live_content?: string;
+  output?: { text?: string; diff?: FileDiffJson; structured_data?: Record<string, unknown> };
+  error?: { message: string; type?: string; status_code?: number };
+  confirmation_request?: ConfirmationRequestJson;
+};
+/** A client's ToolCallConfirmation, normalised and flattened by {@link DevtoolSchema.parseToolCallConfirmation}. */
+export type ToolCallConfirmationJson = {
+  tool_call_id: string;
+  selected_option_id: string;
+  /** Present when the client modified the proposed file content. */
+  new_content?: string;
+};
+export type AgentThoughtJson = {
+  subject: string;
+  description: string;
+};
+export type DevelopmentToolEventJson = {
+  kind: DevtoolEventKind;
+  model: string;
+  user_tier?: string;
+  error?: string;
+};
+export type SlashCommandArgumentJson = {
+  name: string;
+  description?: string;
+  is_required?: boolean;
+};
+export type SlashCommandJson = {
+  name: string;
+  description?: string;
+  arguments?: SlashCommandArgumentJson[];
+  sub_commands?: SlashCommandJson[];
+};
+/** GetAllSlashCommandsResponse; proto3 JSON omits an empty `commands` list (`{}`). */
+export type GetAllSlashCommandsResponseJson = {
+  commands: SlashCommandJson[];
+};
+export type ExecuteSlashCommandResponseJson = {
+  execution_id: string;
+  status: CommandExecutionStatusName;
+  message?: string;
+};
+export type ExecuteSlashCommandRequestJson = {
+  command_path: string[];
+  args: string;
+};
+export type AgentSettingsJson = {
+  workspace_path?: string;
+};
+
+/** The loaded schema. Builders throw Error naming the field on input the schema does not allow. */
+export interface DevtoolSchema {
+  /**
+   * Verifies `obj` (unknown field, wrong type, bad enum name, two oneof members, missing
+   * tool_call_id/tool_name/status all throw), builds a ToolCall and returns its proto3 JSON.
+   */
+  toolCall(obj: ToolCallJson): ToolCallJson;
+  /** Builds an AgentThought and returns its proto3 JSON (an empty string field is omitted). */
+  agentThought(o: AgentThoughtJson): AgentThoughtJson;
+  /** Builds a DevelopmentToolEvent (kind required) and returns its proto3 JSON; empty model/user_tier/error are omitted. */
+  developmentToolEvent(o: DevelopmentToolEventJson): DevelopmentToolEventJson;
+  /** Builds a GetAllSlashCommandsResponse and returns its proto3 JSON (empty strings/lists and false omitted). */
+  getAllSlashCommandsResponse(o: GetAllSlashCommandsResponseJson): GetAllSlashCommandsResponseJson;
+  /** Builds an ExecuteSlashCommandResponse (execution_id, status required); returns proto3 JSON, an empty message omitted. */
+  executeSlashCommandResponse(o: ExecuteSlashCommandResponseJson): ExecuteSlashCommandResponseJson;
+  /**
+   * Strictly parses a client's ToolCallConfirmation (snake_case or lowerCamelCase keys at every level).
+   * Requires non-empty tool_call_id and selected_option_id. Modified content may come as
+   * `file_details: {new_content}` (proto3 JSON of the oneof) or `modified_details: {file_details: {new_content}}`,
+   * not both; new_content must then be present and a string. Errors name the field as `<path>.<key>`.
+   */
+  parseToolCallConfirmation(data: unknown, path: string): ParseResult<ToolCallConfirmationJson>;
+  /** Strictly parses AgentSettings; workspace_path, if given, must be a string ("" counts as unset). No filesystem check. */
+  parseAgentSettings(data: unknown, path: string): ParseResult<AgentSettingsJson>;
+  /** Strictly parses ExecuteSlashCommandRequest: command_path a non-empty array of non-empty strings, args a string (default ""). */
+  parseExecuteSlashCommandRequest(data: unknown, path: string): ParseResult<ExecuteSlashCommandRequestJson>;
+  /** True when `data` is an object with an own tool_call_id, toolCallId, selected_option_id or selectedOptionId key. */
+  looksLikeToolCallConfirmation(data: unknown): boolean;
+}
+
+const PACKAGE = 'development_tool.v0';
+const DEFAULT_PROTO = fileURLToPath(new URL('../../proto/development_tool.proto', import.meta.url));
+const TO_JSON: protobuf.IConversionOptions = { enums: String, longs: String, defaults: false, oneofs: false };
+const CONFIRMATION_KEYS = ['tool_call_id', 'toolCallId', 'selected_option_id', 'selectedOptionId'];
+/** Field lists the hand-written parsers implement; checked against the proto at load time. */
+const INBOUND_FIELDS: Record<string, string[]> = {
+  ToolCallConfirmation: ['tool_call_id', 'selected_option_id', 'file_details'],
+  ModifiedFileDetails: ['new_content'],
+  AgentSettings: ['workspace_path'],
+  ExecuteSlashCommandRequest: ['command_path', 'args'],
+};
+const cache = new Map<string, DevtoolSchema>();
+
+// Must be registered before any Struct type is set up (protobufjs reads wrappers in Type#setup).
+protobuf.wrappers['.google.protobuf.Struct'] = structWrapper as unknown as protobuf.IWrapper;
+
+const fail = (message: string): { ok: false; message: string } => ({ ok: false, message });
+
+function stringField(f: FieldRead | undefined, name: string, path: string, nonEmpty: boolean): string | { error: string } {
+  const what = nonEmpty ? 'a non-empty string' : 'a string';
+  if (f === undefined) return { error: `${fieldPath(path, name)} must be ${what}` };
+  if (typeof f.value !== 'string' || (nonEmpty && f.value === '')) return { error: `${f.path} must be ${what}` };
+  return f.value;
+}
+
+function parseModifiedFile(f: FieldRead): string | { error: string } {
+  const r = readFields(f.value, f.path, 'ModifiedFileDetails', INBOUND_FIELDS.ModifiedFileDetails);
+  if (!r.ok) return { error: r.message };
+  return stringField(r.value.get('new_content'), 'new_content', f.path, false);
+}
+
+function parseToolCallConfirmation(data: unknown, path: string): ParseResult<ToolCallConfirmationJson> {
+  const fields = INBOUND_FIELDS.ToolCallConfirmation;
+  const r = readFields(data, path, 'ToolCallConfirmation', [...fields, 'modified_details'], fields);
+  if (!r.ok) return r;
+  const id = stringField(r.value.get('tool_call_id'), 'tool_call_id', path, true);
+  if (typeof id !== 'string') return fail(id.error);
+  const option = stringField(r.value.get('selected_option_id'), 'selected_option_id', path, true);
+  if (typeof option !== 'string') return fail(option.error);
+  const value: ToolCallConfirmationJson = { tool_call_id: id, selected_option_id: option };
+  const flat = r.value.get('file_details');
+  const nested = r.value.get('modified_details');
+  if (flat && nested) return fail(`${path} sets both ${flat.key} and ${nested.key}; use one form of the modified_details oneof`);
+  let file = flat;
+  if (nested) {
+    const m = readFields(nested.value, nested.path, 'modified_details', ['file_details']);
+    if (!m.ok) return m;
+    file = m.value.get('file_details');
+    if (!file) return fail(`${nested.path} must set file_details`);
+  }
+  if (file) {
+    const content = parseModifiedFile(file);
+    if (typeof content !== 'string') return fail(content.error);
+    value.new_content = content;
+  }
+  return { ok: true, value };
+}
+
+function parseAgentSettings(data: unknown, path: string): ParseResult<AgentSettingsJson> {
+  const r = readFields(data, path, 'AgentSettings', INBOUND_FIELDS.AgentSettings);
+  if (!r.ok) return r;
+  const f = r.value.get('workspace_path');
+  if (f === undefined) return { ok: true, value: {} };
+  const ws = stringField(f, 'workspace_path', path, false);
+  if (typeof ws !== 'string') return fail(ws.error);
+  return { ok: true, value: ws === '' ? {} : { workspace_path: ws } };
+}
+
+function parseExecuteSlashCommandRequest(data: unknown, path: string): ParseResult<ExecuteSlashCommandRequestJson> {
+  const r = readFields(data, path, 'ExecuteSlashCommandRequest', INBOUND_FIELDS.ExecuteSlashCommandRequest);
+  if (!r.ok) return r;
+  const cp = r.value.get('command_path');
+  const cpPath = cp?.path ?? fieldPath(path, 'command_path');
+  if (!cp || !Array.isArray(cp.value) || cp.value.length === 0) return fail(`${cpPath} must be a non-empty array of strings`);
+  const bad = cp.value.findIndex((s) => typeof s !== 'string' || s === '');
+  if (bad >= 0) return fail(`${cpPath}[${bad}] must be a non-empty string`);
+  const argsField = r.value.get('args');
+  const args = argsField === undefined ? '' : stringField(argsField, 'args', path, false);
+  if (typeof args !== 'string') return fail(args.error);
+  return { ok: true, value: { command_path: [...(cp.value as string[])], args } };
+}
+
+function lookupType(root: protobuf.Root, name: string, file: string): protobuf.Type {
+  try {
+    return root.lookupType(`${PACKAGE}.${name}`);
+  } catch {
+    throw new Error(`development-tool schema: ${file} does not define message ${PACKAGE}.${name}`);
+  }
+}
+
+/**
+ * Returns a function that verifies a JSON object against `type` (plus: each of `required` must be set
+ * to a non-default value, so the emitted JSON carries it), builds it, round-trips it through the wire
+ * format and returns the proto3 JSON form.
+ */
+function builder<T>(type: protobuf.Type, required: string[] = []): (o: T) => T {
+  return (o: T) => {
+    let err = checkMessageJson(type as unknown as ReflectedMessage, o, type.name);
+    for (const name of required) {
+      if (err) break;
+      const v = (o as Record<string, unknown>)[name];
+      const rt = type.fields[name]?.resolvedType;
+      if (v === undefined || v === '' || (rt instanceof protobuf.Enum && rt.values[v as string] === 0)) {
+        err = `${type.name}.${name} is required (got ${JSON.stringify(v)})`;
+      }
+    }
+    if (err) throw new Error(`development-tool schema: ${err}`);
+    const wire = type.encode(type.fromObject(o as Record<string, unknown>)).finish();
+    return type.toObject(type.decode(wire), TO_JSON) as T;
+  };
+}
+
+/**
+ * Loads proto/development_tool.proto (or `protoFile`) with protobufjs, synchronously, and returns the
+ * schema API. Results are cached per resolved path, so repeated calls are cheap.
+ * Throws Error("development-tool schema: ...") when the file is missing, does not parse, lacks a
+ * message, or its inbound messages do not have exactly the fields the parsers implement.
+ */
+export function loadDevtoolSchema(protoFile: string = DEFAULT_PROTO): DevtoolSchema {
+  const file = resolve(protoFile);
+  const cached = cache.get(file);
+  if (cached) return cached;
+  if (!existsSync(file)) throw new Error(`development-tool schema: proto file not found: ${file}`);
+  let root: protobuf.Root;
+  try {
+    root = new protobuf.Root().loadSync(file, { keepCase: true });
+    root.resolveAll();
+  } catch (e) {
+    throw new Error(`development-tool schema: cannot load ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  for (const [name, expected] of Object.entries(INBOUND_FIELDS)) {
+    const actual = lookupType(root, name, file).fieldsArray.map((f) => f.name);
+    if (actual.join() !== expected.join()) {
+      throw new Error(`development-tool schema: ${PACKAGE}.${name} has fields ${actual.join(', ')}; the parsers expect ${expected.join(', ')}`);
+    }
+  }
+  const t = (name: string) => lookupType(root, name, file);
+  const schema: DevtoolSchema = {
+    toolCall: builder<ToolCallJson>(t('ToolCall'), ['tool_call_id', 'status', 'tool_name']),
+    agentThought: builder<AgentThoughtJson>(t('AgentThought')),
+    developmentToolEvent: builder<DevelopmentToolEventJson>(t('DevelopmentToolEvent'), ['kind']),
+    getAllSlashCommandsResponse: builder<GetAllSlashCommandsResponseJson>(t('GetAllSlashCommandsResponse')),
+    executeSlashCommandResponse: builder<ExecuteSlashCommandResponseJson>(t('ExecuteSlashCommandResponse'), [
+      'execution_id',
+      'status',
+    ]),
+    parseToolCallConfirmation,
+    parseAgentSettings,
+    parseExecuteSlashCommandRequest,
+    looksLikeToolCallConfirmation: (data) =>
+      isPlainObject(data) && CONFIRMATION_KEYS.some((k) => Object.hasOwn(data, k)),
+  };
+  cache.set(file, schema);
+  return schema;
+}

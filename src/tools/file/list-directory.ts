@@ -1,0 +1,86 @@
+/** `list_directory`: lists the entries of one directory inside the workspace. */
+import { statSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import { describeGivenPath, errorCode, errorReason, resolveInWorkspace } from '../workspace.js';
+
+/** Arguments of `list_directory`. */
+export interface ListDirectoryArgs extends Record<string, unknown> {
+  dir_path: string;
+}
+
+function fail(type: string, message: string): ToolResult {
+  return { isError: true, error: { type, message } };
+}
+
+/** Lists a directory: sorted, directories first with a trailing `/`. */
+export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
+  readonly name = 'list_directory';
+  readonly kind = 'read' as const;
+  readonly description =
+    'Lists the names of the files and subdirectories in a directory inside the workspace. ' +
+    'Directories come first and end with "/". The path may be absolute or relative to the workspace ("." is the workspace).';
+  readonly parameters: ToolParameterSchema = {
+    type: 'object',
+    properties: {
+      dir_path: { type: 'string', description: 'Path of the directory to list, absolute or relative to the workspace.' },
+    },
+    required: ['dir_path'],
+  };
+
+  validate(
+    args: Record<string, unknown>,
+    ctx: Pick<ToolContext, 'workspace'>,
+  ): { ok: true; args: ListDirectoryArgs } | { ok: false; error: ToolError } {
+    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path');
+    if (!resolved.ok) return resolved;
+    return { ok: true, args: { dir_path: args.dir_path as string } };
+  }
+
+  describe(args: ListDirectoryArgs): string {
+    return `List ${args.dir_path}`;
+  }
+
+  async run(args: ListDirectoryArgs, ctx: ToolContext): Promise<ToolResult> {
+    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path');
+    if (!resolved.ok) return { isError: true, error: resolved.error };
+    const where = describeGivenPath(ctx.workspace, args.dir_path);
+    let entries;
+    try {
+      entries = await fs.readdir(resolved.path, { withFileTypes: true });
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT') return fail('dir_not_found', `Directory not found: ${where}`);
+      if (code === 'ENOTDIR') {
+        return fail('path_is_not_a_directory', `${where} is a file, not a directory; use read_file to read it`);
+      }
+      return fail('list_error', `Cannot list ${where}: ${errorReason(err)}`);
+    }
+    const dirs: string[] = [];
+    const files: string[] = [];
+    for (const entry of entries) {
+      const isDir =
+        entry.isDirectory() ||
+        (entry.isSymbolicLink() && this.linksToDirectory(ctx.workspace, path.join(resolved.path, entry.name)));
+      (isDir ? dirs : files).push(entry.name);
+    }
+    const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+    const lines = [...dirs.sort(byName).map((d) => `${d}/`), ...files.sort(byName)];
+    const text = lines.length === 0
+      ? `Directory ${args.dir_path} is empty.`
+      : `Directory listing for ${args.dir_path}:\n${lines.join('\n')}`;
+    return { llmContent: text, display: { type: 'text', text } };
+  }
+
+  /** A symlink counts as a directory only when its target is a directory inside the workspace. */
+  private linksToDirectory(workspace: string, linkPath: string): boolean {
+    const target = resolveInWorkspace(workspace, linkPath, 'entry');
+    if (!target.ok) return false;
+    try {
+      return statSync(target.path).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+}

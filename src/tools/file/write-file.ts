@@ -1,0 +1,138 @@
+/** `write_file`: creates or overwrites one file inside the workspace, after showing a diff. */
+import { statSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { unifiedDiff } from '../diff.js';
+import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
+import { describeGivenPath, errorCode, errorReason, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+
+/** Arguments of `write_file`. */
+export interface WriteFileArgs extends Record<string, unknown> {
+  file_path: string;
+  content: string;
+}
+
+type Planned = { ok: true; change: FileChange; rel: string } | { ok: false; error: ToolError };
+
+/** Number of lines in `text` (a trailing newline does not start a new line). */
+function countLines(text: string): number {
+  if (text === '') return 0;
+  const n = text.split('\n').length;
+  return text.endsWith('\n') ? n - 1 : n;
+}
+
+/** Writes a whole file, creating parent directories inside the workspace as needed. */
+export class WriteFileTool implements Tool<WriteFileArgs> {
+  readonly name = 'write_file';
+  readonly kind = 'edit' as const;
+  readonly description =
+    'Writes content to a file inside the workspace, replacing it if it exists and creating it ' +
+    '(and any missing parent directories) if it does not. The path may be absolute or relative to the workspace.';
+  readonly parameters: ToolParameterSchema = {
+    type: 'object',
+    properties: {
+      file_path: { type: 'string', description: 'Path of the file to write, absolute or relative to the workspace.' },
+      content: { type: 'string', description: 'The complete new content of the file.' },
+    },
+    required: ['file_path', 'content'],
+  };
+
+  validate(
+    args: Record<string, unknown>,
+    ctx: Pick<ToolContext, 'workspace'>,
+  ): { ok: true; args: WriteFileArgs } | { ok: false; error: ToolError } {
+    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
+    if (!resolved.ok) return resolved;
+    if (typeof args.content !== 'string') {
+      return { ok: false, error: { type: 'invalid_argument', message: 'content must be a string (the complete new file content)' } };
+    }
+    const file_path = args.file_path as string;
+    if (isDirectory(resolved.path)) {
+      return { ok: false, error: directoryError(ctx.workspace, file_path) };
+    }
+    return { ok: true, args: { file_path, content: args.content } };
+  }
+
+  describe(args: WriteFileArgs): string {
+    return `Write ${args.file_path}`;
+  }
+
+  async propose(args: WriteFileArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
+    const planned = await this.plan(args, ctx.workspace);
+    if (!planned.ok) return { type: 'generic', description: `Cannot write ${args.file_path}: ${planned.error.message}` };
+    return { type: 'edit', change: planned.change };
+  }
+
+  withModifiedContent(args: WriteFileArgs, newContent: string): WriteFileArgs {
+    return { ...args, content: newContent };
+  }
+
+  async run(args: WriteFileArgs, ctx: ToolContext): Promise<ToolResult> {
+    const planned = await this.plan(args, ctx.workspace);
+    if (!planned.ok) return { isError: true, error: planned.error };
+    const { change, rel } = planned;
+    const where = describeGivenPath(ctx.workspace, args.file_path);
+    try {
+      await fs.mkdir(path.dirname(change.filePath), { recursive: true });
+      await fs.writeFile(change.filePath, change.newContent, 'utf8');
+    } catch (err) {
+      return { isError: true, error: { type: 'write_error', message: `Cannot write ${where}: ${errorReason(err)}` } };
+    }
+    const lines = countLines(change.newContent);
+    const how = change.oldContent === undefined ? 'created' : 'overwritten';
+    return {
+      llmContent: `Wrote ${lines} line${lines === 1 ? '' : 's'} to ${rel} (${how})`,
+      display: { type: 'diff', change },
+    };
+  }
+
+  /** Resolves the target and reads what is there now, producing the change to make. */
+  private async plan(args: WriteFileArgs, workspace: string): Promise<Planned> {
+    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path');
+    if (!resolved.ok) return resolved;
+    if (typeof args.content !== 'string') {
+      return { ok: false, error: { type: 'invalid_argument', message: 'content must be a string (the complete new file content)' } };
+    }
+    const filePath = resolved.path;
+    let oldContent: string | undefined;
+    try {
+      oldContent = await fs.readFile(filePath, 'utf8');
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'EISDIR') return { ok: false, error: directoryError(workspace, args.file_path) };
+      if (code === 'ENOTDIR') {
+        return {
+          ok: false,
+          error: { type: 'write_error', message: `Cannot write ${args.file_path}: a parent of it is a file, not a directory` },
+        };
+      }
+      if (code !== 'ENOENT') {
+        return { ok: false, error: { type: 'write_error', message: `Cannot read the current ${args.file_path}: ${errorReason(err)}` } };
+      }
+    }
+    const rel = workspaceRelative(workspace, filePath);
+    const change: FileChange = {
+      fileName: path.basename(filePath),
+      filePath,
+      newContent: args.content,
+      formattedDiff: unifiedDiff(rel, oldContent, args.content),
+    };
+    if (oldContent !== undefined) change.oldContent = oldContent;
+    return { ok: true, change, rel };
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function directoryError(workspace: string, given: string): ToolError {
+  return {
+    type: 'target_is_directory',
+    message: `${describeGivenPath(workspace, given)} is a directory; write_file needs a file path`,
+  };
+}

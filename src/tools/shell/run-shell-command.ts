@@ -1,0 +1,272 @@
+/** `run_shell_command`: runs `bash -c` inside the workspace, in its own process group. */
+import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
+import { describeGivenPath, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+
+/** Arguments of `run_shell_command`. */
+export interface RunShellCommandArgs extends Record<string, unknown> {
+  command: string;
+  description?: string;
+  dir_path?: string;
+}
+
+/** Constructor options of {@link RunShellCommandTool}. */
+export interface RunShellCommandOptions {
+  /** Kill the command after this long (default 5 minutes). */
+  timeoutMs?: number;
+  /** Keep at most this many bytes of combined output, dropping the head (default 1 MB). */
+  maxOutputBytes?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
+const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+const KILL_GRACE_MS = 2000;
+const LIVE_THROTTLE_MS = 50;
+const TAIL_LINES = 20;
+
+/** Combined stdout+stderr, keeping only the last `max` bytes. */
+class TailBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  dropped = 0;
+  constructor(private readonly max: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.size > this.max && this.chunks.length > 0) {
+      const excess = this.size - this.max;
+      const first = this.chunks[0];
+      if (first.length <= excess) {
+        this.chunks.shift();
+        this.size -= first.length;
+        this.dropped += first.length;
+      } else {
+        this.chunks[0] = first.subarray(excess);
+        this.size -= excess;
+        this.dropped += excess;
+      }
+    }
+  }
+
+  text(): string {
+    let buf = Buffer.concat(this.chunks, this.size);
+    if (this.dropped > 0) {
+      let i = 0; // skip UTF-8 continuation bytes cut in half by the truncation
+      while (i < buf.length && i < 3 && (buf[i] & 0xc0) === 0x80) i++;
+      buf = buf.subarray(i);
+      return `[... ${this.dropped} bytes truncated ...]\n${buf.toString('utf8')}`;
+    }
+    return buf.toString('utf8');
+  }
+}
+
+type Ending = { kind: 'exit'; code: number | null; signal: NodeJS.Signals | null } | { kind: 'spawn_error'; message: string };
+
+/** Runs a shell command; the whole process group is killed on timeout, cancellation and completion. */
+export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
+  readonly name = 'run_shell_command';
+  readonly kind = 'execute' as const;
+  readonly description =
+    'Runs a command with `bash -c <command>` in the workspace (or in dir_path inside it). stdin is closed. ' +
+    'Returns the combined stdout and stderr and the exit code. Background processes are killed when the command ends.';
+  readonly parameters: ToolParameterSchema = {
+    type: 'object',
+    properties: {
+      command: { type: 'string', description: 'The exact bash command to run.' },
+      description: { type: 'string', description: 'A short description of what the command does, shown to the user.' },
+      dir_path: { type: 'string', description: 'Directory to run in, absolute or relative to the workspace (default: the workspace).' },
+    },
+    required: ['command'],
+  };
+  private readonly timeoutMs: number;
+  private readonly maxOutputBytes: number;
+
+  constructor(options: RunShellCommandOptions = {}) {
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  }
+
+  validate(
+    args: Record<string, unknown>,
+    ctx: Pick<ToolContext, 'workspace'>,
+  ): { ok: true; args: RunShellCommandArgs } | { ok: false; error: ToolError } {
+    const { command, description, dir_path } = args;
+    if (typeof command !== 'string' || command.trim() === '') {
+      return { ok: false, error: { type: 'invalid_argument', message: 'command must be a non-empty string' } };
+    }
+    if (description !== undefined && description !== null && typeof description !== 'string') {
+      return { ok: false, error: { type: 'invalid_argument', message: 'description must be a string when given' } };
+    }
+    const out: RunShellCommandArgs = { command };
+    if (typeof description === 'string') out.description = description;
+    if (dir_path !== undefined && dir_path !== null && dir_path !== '') {
+      const resolved = resolveInWorkspace(ctx.workspace, dir_path, 'dir_path');
+      if (!resolved.ok) return resolved;
+      out.dir_path = dir_path as string;
+    }
+    return { ok: true, args: out };
+  }
+
+  describe(args: RunShellCommandArgs): string {
+    const where = args.dir_path ? ` [in ${args.dir_path}]` : '';
+    return `${args.command}${where}${args.description ? ` (${args.description})` : ''}`;
+  }
+
+  async propose(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
+    const cwd = this.workingDirectory(args, ctx.workspace);
+    return { type: 'execute', command: args.command, workingDirectory: cwd.ok ? cwd.path : undefined };
+  }
+
+  async run(args: RunShellCommandArgs, ctx: ToolContext): Promise<ToolResult> {
+    const cwd = this.workingDirectory(args, ctx.workspace);
+    if (!cwd.ok) return { isError: true, error: cwd.error };
+    if (ctx.signal.aborted) {
+      return { isError: true, error: { type: 'cancelled', message: 'Command was cancelled before it started' } };
+    }
+    const output = new TailBuffer(this.maxOutputBytes);
+    const ending = await this.execute(args.command, cwd.path, output, ctx);
+    const text = output.text();
+    const llmContent = [
+      `Command: ${args.command}`,
+      `Directory: ${workspaceRelative(ctx.workspace, cwd.path)}`,
+      `Output:\n${text === '' ? '(empty)' : text}`,
+      ending.ending.kind === 'exit' && ending.ending.code !== null ? `Exit Code: ${ending.ending.code}` : '',
+    ].filter(Boolean).join('\n');
+    const fail = (error: ToolError): ToolResult => ({ isError: true, error, llmContent, liveOutput: text });
+    const tail = lastLines(text);
+    const withTail = (head: string): string => (tail === '' ? `${head} (no output)` : `${head}:\n${tail}`);
+    const e = ending.ending;
+    if (ending.reason === 'cancelled') return fail({ type: 'cancelled', message: withTail('Command was cancelled') });
+    if (ending.reason === 'timeout') {
+      return fail({ type: 'shell_timeout', message: withTail(`Command timed out after ${this.timeoutMs} ms and was killed`) });
+    }
+    if (e.kind === 'spawn_error') return fail({ type: 'shell_spawn_failed', message: `Could not start bash: ${e.message}` });
+    if (e.code === 0) {
+      const shown = `${text === '' ? '(no output)' : text}\n(exit code 0)`;
+      return { llmContent, display: { type: 'text', text: shown } };
+    }
+    if (e.code !== null) {
+      return fail({ type: 'shell_exit_nonzero', statusCode: e.code, message: withTail(`Command exited with code ${e.code}`) });
+    }
+    return fail({ type: 'shell_signal', message: withTail(`Command was killed by signal ${e.signal ?? 'unknown'}`) });
+  }
+
+  private workingDirectory(args: RunShellCommandArgs, workspace: string): { ok: true; path: string } | { ok: false; error: ToolError } {
+    if (args.dir_path === undefined) return realWorkspace(workspace);
+    const resolved = resolveInWorkspace(workspace, args.dir_path, 'dir_path');
+    if (!resolved.ok) return resolved;
+    let isDir = false;
+    try {
+      isDir = statSync(resolved.path).isDirectory();
+    } catch {
+      // missing
+    }
+    if (!isDir) {
+      return {
+        ok: false,
+        error: { type: 'dir_not_found', message: `Directory not found: ${describeGivenPath(workspace, args.dir_path)}` },
+      };
+    }
+    return resolved;
+  }
+
+  /**
+   * Spawns the command and resolves once it and its whole process group are gone.
+   * Ending the group (on timeout, cancellation, or leftovers after bash exits) is
+   * SIGTERM, then SIGKILL after a grace period.
+   */
+  private execute(
+    command: string,
+    cwd: string,
+    output: TailBuffer,
+    ctx: ToolContext,
+  ): Promise<{ ending: Ending; reason: 'done' | 'timeout' | 'cancelled' }> {
+    return new Promise((resolve) => {
+      let reason: 'done' | 'timeout' | 'cancelled' = 'done';
+      let lastLive = 0;
+      let liveTimer: NodeJS.Timeout | undefined;
+      let killTimer: NodeJS.Timeout | undefined;
+      let killFired = false;
+      let afterKill: (() => void) | undefined;
+      let exited: Ending | undefined;
+      let settled = false;
+
+      const child = spawn('bash', ['-c', command], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      const pid = child.pid;
+      const signalGroup = (sig: NodeJS.Signals | 0): boolean => {
+        if (pid === undefined) return false;
+        try {
+          process.kill(-pid, sig);
+          return true;
+        } catch {
+          return false; // group already gone
+        }
+      };
+      const terminateGroup = (): void => {
+        if (killTimer || !signalGroup('SIGTERM')) return;
+        killTimer = setTimeout(() => {
+          killFired = true;
+          signalGroup('SIGKILL');
+          afterKill?.();
+        }, KILL_GRACE_MS);
+      };
+      const emitLive = (): void => {
+        liveTimer = undefined;
+        lastLive = Date.now();
+        ctx.onLiveOutput?.(output.text());
+      };
+      const onData = (chunk: Buffer): void => {
+        output.push(chunk);
+        if (!ctx.onLiveOutput || liveTimer || settled) return;
+        const wait = LIVE_THROTTLE_MS - (Date.now() - lastLive);
+        if (wait <= 0) emitLive();
+        else liveTimer = setTimeout(emitLive, wait);
+      };
+      const stop = (why: 'timeout' | 'cancelled'): void => {
+        if (reason !== 'done' || settled) return;
+        reason = why;
+        terminateGroup();
+      };
+      const onAbort = (): void => stop('cancelled');
+      const timeout = setTimeout(() => stop('timeout'), this.timeoutMs);
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+
+      const finish = (ending: Ending): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timeout);
+        clearTimeout(liveTimer);
+        ctx.signal.removeEventListener('abort', onAbort);
+        ctx.onLiveOutput?.(output.text());
+        const done = (): void => resolve({ ending, reason });
+        // Leftovers that closed their output still die before we report.
+        if (killTimer && !killFired && signalGroup(0)) {
+          afterKill = done;
+        } else {
+          clearTimeout(killTimer);
+          signalGroup('SIGKILL');
+          done();
+        }
+      };
+
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.on('error', (err) => finish({ kind: 'spawn_error', message: err.message }));
+      child.on('exit', (code, signal) => {
+        exited = { kind: 'exit', code, signal };
+        // Background processes may still hold the pipes open; they do not outlive the command.
+        terminateGroup();
+      });
+      child.on('close', (code, signal) => finish(exited ?? { kind: 'exit', code, signal }));
+    });
+  }
+}
+
+/** The last {@link TAIL_LINES} non-empty-trailing lines of `text`. */
+function lastLines(text: string): string {
+  const lines = text.replace(/\s+$/, '').split('\n');
+  if (lines.length === 1 && lines[0] === '') return '';
+  return lines.slice(-TAIL_LINES).join('\n');
+}

@@ -1,0 +1,84 @@
+/**
+ * The tool port. A tool knows nothing of A2A, tasks or the model: it validates its
+ * arguments, describes what it is about to do (so a person can approve it), and runs.
+ * The agent maps proposals and results onto development-tool `ToolCall` messages.
+ */
+
+/** JSON Schema (the OpenAPI subset Gemini accepts) describing a tool's arguments. */
+export interface ToolParameterSchema {
+  type: 'object';
+  properties: Record<string, { type: string; description?: string; items?: unknown; enum?: string[] }>;
+  required?: string[];
+}
+
+/** How a tool touches the world; drives the default approval rule ("reads run, writes wait"). */
+export type ToolKind = 'read' | 'edit' | 'execute' | 'other';
+
+/** A file change as shown to the user before it is made. Paths are absolute. */
+export interface FileChange {
+  fileName: string;
+  filePath: string;
+  /** Absent when the file does not exist yet. */
+  oldContent?: string;
+  newContent: string;
+  /** Unified diff of oldContent → newContent. */
+  formattedDiff: string;
+}
+
+/** What a side-effecting call will do, for the confirmation card. */
+export type ToolProposal =
+  | { type: 'edit'; change: FileChange }
+  | { type: 'execute'; command: string; workingDirectory?: string }
+  | { type: 'generic'; description: string };
+
+export interface ToolContext {
+  /** Absolute, real path of the session workspace. Tools MUST NOT touch anything outside it. */
+  workspace: string;
+  /** Aborted when the task is cancelled; long-running tools MUST stop promptly. */
+  signal: AbortSignal;
+  /** Streams progress (the whole text so far, not a delta). Optional for tools that finish at once. */
+  onLiveOutput?: (wholeTextSoFar: string) => void;
+}
+
+/** What the user sees as the tool's result. */
+export type ToolDisplay =
+  | { type: 'text'; text: string }
+  | { type: 'diff'; change: FileChange }
+  | { type: 'structured'; data: Record<string, unknown> };
+
+export interface ToolError {
+  /** Human-readable reason; also what the model is told. */
+  message: string;
+  /** Stable category, e.g. `file_not_found`, `path_outside_workspace`, `shell_exit_nonzero`. */
+  type: string;
+  statusCode?: number;
+}
+
+/** A tool's outcome. Failures are values, never thrown (STYLE: errors §3). */
+export type ToolResult =
+  | { isError?: false; llmContent: string; display: ToolDisplay }
+  | { isError: true; error: ToolError; llmContent?: string; liveOutput?: string };
+
+export interface Tool<A extends Record<string, unknown> = Record<string, unknown>> {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: ToolParameterSchema;
+  readonly kind: ToolKind;
+  /**
+   * Checks and normalises raw model arguments. Returns the typed arguments or a
+   * message naming the bad argument (fed back to the model as a FAILED call).
+   */
+  validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): { ok: true; args: A } | { ok: false; error: ToolError };
+  /** A short, human description of this particular call (ToolCall.description). */
+  describe(args: A): string;
+  /** The confirmation details for a side-effecting call. Read tools may omit it. */
+  propose?(args: A, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal>;
+  /**
+   * For edit tools: the arguments that write `newContent` instead of the proposal
+   * (the `modify_with_editor` option). Tools without it do not offer that option.
+   */
+  withModifiedContent?(args: A, newContent: string): A;
+  run(args: A, ctx: ToolContext): Promise<ToolResult>;
+}
+
+export type AnyTool = Tool<any>;

@@ -1,0 +1,98 @@
+/**
+ * POST / — one JSON-RPC endpoint for both A2A versions: v0.3 method names by default,
+ * v1.0 names under `A2A-Version: 1.0`. The SDK's transport handlers parse and serialise;
+ * this plugin adds what they lack: strict params checks (-32602 naming the field),
+ * v0.3 `message/send` blocking by default, `final: true` on a v0.3 pause, and SSE.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
+import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { validateParams } from './validate-params.js';
+import type { WireVersion } from './validate-params.js';
+import { writeSse } from './sse.js';
+
+export interface JsonRpcRoutesOptions {
+  handler: A2ARequestHandler;
+  heartbeatMs: number;
+}
+
+type Envelope = { jsonrpc: '2.0'; id: string | number | null; result?: unknown; error?: { code: number; message: string; data?: unknown } };
+
+/** Marks a body that was not valid JSON (answered -32700, HTTP 200, as JSON-RPC asks). */
+export const UNPARSABLE = Symbol('unparsable-json');
+
+const PAUSE_STATES = new Set(['input-required', 'auth-required']);
+
+function rpcError(id: Envelope['id'], code: number, message: string): Envelope {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+function requestId(body: unknown): Envelope['id'] {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4). */
+function fixLegacyFinal(envelope: Envelope): Envelope {
+  const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean } | undefined;
+  if (r?.kind === 'status-update' && PAUSE_STATES.has(r.status?.state ?? '')) r.final = true;
+  return envelope;
+}
+
+function pickVersion(request: FastifyRequest): WireVersion | undefined {
+  const raw = request.headers['a2a-version'];
+  const v = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  if (v === undefined || v === '' || v === '0.3' || v === '0.3.0') return '0.3';
+  if (v === '1.0' || v === '1' || v === '1.0.0') return '1.0';
+  return undefined;
+}
+
+export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOptions): Promise<void> {
+  const v1 = new JsonRpcTransportHandler(opts.handler);
+  const legacy = new LegacyJsonRpcTransportHandler(opts.handler);
+  const mapError = (version: WireVersion, err: unknown) =>
+    version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
+
+  app.post('/', async (request: FastifyRequest, reply: FastifyReply) => {
+    const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
+    if (body === UNPARSABLE) return rpcError(null, -32700, 'Parse error: the request body is not valid JSON');
+    const id = requestId(body);
+    const version = pickVersion(request);
+    if (version === undefined) {
+      return rpcError(id, -32009, `A2A-Version "${String(request.headers['a2a-version'])}" is not supported (use 0.3 or 1.0)`);
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      return rpcError(id, -32600, 'Invalid Request: the body must be one JSON-RPC request object (batches are not supported)');
+    }
+    const method = typeof body.method === 'string' ? body.method : '';
+    const bad = validateParams(method, body.params, version);
+    if (bad !== undefined) return rpcError(id, -32602, `Invalid params: ${bad}`);
+    let rpc = body;
+    if (version === '0.3' && method === 'message/send') {
+      // v0.3 clients expect message/send to wait unless they say blocking: false.
+      const params = body.params as { configuration?: Record<string, unknown> };
+      rpc = { ...body, params: { ...params, configuration: { blocking: true, ...params.configuration } } };
+    }
+    const ctx = new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: version });
+    const out = await (version === '1.0' ? v1 : legacy).handle(rpc, ctx);
+    if (!(Symbol.asyncIterator in (out as object))) return out;
+    const stream = out as AsyncGenerator<Envelope, void, undefined>;
+    let first: IteratorResult<Envelope>;
+    try {
+      first = await stream.next(); // refusals happen here, before any SSE byte
+    } catch (err) {
+      request.log.debug({ err }, 'stream refused');
+      return { jsonrpc: '2.0', id, error: mapError(version, err) };
+    }
+    await writeSse(reply, stream, first, {
+      heartbeatMs: opts.heartbeatMs,
+      frame: (item) => ({ data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item }),
+      onError: (err) => {
+        request.log.error({ err }, 'stream failed after it started');
+        return rpcError(id, -32603, 'Internal error: the event stream failed');
+      },
+    });
+    return reply;
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * Checks raw JSON-RPC params before the SDK converts them (its converters are lenient:
+ * they coerce or drop mistyped fields). Returns a message naming the bad field, or
+ * undefined. Field paths are relative to `params`.
+ */
+export type WireVersion = '0.3' | '1.0';
+
+type Json = Record<string, unknown>;
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function optString(o: Json, key: string, at: string): string | undefined {
+  if (o[key] !== undefined && typeof o[key] !== 'string') return `${at}.${key} must be a string`;
+  return undefined;
+}
+
+function nonNegInt(o: Json, key: string, at: string): string | undefined {
+  const v = o[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) return `${at}.${key} must be a non-negative integer, got ${JSON.stringify(v)}`;
+  return undefined;
+}
+
+function checkPart(part: unknown, at: string, version: WireVersion): string | undefined {
+  if (!isObj(part)) return `${at} must be an object`;
+  if (version === '0.3') {
+    switch (part.kind) {
+      case 'text':
+        return typeof part.text === 'string' ? undefined : `${at}.text must be a string`;
+      case 'data':
+        return isObj(part.data) ? undefined : `${at}.data must be a JSON object`;
+      case 'file':
+        return isObj(part.file) ? undefined : `${at}.file must be an object with bytes or uri`;
+      default:
+        return `${at}.kind must be "text", "data" or "file", got ${JSON.stringify(part.kind)}`;
+    }
+  }
+  const present = ['text', 'data', 'url', 'raw'].filter((k) => part[k] !== undefined);
+  if (present.length !== 1) return `${at} must have exactly one of text, data, url, raw`;
+  if (part.text !== undefined && typeof part.text !== 'string') return `${at}.text must be a string`;
+  if (part.url !== undefined && typeof part.url !== 'string') return `${at}.url must be a string`;
+  if (part.raw !== undefined && typeof part.raw !== 'string') return `${at}.raw must be a base64 string`;
+  return undefined;
+}
+
+function checkMessage(m: unknown, version: WireVersion): string | undefined {
+  const at = 'params.message';
+  if (!isObj(m)) return `${at} is required and must be an object`;
+  const role = m.role;
+  const userRole = version === '0.3' ? 'user' : 'ROLE_USER';
+  if (role !== userRole) return `${at}.role must be "${userRole}", got ${JSON.stringify(role)}`;
+  if (typeof m.messageId !== 'string' || m.messageId === '') return `${at}.messageId must be a non-empty string`;
+  for (const key of ['taskId', 'contextId']) {
+    const err = optString(m, key, at);
+    if (err) return err;
+  }
+  if (m.metadata !== undefined && !isObj(m.metadata)) return `${at}.metadata must be an object`;
+  if (!Array.isArray(m.parts)) return `${at}.parts must be an array`;
+  if (m.parts.length === 0) return `${at}.parts must not be empty`;
+  for (let i = 0; i < m.parts.length; i++) {
+    const err = checkPart(m.parts[i], `${at}.parts[${i}]`, version);
+    if (err) return err;
+  }
+  return undefined;
+}
+
+function checkConfiguration(c: unknown, version: WireVersion): string | undefined {
+  const at = 'params.configuration';
+  if (c === undefined) return undefined;
+  if (!isObj(c)) return `${at} must be an object`;
+  const hl = nonNegInt(c, 'historyLength', at);
+  if (hl) return hl;
+  const flag = version === '0.3' ? 'blocking' : 'returnImmediately';
+  if (c[flag] !== undefined && typeof c[flag] !== 'boolean') return `${at}.${flag} must be a boolean`;
+  const modes = c.acceptedOutputModes;
+  if (modes !== undefined && (!Array.isArray(modes) || modes.some((x) => typeof x !== 'string'))) {
+    return `${at}.acceptedOutputModes must be an array of strings`;
+  }
+  return undefined;
+}
+
+function checkTaskId(p: Json, key: string): string | undefined {
+  if (typeof p[key] !== 'string' || p[key] === '') return `params.${key} must be a non-empty string (the task id)`;
+  return undefined;
+}
+
+const SEND = new Set(['message/send', 'message/stream', 'SendMessage', 'SendStreamingMessage']);
+const BY_ID = new Set(['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'GetTask', 'CancelTask', 'SubscribeToTask']);
+
+/** Validates the params of the methods whose inputs a client most often gets wrong. */
+export function validateParams(method: string, params: unknown, version: WireVersion): string | undefined {
+  if (!SEND.has(method) && !BY_ID.has(method)) return undefined;
+  if (!isObj(params)) return 'params must be an object';
+  if (SEND.has(method)) {
+    return checkMessage(params.message, version) ?? checkConfiguration(params.configuration, version);
+  }
+  return checkTaskId(params, 'id') ?? nonNegInt(params, 'historyLength', 'params');
+}
