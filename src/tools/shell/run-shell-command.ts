@@ -173,9 +173,9 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
   }
 
   /**
-   * Spawns the command and resolves once it and its whole process group are gone.
-   * Ending the group (on timeout, cancellation, or leftovers after bash exits) is
-   * SIGTERM, then SIGKILL after a grace period.
+   * Spawns the command and resolves once bash has exited and its output is closed.
+   * The group is ended on timeout, on cancellation, and (for background leftovers)
+   * when bash exits: SIGTERM, then SIGKILL after a grace period.
    */
   private execute(
     command: string,
@@ -188,14 +188,15 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       let lastLive = 0;
       let liveTimer: NodeJS.Timeout | undefined;
       let killTimer: NodeJS.Timeout | undefined;
-      let killFired = false;
-      let afterKill: (() => void) | undefined;
       let exited: Ending | undefined;
       let settled = false;
 
-      const child = spawn('bash', ['-c', command], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      // stderr joins stdout in one pipe so the combined output keeps its real order; on the
+      // same line, so bash's "line N" messages still match the command.
+      const script = `exec 2>&1; ${command}`;
+      const child = spawn('bash', ['-c', script], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
       const pid = child.pid;
-      const signalGroup = (sig: NodeJS.Signals | 0): boolean => {
+      const signalGroup = (sig: NodeJS.Signals): boolean => {
         if (pid === undefined) return false;
         try {
           process.kill(-pid, sig);
@@ -206,11 +207,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       };
       const terminateGroup = (): void => {
         if (killTimer || !signalGroup('SIGTERM')) return;
-        killTimer = setTimeout(() => {
-          killFired = true;
-          signalGroup('SIGKILL');
-          afterKill?.();
-        }, KILL_GRACE_MS);
+        killTimer = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
       };
       const emitLive = (): void => {
         liveTimer = undefined;
@@ -240,15 +237,8 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
         clearTimeout(liveTimer);
         ctx.signal.removeEventListener('abort', onAbort);
         ctx.onLiveOutput?.(output.text());
-        const done = (): void => resolve({ ending, reason });
-        // Leftovers that closed their output still die before we report.
-        if (killTimer && !killFired && signalGroup(0)) {
-          afterKill = done;
-        } else {
-          clearTimeout(killTimer);
-          signalGroup('SIGKILL');
-          done();
-        }
+        // A pending escalation still SIGKILLs any straggler once the grace period ends.
+        resolve({ ending, reason });
       };
 
       child.stdout.on('data', onData);

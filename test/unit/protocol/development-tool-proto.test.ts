@@ -85,24 +85,27 @@ const ENUMS: Record<string, string[]> = {
   ],
 };
 
-/** Statements of one top-level or nested block `kind name { ... }`, comments stripped, nested messages/enums excluded. */
+/** Statements of block `kind name { ... }`, comments stripped; oneof members kept, nested enums dropped. */
 function block(kind: 'message' | 'enum', name: string): string[] {
   const code = proto.replace(/\/\/.*$/gm, '');
-  const start = code.search(new RegExp(`\\b${kind}\\s+${name}\\s*\\{`));
-  if (start < 0) return [];
+  const m = new RegExp(`\\b${kind}\\s+${name}\\s*\\{`).exec(code);
+  if (!m) return [];
+  const open = code.indexOf('{', m.index);
   let depth = 0;
-  let body = '';
-  for (let i = code.indexOf('{', start); i < code.length; i++) {
-    const c = code[i];
-    if (c === '{') depth++;
-    if (c === '}') depth--;
-    if (depth === 1 && c !== '{') body += c;
-    if (depth === 0) break;
+  let end = open;
+  for (let i = open; i < code.length; i++) {
+    if (code[i] === '{') depth++;
+    else if (code[i] === '}' && --depth === 0) {
+      end = i;
+      break;
+    }
   }
-  // drop nested declarations' headers (`enum X`, `oneof y`) left at depth 1
-  return body
+  return code
+    .slice(open + 1, end)
+    .replace(/\benum\s+\w+\s*\{[^}]*\}/g, '') // nested enums are checked on their own
+    .replace(/\boneof\s+\w+\s*\{|\}/g, ';')
     .split(';')
-    .map((s) => s.replace(/\b(enum|oneof|message)\s+\w+\s*/g, '').replace(/\s+/g, ' ').trim())
+    .map((s) => s.replace(/\s+/g, ' ').trim())
     .filter(Boolean);
 }
 
@@ -116,12 +119,13 @@ t.strictSame(
   Object.keys(RFC).sort(),
   'exactly the RFC messages',
 );
-for (const [name, fields] of Object.entries(RFC)) {
-  const oneofMembers = name === 'DevelopmentToolEvent' ? [] : [];
-  t.strictSame(block('message', name), [...fields, ...oneofMembers], `message ${name}`);
-}
+for (const [name, fields] of Object.entries(RFC)) t.strictSame(block('message', name), fields, `message ${name}`);
 for (const [name, values] of Object.entries(ENUMS)) t.strictSame(block('enum', name), values, `enum ${name}`);
-t.match(proto, /oneof result \{\s*\/\/[^\n]*\n\s*ToolOutput output = 7;\s*\/\/[^\n]*\n\s*ErrorDetails error = 8;\s*\}/);
-t.match(proto, /oneof result \{\s*string text = 1;/);
-t.match(proto, /oneof details \{\s*ExecuteDetails execute_details = 2;[^}]*GenericDetails generic_details = 5;\s*\}/);
-t.match(proto, /oneof modified_details \{\s*\/\/[^\n]*\n\s*ModifiedFileDetails file_details = 3;\s*\}/);
+const flat = proto.replace(/\/\/.*$/gm, '').replace(/\s+/g, ' ');
+const oneofs = [...flat.matchAll(/oneof \w+ \{[^}]*\}/g)].map((m) => m[0]);
+t.strictSame(oneofs, [
+  'oneof result { ToolOutput output = 7; ErrorDetails error = 8; }',
+  'oneof result { string text = 1; FileDiff diff = 2; google.protobuf.Struct structured_data = 3; }',
+  'oneof details { ExecuteDetails execute_details = 2; FileDiff file_edit_details = 3; McpDetails mcp_details = 4; GenericDetails generic_details = 5; }',
+  'oneof modified_details { ModifiedFileDetails file_details = 3; }',
+]);
