@@ -1,0 +1,51 @@
+/** Enforces the import rules of src/README.md by reading every source file's imports. */
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = path.join(dir, name);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+interface Source {
+  rel: string;
+  area: string;
+  imports: string[];
+  text: string;
+}
+
+const sources: Source[] = files(SRC).map((file) => {
+  const text = readFileSync(file, 'utf8');
+  const rel = path.relative(SRC, file).split(path.sep).join('/');
+  const imports = [...text.matchAll(/^\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => {
+    const spec = m[1];
+    return spec.startsWith('.') ? path.relative(SRC, path.resolve(path.dirname(file), spec)).split(path.sep).join('/') : spec;
+  });
+  return { rel, area: rel.includes('/') ? rel.split('/')[0] : rel, imports, text };
+});
+
+const internalAreas = (s: Source) => s.imports.filter((i) => !i.startsWith('node:') && !i.startsWith('@') && i.includes('/') && !i.startsWith('..')).map((i) => i.split('/')[0]);
+
+const rules: Array<[string, (s: Source) => string[]]> = [
+  ['config/ and protocol/ are leaves', (s) => (s.area === 'config' || s.area === 'protocol' ? internalAreas(s).filter((a) => a !== s.area) : [])],
+  ['only protocol/ imports protobufjs', (s) => (s.area !== 'protocol' ? s.imports.filter((i) => i.startsWith('protobufjs')) : [])],
+  ['only config/ and main.ts read process.env', (s) => (s.area !== 'config' && s.rel !== 'main.ts' && /process\.env/.test(s.text) ? ['process.env'] : [])],
+  ['tools/ knows nothing of agent, transport, store, protocol', (s) => (s.area === 'tools' ? internalAreas(s).filter((a) => ['agent', 'transport', 'store', 'protocol'].includes(a)) : [])],
+  ['agent/ never imports transport/ or store/', (s) => (s.area === 'agent' ? internalAreas(s).filter((a) => ['transport', 'store'].includes(a)) : [])],
+  ['transport/ never imports agent/ or store/', (s) => (s.area === 'transport' ? internalAreas(s).filter((a) => ['agent', 'store'].includes(a)) : [])],
+  ['only main.ts calls listen()', (s) => (s.rel !== 'main.ts' && /\.listen\(\{/.test(s.text) ? ['listen()'] : [])],
+];
+
+t.ok(sources.length > 10, 'reads the source tree');
+for (const [name, check] of rules) {
+  t.test(name, async (t) => {
+    const offenders = sources.flatMap((s) => check(s).map((bad) => `${s.rel} → ${bad}`));
+    t.same(offenders, [], name);
+  });
+}
