@@ -202,13 +202,13 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   }
 
   private startTask(message: Message): Started {
+    if (carriesConfirmation(message, this.opts.schema)) {
+      throw invalidParams('message.taskId is required to answer a tool call (the ToolCallConfirmation names no task)');
+    }
     const contextId = message.contextId || randomUUID();
     let context = this.opts.contexts.get(contextId);
     if (context) checkSameWorkspace(message, this.opts.schema, context.workspace);
     else context = this.opts.contexts.create(contextId, resolveWorkspace(message, this.opts.schema, this.opts.defaultWorkspace));
-    if (carriesConfirmation(message, this.opts.schema)) {
-      throw invalidParams('message.taskId is required to answer a tool call (the ToolCallConfirmation names no task)');
-    }
     const taskId = randomUUID();
     const stamped: Message = { ...message, taskId, contextId };
     const task = new LiveTask(newTask(taskId, contextId, stamped), context, this.opts.encoder, this.opts.loop.modelName);

@@ -52,7 +52,7 @@ function decide(task: LiveTask, at: string, id: string, option: string, newConte
   const call = task.calls.get(id);
   const waiting = task.awaiting();
   if (call === undefined) {
-    const pending = waiting.length > 0 ? `waiting: ${waiting.map((c) => c.snapshot.id).join(', ')}` : `it waits for none; state ${task.state}`;
+    const pending = waiting.length > 0 ? `waiting: ${waiting.map((c) => c.snapshot.id).join(', ')}` : `it is not waiting for any; state ${task.state}`;
     throw invalidParams(`${at}.tool_call_id: task ${task.id} has no tool call "${id}" (${pending})`);
   }
   if (call.phase !== 'awaiting') throw invalidParams(`${at}.tool_call_id: ${describeAnswered(call)}`);
@@ -122,23 +122,23 @@ export function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLoop): v
       declineCall(task, call);
       continue;
     }
-    if (option === ConfirmationOptionId.proceedAlways && call.tool) {
-      grantAlways(call.tool, task.context);
-      // The grant covers the rest of the context, so sibling calls of that tool run too.
-      for (const sibling of task.awaiting()) {
-        if (sibling !== call && sibling.tool === call.tool && !plan.decisions.some((d) => d.call === sibling)) {
-          sibling.answer = ConfirmationOptionId.proceedAlways;
-          sibling.phase = 'ready';
-          toRun.push(sibling);
-        }
-      }
-    }
     if (option === ConfirmationOptionId.modifyWithEditor && call.tool?.withModifiedContent && call.args) {
       call.args = call.tool.withModifiedContent(call.args, newContent as string);
       call.snapshot.input = { ...call.snapshot.input, ...call.args };
     }
     call.phase = 'ready';
     toRun.push(call);
+    if (option === ConfirmationOptionId.proceedAlways && call.tool) {
+      grantAlways(call.tool, task.context);
+      // The grant covers the rest of the context, so sibling calls of that tool run too.
+      for (const sibling of task.awaiting()) {
+        if (sibling.tool === call.tool && !plan.decisions.some((d) => d.call === sibling)) {
+          sibling.answer = ConfirmationOptionId.proceedAlways;
+          sibling.phase = 'ready';
+          toRun.push(sibling);
+        }
+      }
+    }
   }
   void runAll(task, toRun, loop);
 }

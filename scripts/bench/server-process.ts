@@ -1,0 +1,215 @@
+/**
+ * The server under test as a child process: spawn `node --import tsx src/main.ts`
+ * (no npm/sh wrapper, so the child pid is the serving node process), wait for the
+ * agent card, read its RSS and CPU time from /proc, and stop it (SIGTERM, then SIGKILL).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+
+export interface ServerOptions {
+  repoRoot: string;
+  scriptFile: string;
+  /** Extra node flags for the child, before `--import tsx` (e.g. --cpu-prof, not allowed in NODE_OPTIONS). */
+  nodeArgs?: string[];
+  /** What node runs; default `--import tsx src/main.ts` (what `npm start` runs). */
+  entry?: string[];
+  logLevel?: string;
+}
+
+export interface RunningServer {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  url: string;
+  workspace: string;
+  /** performance.now() just before spawn. */
+  spawnedAt: number;
+  /** Last lines of the child's stderr/stdout (for error reports). */
+  output: () => string;
+}
+
+/** A free TCP port on 127.0.0.1 (bind :0, read, close). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
+  const port = await freePort();
+  const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'devtool-bench-ws-')));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    WORKSPACE_DIR: workspace,
+    LOG_LEVEL: opts.logLevel ?? 'warn',
+    AGENT_MODEL_SCRIPT: opts.scriptFile,
+  };
+  delete env.GEMINI_API_KEY;
+  delete env.GOOGLE_API_KEY;
+  delete env.GOOGLE_GENAI_USE_VERTEXAI;
+  delete env.NODE_OPTIONS;
+  const tail: string[] = [];
+  const keep = (chunk: Buffer) => {
+    tail.push(chunk.toString('utf8'));
+    if (tail.length > 50) tail.shift();
+  };
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...(opts.entry ?? ['--import', 'tsx', 'src/main.ts'])], {
+    cwd: opts.repoRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  if (child.pid === undefined) throw new Error('spawn failed: no pid');
+  return { child, pid: child.pid, port, url: `http://127.0.0.1:${port}/`, workspace, spawnedAt, output: () => tail.join('') };
+}
+
+function getOnce(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false, timeout: 1000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', () => resolve(0));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
+}
+
+/** Polls the agent card every `everyMs` until HTTP 200; returns ms since spawn. */
+export async function waitReady(srv: RunningServer, timeoutMs = 30_000, everyMs = 10): Promise<number> {
+  const card = `${srv.url}.well-known/agent-card.json`;
+  const deadline = srv.spawnedAt + timeoutMs;
+  while (performance.now() < deadline) {
+    if (srv.child.exitCode !== null) throw new Error(`server exited with ${srv.child.exitCode} before ready:\n${srv.output()}`);
+    if ((await getOnce(card)) === 200) return performance.now() - srv.spawnedAt;
+    await delay(everyMs);
+  }
+  throw new Error(`server not ready after ${timeoutMs} ms:\n${srv.output()}`);
+}
+
+/** VmRSS of `pid` in bytes (NaN when unreadable). */
+export function rssBytes(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Threads of `pid` (main + V8/libuv helpers). */
+export function threadCount(pid: number): number {
+  try {
+    const m = /^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * user+system CPU seconds from /proc/<pid>/stat (all threads), or of one thread with
+ * `tid` (/proc/<pid>/task/<tid>/stat; the main thread's tid is the pid). Assumes CLK_TCK = 100.
+ */
+export function cpuSeconds(pid: number, tid?: number): number {
+  try {
+    const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[0] is state (field 3); utime is field 14, stime field 15.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Machine-wide busy CPU seconds (all cores, everything but idle and iowait), from /proc/stat. */
+export function machineBusySeconds(): number {
+  try {
+    const cols = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const total = cols.slice(0, 8).reduce((a, b) => a + b, 0);
+    return (total - cols[3] - cols[4]) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Checks that `pid` holds the socket listening on 127.0.0.1:`port`: finds the LISTEN
+ * socket's inode in /proc/net/tcp and looks for it among the pid's open fds.
+ */
+export function verifyServingPid(pid: number, port: number): { ok: boolean; detail: string } {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  let inode: string | undefined;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length < 10) continue;
+      if (cols[1].endsWith(`:${hexPort}`) && cols[3] === '0A') inode = cols[9];
+    }
+  }
+  if (inode === undefined) return { ok: false, detail: `no LISTEN socket on port ${port} in /proc/net/tcp` };
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      let target = '';
+      try {
+        target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      if (target === `socket:[${inode}]`) {
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+        return { ok: true, detail: `pid ${pid} (${cmd}) holds listen socket inode ${inode} as fd ${fd}` };
+      }
+    }
+  } catch (err) {
+    return { ok: false, detail: `cannot read /proc/${pid}/fd: ${(err as Error).message}` };
+  }
+  return { ok: false, detail: `pid ${pid} does not hold listen socket inode ${inode}` };
+}
+
+/** SIGTERM (graceful: the server closes and exits, which also flushes --cpu-prof), SIGKILL after `graceMs`. */
+export async function stopServer(srv: RunningServer, graceMs = 5000): Promise<number | null> {
+  const { child } = srv;
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  const code = await exited;
+  clearTimeout(timer);
+  return code;
+}
+
+/** Synchronous last-resort kill (for process 'exit' handlers). */
+export function killNow(srv: RunningServer | undefined): void {
+  if (srv && srv.child.exitCode === null && srv.child.signalCode === null) {
+    try {
+      srv.child.kill('SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}
