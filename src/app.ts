@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
+import type { AgentCard } from '@a2a-js/sdk';
 import type { Config } from './config/load-config.js';
 import { buildAgentCard } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
@@ -19,7 +20,7 @@ import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/
 import { createDefaultTools } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
-import { hostGuard } from './transport/http/host-guard.js';
+import { createHostGuard } from './transport/http/host-guard.js';
 import { jsonRpcRoutes, UNPARSABLE } from './transport/http/jsonrpc-route.js';
 
 export interface AppOptions {
@@ -95,13 +96,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     logger: app.log,
     retryBaseDelayMs: options.retryBaseDelayMs,
   });
-  const url = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/`;
   const description = created.demo
     ? 'DEMO MODE: no Gemini credentials are configured, so answers come from a bundled script. Development agent: reads, writes and runs code in a workspace with approvals.'
     : `Development agent on ${created.model.model}: reads, writes and runs code in a workspace, asking before side effects.`;
-  const card = buildAgentCard({ url, version: PACKAGE_VERSION, description });
+  // The card names the address actually listened on (PORT=0 picks one at listen time).
+  let card: AgentCard | undefined;
+  const currentCard = (): AgentCard => {
+    if (card) return card;
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : config.port;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    const built = buildAgentCard({ url: config.publicUrl ?? `http://${host}:${port}/`, version: PACKAGE_VERSION, description });
+    if (port !== 0) card = built;
+    return built;
+  };
   const handler = new DevtoolRequestHandler({
-    card: () => card,
+    card: currentCard,
     schema,
     loop,
     encoder: new RfcEncoder(schema),
@@ -112,9 +122,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   if (isLoopback(config.host)) {
     const extra = config.publicUrl ? [new URL(config.publicUrl).hostname] : [];
-    await app.register(hostGuard, { allowedHosts: extra });
+    app.addHook('onRequest', createHostGuard({ allowedHosts: extra }));
   }
-  await app.register(agentCardRoutes, { card: () => card });
+  await app.register(agentCardRoutes, { card: currentCard });
   await app.register(jsonRpcRoutes, { handler, heartbeatMs: config.sseHeartbeatMs });
   return app;
 }

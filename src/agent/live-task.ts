@@ -44,6 +44,10 @@ export class LiveTask {
   steps = 0;
   /** True while the model loop runs (between a user message and the next pause or end). */
   modelRunning = false;
+  /** The history message that text deltas are being folded into. */
+  private textMessageId: string | undefined;
+  /** Calls whose approval card is already in the history (a re-prompt does not repeat it). */
+  private readonly askedInHistory = new Set<string>();
 
   constructor(
     readonly task: Task,
@@ -92,8 +96,39 @@ export class LiveTask {
     const update = this.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
     this.task.status = update.status;
     const final = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
-    if (final && update.status?.message !== undefined) this.task.history.push(update.status.message);
+    this.recordHistory(event, update.status?.message, final);
     return this.log.append({ payload: { $case: 'statusUpdate', value: update } }, final);
+  }
+
+  /**
+   * Task history keeps what a reader of `tasks/get` or `message/send` needs: the answer text
+   * (deltas folded into one message per run of text), each card that asks for approval
+   * (so a non-streaming client can show the diff and the options), every call's final card,
+   * and each pause or end. ToolCalls stay in their own messages, as on the stream.
+   */
+  private recordHistory(event: AgentEvent, message: Message | undefined, final: boolean): void {
+    if (message === undefined) return;
+    const history = this.task.history;
+    const last = history[history.length - 1];
+    if (event.type === 'text') {
+      if (last !== undefined && last.messageId === this.textMessageId) {
+        const part = last.parts[0];
+        if (part?.content?.$case === 'text') part.content.value += event.delta;
+        return;
+      }
+      this.textMessageId = message.messageId;
+      history.push(structuredClone(message));
+      return;
+    }
+    this.textMessageId = undefined;
+    if (event.type === 'tool-call') {
+      const status = event.call.status;
+      const asks = status === 'PENDING' && event.call.confirmation !== undefined && !this.askedInHistory.has(event.call.id);
+      if (asks) this.askedInHistory.add(event.call.id);
+      if (asks || status === 'SUCCEEDED' || status === 'FAILED' || status === 'CANCELLED') history.push(message);
+      return;
+    }
+    if (final) history.push(message);
   }
 
   publishCall(call: TurnCall): void {

@@ -113,7 +113,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     }
     for (const call of task.turn) {
       if (call.phase === 'awaiting' || call.phase === 'ready' || call.phase === 'executing') {
-        declineCall(task, call, 'The task was canceled.');
+        declineCall(task, call, 'The task was canceled.', 'cancelled');
       }
     }
     task.publish({ type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });

@@ -43,7 +43,7 @@ export async function executeCall(task: LiveTask, call: TurnCall): Promise<void>
       workspace: task.context.workspace,
       signal: task.abort.signal,
       onLiveOutput: (text) => {
-        if (call.phase !== 'executing') return;
+        if (call.phase !== 'executing' || text === snap.liveContent) return;
         snap.liveContent = text;
         task.publishCall(call);
       },
@@ -55,12 +55,17 @@ export async function executeCall(task: LiveTask, call: TurnCall): Promise<void>
 }
 
 /** Marks an awaiting call declined by the user. The model is told so and the turn goes on. */
-export function declineCall(task: LiveTask, call: TurnCall, reason = 'The user declined this tool call.'): void {
+export function declineCall(
+  task: LiveTask,
+  call: TurnCall,
+  reason = 'The user declined this tool call.',
+  type: 'declined' | 'cancelled' = 'declined',
+): void {
   const snap = call.snapshot;
   snap.status = 'CANCELLED';
   delete snap.confirmation;
   delete snap.liveContent;
-  snap.error = { message: reason, type: 'declined' };
+  snap.error = { message: reason, type };
   call.response = responsePart(call, { error: `${reason} Do not retry it unless the user asks.` });
   call.phase = 'done';
   task.publishCall(call);

@@ -266,7 +266,10 @@ t.test('v0.3 message/send through the SDK', async (t) => {
     t.equal(stateOf(task.status?.state), 'input-required');
     const parts = task.status?.message?.parts ?? [];
     const text = parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
-    const call = parts.find((p) => p.content?.$case === 'data')?.content?.value as any;
+    // The pause event itself is text-only (ToolCalls travel only as TOOL_CALL_UPDATEs); the
+    // card that asks for approval is in the task's history, so a non-streaming client sees it.
+    const cards = task.history.flatMap((m) => m.parts).filter((p) => p.content?.$case === 'data');
+    const call = cards.at(-1)?.content?.value as any;
     t.match(text, /write_file \(tc_[0-9a-f-]{36}\)/, 'the prompt names the waiting tool call');
     t.match(
       call,
@@ -275,7 +278,7 @@ t.test('v0.3 message/send through the SDK', async (t) => {
         status: 'PENDING',
         confirmation_request: { file_edit_details: { file_name: 'hello.txt', new_content: 'hello world\n' } },
       },
-      'the pending ToolCall (with its confirmation_request) rides in the status message',
+      'the pending ToolCall (with its confirmation_request) is in the history',
     );
     if (call) t.match(text, call.tool_call_id, 'the text and the DataPart name the same call');
   });

@@ -206,7 +206,7 @@ t.test('tasks/cancel while shell hang runs', async (t) => {
   t.ok(await readUntil((r) => dataOf(r)?.status === 'EXECUTING'), 'the command started');
 
   let running: Array<{ pid: number; cmd: string }> = [];
-  for (let i = 0; i < 40 && !running.some((p) => /sleep 30/.test(p.cmd)); i++) {
+  for (let i = 0; i < 100 && !running.some((p) => /^sleep 30$/.test(p.cmd)); i++) {
     running = processesIn(srv.workspace);
     await sleep(50);
   }

@@ -3,7 +3,7 @@
  * on loopback it answers only requests whose Host (and, from browsers, Origin) is local
  * or the configured public URL's host.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 
 export interface HostGuardOptions {
   /** Extra host names (without port) to accept, e.g. the PUBLIC_URL host. */
@@ -17,9 +17,10 @@ function hostName(hostHeader: string): string {
   return hostHeader.split(':')[0];
 }
 
-export async function hostGuard(app: FastifyInstance, opts: HostGuardOptions): Promise<void> {
+/** An `onRequest` hook for the root instance (so it covers every route). */
+export function createHostGuard(opts: HostGuardOptions): onRequestAsyncHookHandler {
   const allowed = new Set([...LOCAL, ...opts.allowedHosts.map((h) => h.toLowerCase())]);
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+  return async function hostGuard(request: FastifyRequest, reply: FastifyReply) {
     const host = hostName(String(request.headers.host ?? '').toLowerCase());
     if (!allowed.has(host)) {
       return reply.code(403).send({ error: `Host "${host}" is not allowed; this server accepts only ${[...allowed].join(', ')} (set PUBLIC_URL to add one)` });
@@ -36,5 +37,5 @@ export async function hostGuard(app: FastifyInstance, opts: HostGuardOptions): P
         return reply.code(403).send({ error: `Origin "${origin}" is not allowed to call this server` });
       }
     }
-  });
+  };
 }

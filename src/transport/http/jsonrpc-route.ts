@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
 import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
@@ -40,6 +41,19 @@ function fixLegacyFinal(envelope: Envelope): Envelope {
   return envelope;
 }
 
+/** -32601's message for a method the chosen version does not have, with a hint when the other one does. */
+function unknownMethod(method: string, version: WireVersion): string | undefined {
+  if (method === '') return undefined; // the SDK answers -32600 for a missing method
+  if (version === '0.3' ? isLegacyJsonRpcMethod(method) : isV1JsonRpcMethod(method)) return undefined;
+  if (version === '0.3' && isV1JsonRpcMethod(method)) {
+    return `Method not found: ${method} is an A2A v1.0 method; send the header A2A-Version: 1.0 (or use ${v1MethodToLegacyJsonRpc(method)})`;
+  }
+  if (version === '1.0' && isLegacyJsonRpcMethod(method)) {
+    return `Method not found: ${method} is an A2A v0.3 method; under A2A-Version: 1.0 use ${legacyJsonRpcToV1Method(method)}`;
+  }
+  return `Method not found: ${method}`;
+}
+
 function pickVersion(request: FastifyRequest): WireVersion | undefined {
   const raw = request.headers['a2a-version'];
   const v = (Array.isArray(raw) ? raw[0] : raw)?.trim();
@@ -66,6 +80,8 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
       return rpcError(id, -32600, 'Invalid Request: the body must be one JSON-RPC request object (batches are not supported)');
     }
     const method = typeof body.method === 'string' ? body.method : '';
+    const unknown = unknownMethod(method, version);
+    if (unknown !== undefined) return rpcError(id, -32601, unknown);
     const bad = validateParams(method, body.params, version);
     if (bad !== undefined) return rpcError(id, -32602, `Invalid params: ${bad}`);
     let rpc = body;
