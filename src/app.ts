@@ -9,14 +9,18 @@ import type { AgentCard } from '@a2a-js/sdk';
 import type { Config } from './config/load-config.js';
 import { buildAgentCard } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
-import { ContextRegistry } from './agent/context-registry.js';
+import { EventHub } from './agent/event-hub.js';
 import { DevtoolRequestHandler } from './agent/request-handler.js';
-import { TaskRegistry } from './agent/task-registry.js';
+import { Supervisor } from './agent/supervisor.js';
+import { TaskCache } from './agent/task-cache.js';
+import type { TaskStore } from './agent/task-store.js';
 import { TurnLoop } from './agent/turn-loop.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
 import type { ModelClient } from './agent/model/model-client.js';
 import { GenaiModelClient } from './agent/model/genai-model-client.js';
 import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
+import { openDatabase } from './store/db.js';
+import { PgTaskStore } from './store/pg-task-store.js';
 import { createDefaultTools } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
@@ -33,6 +37,10 @@ export interface AppOptions {
   logger?: boolean | { level: string };
   /** First model retry delay, ms (tests shorten it). */
   retryBaseDelayMs?: number;
+  /** Use this store instead of opening the configured database (the caller closes it). */
+  store?: TaskStore;
+  /** Supervisor sweep interval, ms (tests shorten it). */
+  sweepMs?: number;
 }
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -89,12 +97,43 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   }
   const schema = loadDevtoolSchema();
   const tools = options.tools ?? createDefaultTools({ shell: config.shell });
+  const { instanceId, leaseMs } = config.store;
+  let store = options.store;
+  if (store === undefined) {
+    const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: config.store.dataDir });
+    app.log.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.store.dataDir } : {}) }, 'store open');
+    store = new PgTaskStore(database);
+    const owned = store;
+    app.addHook('onClose', async () => owned.close());
+  }
+  const hub = new EventHub(store);
+  await hub.start();
   const loop = new TurnLoop({
     model: created.model,
     tools,
+    store,
     systemInstruction: SYSTEM_INSTRUCTION,
     logger: app.log,
     retryBaseDelayMs: options.retryBaseDelayMs,
+    approvalTimeoutMs: config.approvalTimeoutMs,
+  });
+  const encoder = new RfcEncoder(schema);
+  const cache = new TaskCache({
+    store,
+    hub,
+    encoder,
+    model: created.model.model,
+    logger: app.log,
+    instanceId,
+    leaseMs,
+    toolNamed: (name) => loop.toolNamed(name),
+  });
+  const supervisor = new Supervisor({ store, cache, loop, logger: app.log, instanceId, leaseMs, sweepMs: options.sweepMs });
+  await supervisor.start();
+  // Runs before the store's own onClose hook (hooks run in reverse order of registration).
+  app.addHook('onClose', async () => {
+    await supervisor.stop();
+    await hub.stop();
   });
   const description = created.demo
     ? 'DEMO MODE: no Gemini credentials are configured, so answers come from a bundled script. Development agent: reads, writes and runs code in a workspace with approvals.'
@@ -114,10 +153,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     card: currentCard,
     schema,
     loop,
-    encoder: new RfcEncoder(schema),
-    tasks: new TaskRegistry(),
-    contexts: new ContextRegistry(),
+    encoder,
+    store,
+    cache,
+    hub,
     defaultWorkspace: config.workspaceDir,
+    instanceId,
+    leaseMs,
   });
 
   if (isLoopback(config.host)) {

@@ -37,8 +37,3 @@ export function optionsFor(tool: AnyTool): OfferedOption[] {
   options.push({ id: ConfirmationOptionId.cancel, name: 'Reject' });
   return options;
 }
-
-/** Records a `proceed_always` grant. */
-export function grantAlways(tool: AnyTool, trust: TrustScope): void {
-  trust.trustedTools.add(tool.name);
-}

@@ -1,25 +1,37 @@
 /**
- * A task while the process holds it: its A2A snapshot, its event log, the tool calls
- * of the current model turn, and the abort signal for everything it runs.
+ * A task while this process works on it: its A2A snapshot, the calls of its current
+ * model turn, its conversation, and the abort signal for everything it runs. Every
+ * change is written through the TaskStore, in order, on one queue per task; an event
+ * reaches a stream only after it is committed ("nothing that was sent is lost").
  */
+import { createHash } from 'node:crypto';
 import type { Message, Task } from '@a2a-js/sdk';
 import { stateName, STATE_TO_V1 } from '../protocol/a2a.js';
-import type { ModelPart } from './model/model-client.js';
+import type { ModelContent, ModelPart } from './model/model-client.js';
 import type { AnyTool } from '../tools/tool.js';
-import { EventLog } from './event-log.js';
-import type { LoggedEvent } from './event-log.js';
+import type { EventHub } from './event-hub.js';
+import type { AuditEntry, CallPhase, StoredCall, TaskStore } from './task-store.js';
 import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './wire/agent-events.js';
 import type { WireEncoder } from './wire/wire-encoder.js';
-import type { ContextState } from './context-registry.js';
+import type { AgentLogger } from './turn-loop.js';
 
-/** Where one tool call of the current turn stands. */
-/** `ready`: to run without asking; `awaiting`: waits for a person. */
-export type CallPhase = 'ready' | 'awaiting' | 'executing' | 'done';
+export type { CallPhase };
+
+/** What a conversation keeps across its tasks (loaded from the store with the task). */
+export interface ContextState {
+  id: string;
+  /** Absolute real path; every tool call of the context is confined to it. */
+  workspace: string;
+  history: ModelContent[];
+  trustedTools: Set<string>;
+}
 
 export interface TurnCall {
   snapshot: ToolCallSnapshot;
   phase: CallPhase;
+  turn: number;
+  position: number;
   /** The model's own id for the call, echoed in the function response. */
   modelCallId?: string;
   tool?: AnyTool;
@@ -29,21 +41,41 @@ export interface TurnCall {
   answer?: string;
   /** What the model is told about this call once it is done. */
   response?: ModelPart;
-  /** The latest card sent for this call (re-sent when a client resubscribes to a pause). */
-  lastEvent?: LoggedEvent;
+  shownHash?: string;
+  proposedAt: Date;
+  expiresAt?: Date;
+}
+
+/** What a LiveTask needs from its surroundings. */
+export interface LiveTaskDeps {
+  store: TaskStore;
+  hub: EventHub;
+  encoder: WireEncoder;
+  model: string;
+  logger: AgentLogger;
+  /** This process's lease name and how long a lease lasts. */
+  instanceId: string;
+  leaseMs: number;
+  /** Called once a pause or end of the task is committed. */
+  onFinal?: (task: LiveTask) => void;
+}
+
+export function hashShown(snapshot: ToolCallSnapshot): string {
+  return createHash('sha256').update(JSON.stringify(snapshot)).digest('hex');
 }
 
 export class LiveTask {
-  readonly log = new EventLog();
   readonly abort = new AbortController();
   /** Calls of the model turn in progress, in the model's order. */
   turn: TurnCall[] = [];
-  /** Every call of this task by tool_call_id, answered or not (to refuse second answers). */
-  readonly calls = new Map<string, TurnCall>();
-  /** Model steps since the last user message (bounded, see AgentOptions.maxModelSteps). */
+  turnNo = -1;
+  /** Model steps since the last user message (bounded, see TurnLoopOptions.maxModelSteps). */
   steps = 0;
   /** True while the model loop runs (between a user message and the next pause or end). */
   modelRunning = false;
+  /** The last committed sequence number (advanced as the write queue drains). */
+  lastSeq: number;
+  private writes: Promise<unknown> = Promise.resolve();
   /** The history message that text deltas are being folded into. */
   private textMessageId: string | undefined;
   /** Calls whose approval card is already in the history (a re-prompt does not repeat it). */
@@ -52,12 +84,18 @@ export class LiveTask {
   constructor(
     readonly task: Task,
     readonly context: ContextState,
-    private readonly encoder: WireEncoder,
-    readonly model: string,
-  ) {}
+    private readonly deps: LiveTaskDeps,
+    lastSeq = 0,
+  ) {
+    this.lastSeq = lastSeq;
+  }
 
   get id(): string {
     return this.task.id;
+  }
+
+  get model(): string {
+    return this.deps.model;
   }
 
   get state(): TaskStateName {
@@ -73,31 +111,106 @@ export class LiveTask {
     return this.turn.filter((c) => c.phase === 'awaiting');
   }
 
-  findCall(id: string): TurnCall | undefined {
-    return this.turn.find((c) => c.snapshot.id === id);
-  }
-
   /** Nothing is running: no model stream and no executing call. */
   get idle(): boolean {
-    return !this.modelRunning && !this.turn.some((c) => c.phase === 'executing');
+    return !this.modelRunning && !this.turn.some((c) => c.phase === 'executing' || c.phase === 'ready');
+  }
+
+  /** Runs `write` after every earlier write of this task. Failures are logged, never thrown. */
+  private enqueue(what: string, write: () => Promise<unknown>): void {
+    this.writes = this.writes.then(write).catch((err) => this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${what}`));
+  }
+
+  /** Resolves when every write queued so far is committed. */
+  flush(): Promise<void> {
+    return this.writes.then(() => undefined);
   }
 
   /** Logs the Task snapshot (the first event of a new task's stream). */
-  publishSnapshot(): LoggedEvent {
-    return this.log.append({ payload: { $case: 'task', value: structuredClone(this.task) } }, false);
+  publishSnapshot(): void {
+    this.append({ payload: { $case: 'task', value: structuredClone(this.task) } }, false);
+  }
+
+  private append(response: Parameters<TaskStore['appendEvent']>[1], final: boolean): void {
+    const snapshot = structuredClone(this.task);
+    this.enqueue('event', async () => {
+      const seq = await this.deps.store.appendEvent(snapshot, response, final);
+      this.lastSeq = seq;
+      this.deps.hub.published(this.id, { seq, response, final });
+      if (final) this.deps.onFinal?.(this);
+    });
   }
 
   /**
    * Encodes and logs an agent event, and moves the task's status with it. After the task
    * was canceled nothing more is published: late results of aborted work are dropped.
    */
-  publish(event: AgentEvent): LoggedEvent | undefined {
-    if (this.isCanceled) return undefined;
-    const update = this.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
+  publish(event: AgentEvent): void {
+    if (this.isCanceled) return;
+    const update = this.deps.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
     this.task.status = update.status;
     const final = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
     this.recordHistory(event, update.status?.message, final);
-    return this.log.append({ payload: { $case: 'statusUpdate', value: update } }, final);
+    this.append({ payload: { $case: 'statusUpdate', value: update } }, final);
+  }
+
+  /** Publishes the call's card and saves the call. */
+  publishCall(call: TurnCall): void {
+    // The row first: once a client sees a card, an answer to it must find the call.
+    this.saveCall(call);
+    this.publish({ type: 'tool-call', call: structuredClone(call.snapshot) });
+  }
+
+  saveCall(call: TurnCall): void {
+    const stored = this.toStored(call);
+    this.enqueue('call', () => this.deps.store.saveCalls([stored]));
+  }
+
+  toStored(call: TurnCall): StoredCall {
+    const running = call.phase === 'ready' || call.phase === 'executing';
+    return {
+      id: call.snapshot.id,
+      taskId: this.id,
+      turn: call.turn,
+      position: call.position,
+      toolName: call.snapshot.toolName,
+      modelCallId: call.modelCallId,
+      args: call.args,
+      snapshot: structuredClone(call.snapshot),
+      phase: call.phase,
+      answer: call.answer,
+      response: call.response,
+      shownHash: call.shownHash,
+      proposedAt: call.proposedAt,
+      expiresAt: call.expiresAt,
+      leaseOwner: running ? this.deps.instanceId : undefined,
+      leaseUntil: running ? new Date(Date.now() + this.deps.leaseMs) : undefined,
+    };
+  }
+
+  audit(entry: Omit<AuditEntry, 'taskId' | 'contextId'>): void {
+    const full: AuditEntry = { taskId: this.id, contextId: this.task.contextId, ...entry };
+    this.enqueue('audit', () => this.deps.store.audit(full));
+  }
+
+  /** Adds to the context's model conversation, in memory and in the store. */
+  appendHistory(...contents: ModelContent[]): void {
+    this.context.history.push(...contents);
+    const copy = structuredClone(contents);
+    this.enqueue('history', () => this.deps.store.appendHistory(this.context.id, copy));
+  }
+
+  trust(toolName: string): void {
+    this.context.trustedTools.add(toolName);
+    this.enqueue('trust', () => this.deps.store.addTrust(this.context.id, toolName));
+  }
+
+  addUserMessage(message: Message): void {
+    this.task.history.push(message);
+  }
+
+  setState(state: TaskStateName): void {
+    if (this.task.status) this.task.status.state = STATE_TO_V1[state];
   }
 
   /**
@@ -129,17 +242,5 @@ export class LiveTask {
       return;
     }
     if (final) history.push(message);
-  }
-
-  publishCall(call: TurnCall): void {
-    call.lastEvent = this.publish({ type: 'tool-call', call: structuredClone(call.snapshot) }) ?? call.lastEvent;
-  }
-
-  addUserMessage(message: Message): void {
-    this.task.history.push(message);
-  }
-
-  setState(state: TaskStateName): void {
-    if (this.task.status) this.task.status.state = STATE_TO_V1[state];
   }
 }

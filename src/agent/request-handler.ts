@@ -4,22 +4,17 @@
  *
  * Why not the SDK's DefaultRequestHandler: it refuses to continue a completed task
  * (RFC Appendix A step 10), ties persistence to the stream consumer (a dropped client
- * stalls the store), and has no pre-stream hook to refuse a bad confirmation before any
- * SSE is written. Here a task's run is detached from every connection: runs append to
- * the task's event log and each stream follows that log until the next pause or end.
+ * stalls the store), has no pre-stream hook to refuse a bad confirmation before any SSE
+ * is written, and no numbered replay. Here a task's run is detached from every
+ * connection: runs commit events to the store, and each stream follows the task's log
+ * (EventHub) until the next pause or end.
  */
-import { randomUUID } from 'node:crypto';
 import type {
   AgentCard,
   CancelTaskRequest,
-  DeleteTaskPushNotificationConfigRequest,
-  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
-  ListTaskPushNotificationConfigsRequest,
-  ListTaskPushNotificationConfigsResponse,
   ListTasksRequest,
   ListTasksResponse,
-  Message,
   SendMessageRequest,
   StreamResponse,
   SubscribeToTaskRequest,
@@ -27,36 +22,19 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { messageData, messageText, newTask } from '../protocol/a2a.js';
-import type { DevtoolSchema } from '../protocol/devtool-schema.js';
-import { extendedCardUnsupported, invalidParams, notCancelable, pushUnsupported, taskNotFound, unsupported } from '../protocol/errors.js';
-import type { ContextRegistry } from './context-registry.js';
-import type { LoggedEvent } from './event-log.js';
-import { LiveTask } from './live-task.js';
-import type { ModelPart } from './model/model-client.js';
-import { applyResume, carriesConfirmation, planResume } from './resume-handler.js';
-import { checkSameWorkspace, resolveWorkspace } from './settings.js';
-import type { TaskRegistry } from './task-registry.js';
+import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName, STATE_TO_V1 } from '../protocol/a2a.js';
+import { extendedCardUnsupported, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../protocol/errors.js';
+import type { EventHub } from './event-hub.js';
+import type { LiveTask } from './live-task.js';
+import { MessageRouter } from './message-router.js';
+import type { MessageRouterOptions } from './message-router.js';
+import type { StoredEvent } from './task-store.js';
 import { declineCall } from './tool-runner.js';
-import type { TurnLoop } from './turn-loop.js';
 import { TERMINAL } from './wire/agent-events.js';
-import type { WireEncoder } from './wire/wire-encoder.js';
 
-export interface DevtoolRequestHandlerOptions {
+export interface DevtoolRequestHandlerOptions extends MessageRouterOptions {
   card: () => AgentCard;
-  schema: DevtoolSchema;
-  loop: TurnLoop;
-  encoder: WireEncoder;
-  tasks: TaskRegistry;
-  contexts: ContextRegistry;
-  /** Workspace of a context whose first message names none. */
-  defaultWorkspace: string;
-}
-
-/** Where a stream of a message starts reading the task's log, and the task. */
-interface Started {
-  task: LiveTask;
-  afterSeq: number;
+  hub: EventHub;
 }
 
 function applyHistoryLength(task: Task, historyLength: number | undefined): Task {
@@ -65,8 +43,19 @@ function applyHistoryLength(task: Task, historyLength: number | undefined): Task
   return copy;
 }
 
+/** Records the SSE id of the next yielded event for the transport (see CTX_SSE_IDS). */
+function tagId(ctx: ServerCallContext, seq: number | undefined): void {
+  let ids = ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined;
+  if (!ids) ctx.state.set(CTX_SSE_IDS, (ids = []));
+  ids.push(seq);
+}
+
 export class DevtoolRequestHandler implements A2ARequestHandler {
-  constructor(private readonly opts: DevtoolRequestHandlerOptions) {}
+  private readonly router: MessageRouter;
+
+  constructor(private readonly opts: DevtoolRequestHandlerOptions) {
+    this.router = new MessageRouter(opts);
+  }
 
   async getAgentCard(): Promise<AgentCard> {
     return this.opts.card();
@@ -76,156 +65,135 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     throw extendedCardUnsupported();
   }
 
-  async *sendMessageStream(params: SendMessageRequest, _ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    const { task, afterSeq } = this.start(params);
-    for await (const ev of task.log.follow(afterSeq)) yield ev.response;
+  async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const { task, afterSeq } = await this.router.route(params);
+    for await (const ev of this.opts.hub.follow(task.id, afterSeq)) {
+      tagId(ctx, ev.seq);
+      yield ev.response;
+    }
   }
 
-  async sendMessage(params: SendMessageRequest, _ctx: ServerCallContext): Promise<Task> {
-    const { task, afterSeq } = this.start(params);
-    if (!params.configuration?.returnImmediately) {
-      for await (const ev of task.log.follow(afterSeq)) void ev; // until the pause or the end
-    }
-    return applyHistoryLength(task.task, params.configuration?.historyLength);
+  async sendMessage(params: SendMessageRequest): Promise<Task> {
+    const { task, afterSeq } = await this.router.route(params);
+    const historyLength = params.configuration?.historyLength;
+    // returnImmediately: the task as it was accepted (it goes on; poll or resubscribe).
+    if (params.configuration?.returnImmediately) return applyHistoryLength(task.task, historyLength);
+    for await (const ev of this.opts.hub.follow(task.id, afterSeq)) void ev; // until the pause or the end
+    return applyHistoryLength(await this.snapshot(task.id), historyLength);
   }
 
   async getTask(params: GetTaskRequest): Promise<Task> {
     if (params.historyLength !== undefined && params.historyLength < 0) throw invalidParams('historyLength must be >= 0');
-    return applyHistoryLength(this.load(params.id).task, params.historyLength);
+    return applyHistoryLength(await this.snapshot(params.id), params.historyLength);
   }
 
   async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
-    const all = [...this.opts.tasks.all()]
-      .filter((t) => !params.contextId || t.task.contextId === params.contextId)
-      .filter((t) => !params.status || t.task.status?.state === params.status)
-      .map((t) => applyHistoryLength(t.task, params.historyLength));
     const pageSize = Math.min(Math.max(params.pageSize ?? 50, 1), 100);
-    const start = params.pageToken ? Number.parseInt(params.pageToken, 10) || 0 : 0;
-    const page = all.slice(start, start + pageSize);
-    const next = start + pageSize < all.length ? String(start + pageSize) : '';
-    return { tasks: page, nextPageToken: next, pageSize, totalSize: all.length };
+    const offset = params.pageToken ? Number.parseInt(params.pageToken, 10) || 0 : 0;
+    const state = params.status ? stateName(params.status) : undefined;
+    const { tasks, total } = await this.opts.store.listTasks({ contextId: params.contextId || undefined, state, limit: pageSize, offset });
+    const next = offset + pageSize < total ? String(offset + pageSize) : '';
+    return { tasks: tasks.map((t) => applyHistoryLength(t, params.historyLength)), nextPageToken: next, pageSize, totalSize: total };
   }
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
-    const task = this.load(params.id);
+    const task = await this.load(params.id);
     if (TERMINAL.has(task.state)) {
+      this.opts.cache.release(task);
       throw notCancelable(`Task ${task.id} is already ${task.state}; only working or input-required tasks can be canceled`);
     }
     for (const call of task.turn) {
-      if (call.phase === 'awaiting' || call.phase === 'ready' || call.phase === 'executing') {
-        declineCall(task, call, 'The task was canceled.', 'cancelled');
-      }
+      if (call.phase !== 'done') declineCall(task, call, 'The task was canceled.', 'cancelled');
     }
     task.publish({ type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
     task.abort.abort();
+    await task.flush();
     return structuredClone(task.task);
   }
 
-  async *resubscribe(params: SubscribeToTaskRequest): AsyncGenerator<StreamResponse, void, undefined> {
-    const task = this.load(params.id);
-    yield { payload: { $case: 'task', value: structuredClone(task.task) } };
-    if (TERMINAL.has(task.state)) return;
-    if (task.state === 'input-required') {
-      for (const ev of this.lastPause(task)) yield ev.response;
+  /**
+   * tasks/resubscribe: the Task snapshot first (no SSE id), then — with Last-Event-ID —
+   * every logged event after it, then live events until the next pause or end. A paused
+   * task re-sends its waiting cards and the input-required event (nothing is consumed);
+   * a finished task replays what was missed and ends.
+   */
+  async *resubscribe(params: SubscribeToTaskRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const snapshot = await this.snapshot(params.id);
+    const lastEventId = ctx.state.get(CTX_LAST_EVENT_ID) as number | undefined;
+    tagId(ctx, undefined);
+    yield { payload: { $case: 'task', value: snapshot } };
+    const state = stateName(snapshot.status?.state);
+    const hub = this.opts.hub;
+    if (state === 'working' || state === 'submitted') {
+      const stored = await this.opts.store.loadTask(params.id);
+      for await (const ev of hub.follow(params.id, lastEventId ?? stored?.lastSeq ?? 0)) {
+        tagId(ctx, ev.seq);
+        yield ev.response;
+      }
       return;
     }
-    for await (const ev of task.log.follow(task.log.lastSeq)) yield ev.response;
+    let sawPause = false;
+    if (lastEventId !== undefined) {
+      for await (const ev of hub.follow(params.id, lastEventId, { untilFinal: false })) {
+        tagId(ctx, ev.seq);
+        sawPause = ev.final;
+        yield ev.response;
+      }
+    }
+    if (state !== 'input-required' || sawPause) return;
+    for (const ev of await this.pauseEvents(params.id)) {
+      tagId(ctx, ev.seq);
+      yield ev.response;
+    }
   }
 
   async createTaskPushNotificationConfig(_p: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
     throw pushUnsupported();
   }
 
-  async getTaskPushNotificationConfig(_p: GetTaskPushNotificationConfigRequest): Promise<TaskPushNotificationConfig> {
+  async getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
     throw pushUnsupported();
   }
 
-  async listTaskPushNotificationConfigs(_p: ListTaskPushNotificationConfigsRequest): Promise<ListTaskPushNotificationConfigsResponse> {
+  async listTaskPushNotificationConfigs(): Promise<never> {
     throw pushUnsupported();
   }
 
-  async deleteTaskPushNotificationConfig(_p: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+  async deleteTaskPushNotificationConfig(): Promise<void> {
     throw pushUnsupported();
   }
 
-  private load(id: string): LiveTask {
+  private async load(id: string): Promise<LiveTask> {
     if (!id) throw invalidParams('id is required');
-    const task = this.opts.tasks.get(id);
+    const task = await this.opts.cache.get(id);
     if (task === undefined) throw taskNotFound(id);
     return task;
   }
 
-  /** The cards of the calls still waiting, then the input-required event that paused the task. */
-  private lastPause(task: LiveTask): LoggedEvent[] {
-    const cards = task.awaiting().map((c) => c.lastEvent).filter((ev): ev is LoggedEvent => ev !== undefined);
-    const pause = task.log.after(task.log.lastSeq - 1);
-    return [...cards, ...pause];
+  /** The current Task: from memory when this process works on it, else from the store. */
+  private async snapshot(id: string): Promise<Task> {
+    if (!id) throw invalidParams('id is required');
+    const live = this.opts.cache.peek(id);
+    if (live) {
+      await live.flush();
+      return structuredClone(live.task);
+    }
+    const stored = await this.opts.store.loadTask(id);
+    if (!stored) throw taskNotFound(id);
+    return stored.task;
   }
 
-  /**
-   * Validates the message and sets the task moving. Everything that can be refused is
-   * refused here, before the first event, so a refusal is a plain JSON-RPC error.
-   */
-  private start(params: SendMessageRequest): Started {
-    const message = params.message;
-    if (message === undefined) throw invalidParams('message is required');
-    if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
-    if (!message.taskId) return this.startTask(message);
-    const task = this.load(message.taskId);
-    if (message.contextId && message.contextId !== task.task.contextId) {
-      throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
+  /** The latest logged card of each waiting call, then the input-required event. */
+  private async pauseEvents(taskId: string): Promise<StoredEvent[]> {
+    const [events, turn] = await Promise.all([this.opts.store.eventsAfter(taskId, 0), this.opts.store.loadTurn(taskId)]);
+    const waiting = new Set(turn.filter((c) => c.phase === 'awaiting').map((c) => c.id));
+    const latest = new Map<string, StoredEvent>();
+    for (const ev of events) {
+      const id = ev.response.payload?.$case === 'statusUpdate' ? this.opts.encoder.toolCallIdOf(ev.response.payload.value) : undefined;
+      if (id !== undefined && waiting.has(id)) latest.set(id, ev);
     }
-    checkSameWorkspace(message, this.opts.schema, task.context.workspace);
-    const afterSeq = task.log.lastSeq;
-    const stamped = { ...message, contextId: task.task.contextId };
-    if (task.awaiting().length > 0) {
-      const plan = planResume(task, stamped, this.opts.schema);
-      task.addUserMessage(stamped);
-      applyResume(task, plan, this.opts.loop);
-      return { task, afterSeq };
-    }
-    if (carriesConfirmation(stamped, this.opts.schema)) {
-      planResume(task, stamped, this.opts.schema); // throws the precise reason: unknown id, already answered…
-      throw invalidParams(`Task ${task.id} is not waiting for a confirmation (state: ${task.state})`);
-    }
-    if (task.state !== 'completed') {
-      throw unsupported(
-        task.state === 'working'
-          ? `Task ${task.id} is still working; send the next message after it pauses or completes, or cancel it`
-          : `Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${task.task.contextId}`,
-      );
-    }
-    task.addUserMessage(stamped);
-    task.publish({ type: 'state', state: 'working' });
-    this.opts.loop.startTurn(task, userParts(stamped));
-    return { task, afterSeq };
-  }
-
-  private startTask(message: Message): Started {
-    if (carriesConfirmation(message, this.opts.schema)) {
-      throw invalidParams('message.taskId is required to answer a tool call (the ToolCallConfirmation names no task)');
-    }
-    const contextId = message.contextId || randomUUID();
-    let context = this.opts.contexts.get(contextId);
-    if (context) checkSameWorkspace(message, this.opts.schema, context.workspace);
-    else context = this.opts.contexts.create(contextId, resolveWorkspace(message, this.opts.schema, this.opts.defaultWorkspace));
-    const taskId = randomUUID();
-    const stamped: Message = { ...message, taskId, contextId };
-    const task = new LiveTask(newTask(taskId, contextId, stamped), context, this.opts.encoder, this.opts.loop.modelName);
-    this.opts.tasks.add(task);
-    task.publishSnapshot();
-    task.publish({ type: 'state', state: 'working' });
-    this.opts.loop.startTurn(task, userParts(stamped));
-    return { task, afterSeq: 0 };
+    const pause = events.filter((ev) => ev.final).at(-1);
+    const isPause = pause?.response.payload?.$case === 'statusUpdate' && pause.response.payload.value.status?.state === STATE_TO_V1['input-required'];
+    return [...[...latest.values()].sort((a, b) => a.seq - b.seq), ...(isPause && pause ? [pause] : [])];
   }
 }
-
-/** The model's view of a user message: its text, and any data parts as JSON. */
-function userParts(message: Message): ModelPart[] {
-  const parts: ModelPart[] = [];
-  const text = messageText(message);
-  if (text) parts.push({ text });
-  for (const { data } of messageData(message)) parts.push({ text: JSON.stringify(data) });
-  return parts.length > 0 ? parts : [{ text: '(empty message)' }];
-}
-

@@ -13,7 +13,6 @@ import { messageData, messageText } from '../protocol/a2a.js';
 import type { DevtoolSchema } from '../protocol/devtool-schema.js';
 import { invalidParams } from '../protocol/errors.js';
 import { ConfirmationOptionId } from '../protocol/extension.js';
-import { grantAlways } from './approval-policy.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import { declineCall, executeCall } from './tool-runner.js';
 import type { TurnLoop } from './turn-loop.js';
@@ -48,8 +47,8 @@ function describeAnswered(call: TurnCall): string {
 }
 
 /** Finds the call a confirmation names and checks the chosen option. Throws invalidParams. */
-function decide(task: LiveTask, at: string, id: string, option: string, newContent: string | undefined): Decision {
-  const call = task.calls.get(id);
+function decide(task: LiveTask, known: KnownCalls, at: string, id: string, option: string, newContent: string | undefined): Decision {
+  const call = known.get(id);
   const waiting = task.awaiting();
   if (call === undefined) {
     const pending = waiting.length > 0 ? `waiting: ${waiting.map((c) => c.snapshot.id).join(', ')}` : `it is not waiting for any; state ${task.state}`;
@@ -69,8 +68,22 @@ function decide(task: LiveTask, at: string, id: string, option: string, newConte
   return { call, option, newContent };
 }
 
+/** Calls a message may name: the current turn's, plus earlier ones it names (loaded by the caller). */
+export type KnownCalls = ReadonlyMap<string, TurnCall>;
+
+/** The tool_call_ids a message's confirmations name (well-formed or not). */
+export function namedCallIds(message: Message, schema: DevtoolSchema): string[] {
+  const ids: string[] = [];
+  for (const { data } of messageData(message)) {
+    if (!schema.looksLikeToolCallConfirmation(data)) continue;
+    const parsed = schema.parseToolCallConfirmation(data, '');
+    if (parsed.ok) ids.push(parsed.value.tool_call_id);
+  }
+  return ids;
+}
+
 /** Reads a message sent to a task with waiting calls. Throws invalidParams; changes nothing. */
-export function planResume(task: LiveTask, message: Message, schema: DevtoolSchema): ResumePlan {
+export function planResume(task: LiveTask, message: Message, schema: DevtoolSchema, known: KnownCalls): ResumePlan {
   const waiting = task.awaiting();
   const decisions: Decision[] = [];
   let yesNo: { token: string; at: string } | undefined;
@@ -89,7 +102,7 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
     if (decisions.some((d) => d.call.snapshot.id === id)) {
       throw invalidParams(`${at}.tool_call_id: ${id} is answered twice in this message`);
     }
-    decisions.push(decide(task, at, id, option, newContent));
+    decisions.push(decide(task, known, at, id, option, newContent));
   }
   if (decisions.length > 0) {
     if (yesNo) throw invalidParams(`${yesNo.at}: send either ToolCallConfirmations or a yes/no answer, not both`);
@@ -99,49 +112,65 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
   if (YES_NO.has(token)) {
     if (waiting.length === 1) {
       const option = YES_NO.get(token) as string;
-      return { kind: 'decisions', decisions: [decide(task, 'message', waiting[0].snapshot.id, option, undefined)] };
+      return { kind: 'decisions', decisions: [decide(task, known, 'message', waiting[0].snapshot.id, option, undefined)] };
     }
     return { kind: 'reprompt', reason: `"${token}" is ambiguous: ${waiting.length} tool calls are waiting.` };
   }
   return { kind: 'reprompt', reason: 'That reply is not an answer to the waiting tool call.' };
 }
 
-/** Carries out a plan. Claims every answered call before the first await. */
-export function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLoop): void {
+/**
+ * Carries out a plan. The answers are claimed in the store first (all or none): of two
+ * answers to one call, on any process, one wins; the loser gets the same error as any
+ * second answer, before its stream starts. Resolves once the claim is decided; the
+ * approved calls then run detached.
+ */
+export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLoop, message: Message, claim: ClaimFn): Promise<void> {
   if (plan.kind === 'reprompt') {
+    task.addUserMessage(message);
     const waiting = task.awaiting();
     for (const call of waiting) task.publishCall(call);
     task.publish({ type: 'state', state: 'input-required', text: `${plan.reason} ${pausePrompt(waiting)}` });
     return;
   }
+  const answers = new Map<TurnCall, { option: string; newContent?: string }>();
+  for (const { call, option, newContent } of plan.decisions) {
+    answers.set(call, { option, newContent });
+    // proceed_always covers the rest of the context, so waiting calls of that tool run too.
+    if (option === ConfirmationOptionId.proceedAlways && call.tool) {
+      for (const sibling of task.awaiting()) {
+        if (sibling.tool === call.tool && !answers.has(sibling)) answers.set(sibling, { option });
+      }
+    }
+  }
+  for (const [call, { option, newContent }] of answers) {
+    if (option === ConfirmationOptionId.modifyWithEditor && call.tool?.withModifiedContent && call.args) {
+      call.args = call.tool.withModifiedContent(call.args, newContent as string);
+      call.snapshot.input = { ...call.snapshot.input, ...call.args };
+    }
+  }
+  const result = await claim([...answers].map(([call, { option }]) => ({ id: call.snapshot.id, answer: option, args: call.args, snapshot: call.snapshot })));
+  if (!result.ok) {
+    throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
+  }
+  task.addUserMessage(message);
   task.setState('working');
   const toRun: TurnCall[] = [];
-  for (const { call, option, newContent } of plan.decisions) {
+  for (const [call, { option }] of answers) {
     call.answer = option;
     if (option === ConfirmationOptionId.cancel) {
       declineCall(task, call);
       continue;
     }
-    if (option === ConfirmationOptionId.modifyWithEditor && call.tool?.withModifiedContent && call.args) {
-      call.args = call.tool.withModifiedContent(call.args, newContent as string);
-      call.snapshot.input = { ...call.snapshot.input, ...call.args };
-    }
+    task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', optionId: option, shownHash: call.shownHash });
+    if (option === ConfirmationOptionId.proceedAlways && call.tool) task.trust(call.tool.name);
     call.phase = 'ready';
     toRun.push(call);
-    if (option === ConfirmationOptionId.proceedAlways && call.tool) {
-      grantAlways(call.tool, task.context);
-      // The grant covers the rest of the context, so sibling calls of that tool run too.
-      for (const sibling of task.awaiting()) {
-        if (sibling.tool === call.tool && !plan.decisions.some((d) => d.call === sibling)) {
-          sibling.answer = ConfirmationOptionId.proceedAlways;
-          sibling.phase = 'ready';
-          toRun.push(sibling);
-        }
-      }
-    }
   }
   void runAll(task, toRun, loop);
 }
+
+export type ClaimFn = (claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>) => Promise<{ ok: true } | { ok: false; notAwaiting: string[] }>;
 
 async function runAll(task: LiveTask, calls: TurnCall[], loop: TurnLoop): Promise<void> {
   // Each approved call starts as soon as its answer arrives; calls in one message run in order.
@@ -149,5 +178,5 @@ async function runAll(task: LiveTask, calls: TurnCall[], loop: TurnLoop): Promis
     if (task.isCanceled) return;
     await executeCall(task, call);
   }
-  loop.settle(task);
+  await loop.settle(task);
 }

@@ -23,6 +23,7 @@ function finish(task: LiveTask, call: TurnCall, result: ToolResult): void {
   }
   call.phase = 'done';
   task.publishCall(call);
+  task.audit({ toolCallId: snap.id, decision: result.isError ? 'failed' : 'succeeded', detail: result.isError ? { error: result.error } : undefined });
 }
 
 /** Executes `call` (already approved or needing no approval). Never throws. */
@@ -32,6 +33,7 @@ export async function executeCall(task: LiveTask, call: TurnCall): Promise<void>
   snap.status = 'EXECUTING';
   delete snap.confirmation;
   task.publishCall(call);
+  task.audit({ toolCallId: snap.id, decision: 'executed', optionId: call.answer, shownHash: call.shownHash });
   if (call.tool === undefined || call.args === undefined) {
     // Unknown tool or invalid arguments: the error was recorded when the turn opened.
     finish(task, call, { isError: true, error: snap.error ?? { message: 'Tool call could not be run', type: 'invalid_call' } });
@@ -59,7 +61,7 @@ export function declineCall(
   task: LiveTask,
   call: TurnCall,
   reason = 'The user declined this tool call.',
-  type: 'declined' | 'cancelled' = 'declined',
+  type: 'declined' | 'cancelled' | 'approval_timeout' = 'declined',
 ): void {
   const snap = call.snapshot;
   snap.status = 'CANCELLED';
@@ -69,4 +71,6 @@ export function declineCall(
   call.response = responsePart(call, { error: `${reason} Do not retry it unless the user asks.` });
   call.phase = 'done';
   task.publishCall(call);
+  const decision = type === 'declined' ? 'declined' : type === 'cancelled' ? 'cancelled' : 'expired';
+  task.audit({ toolCallId: snap.id, decision, optionId: call.answer, shownHash: call.shownHash });
 }

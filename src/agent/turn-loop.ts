@@ -6,9 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AnyTool } from '../tools/tool.js';
 import { needsApproval, optionsFor } from './approval-policy.js';
+import { hashShown } from './live-task.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import { ModelError } from './model/model-client.js';
 import type { FunctionDeclaration, ModelClient, ModelFunctionCall, ModelPart } from './model/model-client.js';
+import type { TaskStore } from './task-store.js';
 import { executeCall } from './tool-runner.js';
 
 export interface AgentLogger {
@@ -19,6 +21,7 @@ export interface AgentLogger {
 export interface TurnLoopOptions {
   model: ModelClient;
   tools: readonly AnyTool[];
+  store: TaskStore;
   systemInstruction: string;
   logger: AgentLogger;
   /** Model steps allowed per user message before the task fails (a runaway guard). */
@@ -27,6 +30,8 @@ export interface TurnLoopOptions {
   modelAttempts?: number;
   /** First retry delay, ms; doubles each time. */
   retryBaseDelayMs?: number;
+  /** Unanswered calls are cancelled after this long (ms); undefined = never. */
+  approvalTimeoutMs?: number;
 }
 
 /** "**Subject** description" is how Gemini thought summaries start. */
@@ -60,24 +65,30 @@ export class TurnLoop {
 
   /** Starts the model on a new user message. Returns at once; the run is detached. */
   startTurn(task: LiveTask, userParts: ModelPart[]): void {
-    task.context.history.push({ role: 'user', parts: userParts });
+    task.appendHistory({ role: 'user', parts: userParts });
     task.steps = 0;
     void this.step(task);
   }
 
   /**
    * Moves a task on after one of its calls was answered or finished: pauses when a call
-   * still waits for a person, continues the model when every call has a result.
+   * still waits for a person, continues the model when every call has a result. Reads the
+   * turn from the store, because another process may be running calls of the same turn.
    */
-  settle(task: LiveTask): void {
+  async settle(task: LiveTask): Promise<void> {
     if (task.isCanceled || !task.idle || task.state !== 'working') return;
-    const waiting = task.awaiting();
+    await task.flush();
+    const stored = await this.opts.store.loadTurn(task.id);
+    if (task.isCanceled || !task.idle) return;
+    if (stored.some((c) => c.phase === 'ready' || c.phase === 'executing')) return; // its runner settles
+    const waiting = stored.filter((c) => c.phase === 'awaiting');
     if (waiting.length > 0) {
       task.publish({ type: 'state', state: 'input-required', text: pausePrompt(waiting) });
       return;
     }
-    const responses = task.turn.map((c) => c.response).filter((p): p is ModelPart => p !== undefined);
-    if (responses.length > 0) task.context.history.push({ role: 'user', parts: responses });
+    if (!(await this.opts.store.closeTurn(task.id, task.turnNo))) return; // another process continued
+    const responses = stored.map((c) => c.response).filter((p): p is ModelPart => p !== undefined);
+    if (responses.length > 0) task.appendHistory({ role: 'user', parts: responses });
     task.turn = [];
     void this.step(task);
   }
@@ -105,7 +116,7 @@ export class TurnLoop {
       return;
     }
     task.modelRunning = false;
-    this.settle(task);
+    await this.settle(task);
   }
 
   private fail(task: LiveTask, err: unknown): void {
@@ -139,27 +150,31 @@ export class TurnLoop {
         await sleep((this.opts.retryBaseDelayMs ?? 1000) * 2 ** (attempt - 1), signal);
         continue;
       }
-      task.context.history.push({ role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] });
+      task.appendHistory({ role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] });
       return parts.filter((p) => p.functionCall !== undefined).map((p) => p.functionCall as ModelFunctionCall);
     }
   }
 
   /** Creates a PENDING card per call (with its confirmation request when it must wait). */
   private async openTurn(task: LiveTask, calls: ModelFunctionCall[]): Promise<void> {
-    task.turn = calls.map((fc) => this.newCall(task, fc));
+    task.turnNo += 1;
+    task.turn = calls.map((fc, position) => this.newCall(task, fc, position));
     for (const call of task.turn) await this.prepareApproval(task, call);
     for (const call of task.turn) {
-      task.calls.set(call.snapshot.id, call);
       task.publishCall(call);
+      if (call.phase === 'awaiting') task.audit({ toolCallId: call.snapshot.id, decision: 'proposed', shownHash: call.shownHash });
     }
   }
 
-  private newCall(task: LiveTask, fc: ModelFunctionCall): TurnCall {
+  private newCall(task: LiveTask, fc: ModelFunctionCall, position: number): TurnCall {
     const input = fc.args ?? {};
     const call: TurnCall = {
       snapshot: { id: `tc_${randomUUID()}`, toolName: fc.name, status: 'PENDING', input },
       phase: 'ready',
+      turn: task.turnNo,
+      position,
       modelCallId: fc.id,
+      proposedAt: new Date(),
     };
     const tool = this.tools.get(fc.name);
     if (tool === undefined) {
@@ -187,6 +202,8 @@ export class TurnLoop {
         : { type: 'generic' as const, description: call.snapshot.description ?? call.tool.name };
       call.snapshot.confirmation = { options: optionsFor(call.tool), proposal };
       call.phase = 'awaiting';
+      call.shownHash = hashShown(call.snapshot);
+      if (this.opts.approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + this.opts.approvalTimeoutMs);
     } catch (err) {
       call.snapshot.error = { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
       call.args = undefined;
@@ -195,7 +212,7 @@ export class TurnLoop {
 }
 
 /** The text of the input-required event: what is waiting and how to answer. */
-export function pausePrompt(waiting: TurnCall[]): string {
+export function pausePrompt(waiting: ReadonlyArray<Pick<TurnCall, 'snapshot'>>): string {
   const list = waiting.map((c) => `${c.snapshot.toolName} (${c.snapshot.id})${c.snapshot.description ? `: ${c.snapshot.description}` : ''}`);
   const how =
     waiting.length === 1

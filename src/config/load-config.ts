@@ -5,6 +5,8 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
 
 export interface ModelConfig {
   /** `genai`: Gemini through @google/genai; `scripted`: replay a JSON script. */
@@ -32,6 +34,20 @@ export interface Config {
   shell: { timeoutMs: number; maxOutputBytes: number };
   /** SSE keep-alive comment interval, ms. */
   sseHeartbeatMs: number;
+  store: StoreConfig;
+  /** Unanswered tool calls are cancelled after this many ms; undefined = never. */
+  approvalTimeoutMs?: number;
+}
+
+export interface StoreConfig {
+  /** PostgreSQL URL (postgres.js); undefined = embedded PGlite in `dataDir`. */
+  databaseUrl?: string;
+  /** PGlite data directory (absolute), created when missing. */
+  dataDir: string;
+  /** This process's name on call leases (several instances may share one database). */
+  instanceId: string;
+  /** How long a running call's lease lasts without renewal, ms. */
+  leaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -66,6 +82,16 @@ function bool(env: Env, name: string): boolean {
   throw new ConfigError(`${name}="${raw}" is not a boolean (use 1/0, true/false)`);
 }
 
+/** A duration: a whole number of seconds, or with a unit (`500ms`, `30s`, `10m`, `2h`). */
+function duration(env: Env, name: string): number | undefined {
+  const raw = str(env, name);
+  if (raw === undefined || raw === '0' || raw.toLowerCase() === 'off') return undefined;
+  const m = /^(\d+)(ms|s|m|h)?$/.exec(raw);
+  if (!m) throw new ConfigError(`${name}="${raw}" is not a duration (e.g. 600, 90s, 10m, 2h; 0 or off disables)`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Number(m[1]) * unit;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 function loadModelConfig(env: Env, cwd: string): ModelConfig {
@@ -93,6 +119,20 @@ function loadModelConfig(env: Env, cwd: string): ModelConfig {
     throw new ConfigError(`GOOGLE_GEMINI_BASE_URL="${baseUrl}" must start with http:// or https://`);
   }
   return { ...base, kind: 'genai', apiKey, project, location, baseUrl };
+}
+
+function loadStoreConfig(env: Env, cwd: string): StoreConfig {
+  const databaseUrl = str(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  }
+  const instanceId = str(env, 'INSTANCE_ID') ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  return {
+    databaseUrl,
+    dataDir: path.resolve(cwd, str(env, 'DATA_DIR') ?? '.data'),
+    instanceId,
+    leaseMs: int(env, 'LEASE_MS', 30_000, 1_000, 3_600_000), // 30 s
+  };
 }
 
 /** Validates `env` once at boot. Throws ConfigError on the first bad value. */
@@ -124,6 +164,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
       maxOutputBytes: int(env, 'SHELL_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 67_108_864), // 1 MiB
     }),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
+    store: Object.freeze(loadStoreConfig(env, cwd)),
+    approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),
   };
   return Object.freeze(config);
 }

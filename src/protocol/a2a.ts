@@ -8,6 +8,14 @@ import type { Message, Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 
 export type JsonObject = Record<string, unknown>;
 
+/**
+ * ServerCallContext.state keys shared by the transport and the request handler:
+ * the request's Last-Event-ID (a number), and the SSE ids of the yielded events, in order
+ * (`undefined` for an event without one, e.g. a resubscribe's Task snapshot).
+ */
+export const CTX_LAST_EVENT_ID = 'devtool.lastEventId';
+export const CTX_SSE_IDS = 'devtool.sseIds';
+
 export const STATE_TO_V1: Readonly<Record<string, TaskState>> = {
   submitted: TaskState.TASK_STATE_SUBMITTED,
   working: TaskState.TASK_STATE_WORKING,

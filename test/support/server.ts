@@ -11,6 +11,25 @@ import { ScriptedModelClient } from '../../src/agent/model/scripted-model-client
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
 import { DEVTOOL_EXTENSION_URI } from '../../src/protocol/extension.js';
+import tap from 'tap';
+import type { TaskStore } from '../../src/agent/task-store.js';
+import { openDatabase } from '../../src/store/db.js';
+import { PgTaskStore } from '../../src/store/pg-task-store.js';
+
+let shared: Promise<TaskStore> | undefined;
+
+/**
+ * One in-memory PGlite store per test process (opening one costs seconds): every server a
+ * test file starts shares it, as several instances share one database in production.
+ */
+export function sharedStore(): Promise<TaskStore> {
+  if (!shared) {
+    shared = openDatabase({ dataDir: 'memory://' }).then((db) => new PgTaskStore(db));
+    const opened = shared;
+    tap.teardown(async () => (await opened).close());
+  }
+  return shared;
+}
 
 export const URI = DEVTOOL_EXTENSION_URI;
 
@@ -36,7 +55,8 @@ export async function startServer(
   const workspace = tempDir();
   const config = loadConfig({ WORKSPACE_DIR: workspace, PORT: '0', LOG_LEVEL: 'silent', ...opts.env });
   const model = opts.model ?? new ScriptedModelClient(opts.script ?? TEST_SCRIPT);
-  const app = await buildApp({ config, model, logger: false, retryBaseDelayMs: 10, ...opts.app });
+  const store = opts.app?.store ?? (await sharedStore());
+  const app = await buildApp({ config, model, logger: false, retryBaseDelayMs: 10, store, ...opts.app });
   await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
   const address = app.server.address();

@@ -84,6 +84,12 @@ export class RfcEncoder implements WireEncoder {
     };
   }
 
+  toolCallIdOf(update: TaskStatusUpdateEvent): string | undefined {
+    if ((update.metadata?.[DEVTOOL_EXTENSION_URI] as { kind?: string } | undefined)?.kind !== 'TOOL_CALL_UPDATE') return undefined;
+    const content = update.status?.message?.parts[0]?.content;
+    return content?.$case === 'data' ? ((content.value as { tool_call_id?: string }).tool_call_id ?? undefined) : undefined;
+  }
+
   encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent {
     const { taskId, contextId } = ctx;
     const working = STATE_TO_V1.working;

@@ -14,4 +14,6 @@ export interface EncodeContext {
 export interface WireEncoder {
   readonly dialect: 'rfc' | 'legacy';
   encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent;
+  /** The tool_call_id of the ToolCall card an encoded update carries, if it is one. */
+  toolCallIdOf(update: TaskStatusUpdateEvent): string | undefined;
 }

@@ -9,6 +9,7 @@ import { JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser } from 
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
+import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
 import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
@@ -91,6 +92,12 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
       rpc = { ...body, params: { ...params, configuration: { blocking: true, ...params.configuration } } };
     }
     const ctx = new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: version });
+    const lastEventId = request.headers['last-event-id'];
+    if (lastEventId !== undefined) {
+      const raw = String(lastEventId).trim();
+      if (!/^\d{1,15}$/.test(raw)) return rpcError(id, -32602, `Invalid Last-Event-ID header "${raw}": expected an event id (a non-negative integer)`);
+      ctx.state.set(CTX_LAST_EVENT_ID, Number(raw));
+    }
     const out = await (version === '1.0' ? v1 : legacy).handle(rpc, ctx);
     if (!(Symbol.asyncIterator in (out as object))) return out;
     const stream = out as AsyncGenerator<Envelope, void, undefined>;
@@ -103,7 +110,11 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     }
     await writeSse(reply, stream, first, {
       heartbeatMs: opts.heartbeatMs,
-      frame: (item) => ({ data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item }),
+      // The handler records each event's sequence number in order; one envelope per event.
+      frame: (item) => ({
+        data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
+        id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+      }),
       onError: (err) => {
         request.log.error({ err }, 'stream failed after it started');
         return rpcError(id, -32603, 'Internal error: the event stream failed');

@@ -1,0 +1,99 @@
+/**
+ * Follows tasks' event logs for streams. Events come from the store (the log is the
+ * database), announced either by this process right after it committed them (the fast
+ * path: no read back) or by a store notification from any process (LISTEN/NOTIFY).
+ * A follower never sees a gap or a duplicate: it yields seq N+1 after N, reading the store
+ * when what it was handed does not continue its cursor.
+ */
+import type { StoredEvent, TaskStore } from './task-store.js';
+
+interface Watcher {
+  taskId: string;
+  /** Events handed over in order, not yet yielded. */
+  buffer: StoredEvent[];
+  /** Something newer exists than the buffer holds: read the store. */
+  stale: boolean;
+  wake?: () => void;
+}
+
+export class EventHub {
+  private readonly watchers = new Map<string, Set<Watcher>>();
+  private unsubscribe?: () => Promise<void>;
+
+  constructor(private readonly store: TaskStore) {}
+
+  /** Starts listening to store notifications. */
+  async start(): Promise<void> {
+    this.unsubscribe = await this.store.subscribe((taskId, seq) => this.notified(taskId, seq));
+  }
+
+  async stop(): Promise<void> {
+    await this.unsubscribe?.();
+    for (const set of this.watchers.values()) for (const w of set) w.wake?.();
+  }
+
+  /** This process committed `ev`: hand it to local followers without a read. */
+  published(taskId: string, ev: StoredEvent): void {
+    for (const w of this.watchers.get(taskId) ?? []) {
+      w.buffer.push(ev);
+      w.wake?.();
+    }
+  }
+
+  private notified(taskId: string, _seq: number): void {
+    for (const w of this.watchers.get(taskId) ?? []) {
+      w.stale = true;
+      w.wake?.();
+    }
+  }
+
+  /**
+   * Yields every event after `afterSeq`, waiting for new ones, and returns after the first
+   * final event (or at once after `signal` aborts). With `untilFinal: false` it returns when
+   * the log has nothing more right now (a replay).
+   */
+  async *follow(taskId: string, afterSeq: number, opts: { signal?: AbortSignal; untilFinal?: boolean } = {}): AsyncGenerator<StoredEvent, void, undefined> {
+    const w: Watcher = { taskId, buffer: [], stale: true };
+    let set = this.watchers.get(taskId);
+    if (!set) this.watchers.set(taskId, (set = new Set()));
+    set.add(w);
+    const onAbort = () => w.wake?.();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    let cursor = afterSeq;
+    try {
+      for (;;) {
+        if (opts.signal?.aborted) return;
+        let next: StoredEvent[] = [];
+        w.buffer = w.buffer.filter((ev) => ev.seq > cursor);
+        w.buffer.sort((a, b) => a.seq - b.seq);
+        if (w.buffer.length > 0 && w.buffer[0].seq === cursor + 1) {
+          next = w.buffer.splice(0);
+        } else if (w.stale || w.buffer.length > 0) {
+          w.stale = false;
+          next = await this.store.eventsAfter(taskId, cursor);
+        }
+        for (const ev of next) {
+          if (ev.seq !== cursor + 1) {
+            w.stale = true; // a gap in what was handed over: read the store next round
+            break;
+          }
+          cursor = ev.seq;
+          yield ev;
+          if (ev.final && opts.untilFinal !== false) return;
+        }
+        if (next.length === 0) {
+          if (opts.untilFinal === false) return;
+          await new Promise<void>((resolve) => {
+            w.wake = resolve;
+            if (w.stale || w.buffer.length > 0 || opts.signal?.aborted) resolve();
+          });
+          w.wake = undefined;
+        }
+      }
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      set.delete(w);
+      if (set.size === 0) this.watchers.delete(taskId);
+    }
+  }
+}

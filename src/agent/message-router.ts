@@ -1,0 +1,137 @@
+/**
+ * Decides what a `message/send` / `message/stream` means and sets the task moving:
+ * a new task, answers to waiting tool calls (the resume handler), or a follow-up to a
+ * completed task (RFC Appendix A step 10). Everything that can be refused is refused
+ * here, before the first event, so a refusal is a plain JSON-RPC error and changes nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Message, SendMessageRequest } from '@a2a-js/sdk';
+import { messageData, messageText, newTask } from '../protocol/a2a.js';
+import type { DevtoolSchema } from '../protocol/devtool-schema.js';
+import { invalidParams, taskNotFound, unsupported } from '../protocol/errors.js';
+import type { LiveTask, TurnCall } from './live-task.js';
+import type { ModelPart } from './model/model-client.js';
+import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
+import type { KnownCalls } from './resume-handler.js';
+import { checkSameWorkspace, resolveWorkspace } from './settings.js';
+import type { TaskCache } from './task-cache.js';
+import type { TaskStore } from './task-store.js';
+import type { TurnLoop } from './turn-loop.js';
+import type { WireEncoder } from './wire/wire-encoder.js';
+
+export interface MessageRouterOptions {
+  schema: DevtoolSchema;
+  loop: TurnLoop;
+  encoder: WireEncoder;
+  store: TaskStore;
+  cache: TaskCache;
+  /** Workspace of a context whose first message names none. */
+  defaultWorkspace: string;
+  instanceId: string;
+  leaseMs: number;
+}
+
+/** The task a message set moving and where its stream starts reading the log. */
+export interface Routed {
+  task: LiveTask;
+  afterSeq: number;
+}
+
+/** The model's view of a user message: its text, and any data parts as JSON. */
+function userParts(message: Message): ModelPart[] {
+  const parts: ModelPart[] = [];
+  const text = messageText(message);
+  if (text) parts.push({ text });
+  for (const { data } of messageData(message)) parts.push({ text: JSON.stringify(data) });
+  return parts.length > 0 ? parts : [{ text: '(empty message)' }];
+}
+
+export class MessageRouter {
+  constructor(private readonly opts: MessageRouterOptions) {}
+
+  async route(params: SendMessageRequest): Promise<Routed> {
+    const message = params.message;
+    if (message === undefined) throw invalidParams('message is required');
+    if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
+    if (!message.taskId) return this.startTask(message);
+    const task = await this.opts.cache.get(message.taskId);
+    if (task === undefined) throw taskNotFound(message.taskId);
+    try {
+      return await this.continueTask(task, message);
+    } catch (err) {
+      this.opts.cache.release(task); // a refused message leaves nothing behind in memory
+      throw err;
+    }
+  }
+
+  private async continueTask(task: LiveTask, message: Message): Promise<Routed> {
+    const { schema } = this.opts;
+    if (message.contextId && message.contextId !== task.task.contextId) {
+      throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
+    }
+    checkSameWorkspace(message, schema, task.context.workspace);
+    await task.flush();
+    const afterSeq = task.lastSeq;
+    const stamped = { ...message, contextId: task.task.contextId };
+    if (task.awaiting().length > 0) {
+      const plan = planResume(task, stamped, schema, await this.knownCalls(task, stamped));
+      const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
+      await applyResume(task, plan, this.opts.loop, stamped, (claims) =>
+        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil()),
+      );
+      return { task, afterSeq };
+    }
+    if (carriesConfirmation(stamped, schema)) {
+      planResume(task, stamped, schema, await this.knownCalls(task, stamped)); // throws the precise reason
+      throw invalidParams(`Task ${task.id} is not waiting for a confirmation (state: ${task.state})`);
+    }
+    if (task.state !== 'completed') {
+      throw unsupported(
+        task.state === 'working'
+          ? `Task ${task.id} is still working; send the next message after it pauses or completes, or cancel it`
+          : `Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${task.task.contextId}`,
+      );
+    }
+    task.addUserMessage(stamped);
+    this.opts.cache.hold(task);
+    task.publish({ type: 'state', state: 'working' });
+    this.opts.loop.startTurn(task, userParts(stamped));
+    return { task, afterSeq };
+  }
+
+  /** The current turn's calls, plus earlier calls of this task that the message names. */
+  private async knownCalls(task: LiveTask, message: Message): Promise<KnownCalls> {
+    const known = new Map<string, TurnCall>(task.turn.map((c) => [c.snapshot.id, c]));
+    for (const id of namedCallIds(message, this.opts.schema)) {
+      if (known.has(id)) continue;
+      const stored = await this.opts.store.loadCall(id);
+      if (stored && stored.taskId === task.id) known.set(id, this.opts.cache.fromStored(stored));
+    }
+    return known;
+  }
+
+  private async startTask(message: Message): Promise<Routed> {
+    const { schema, store, cache } = this.opts;
+    if (carriesConfirmation(message, schema)) {
+      throw invalidParams('message.taskId is required to answer a tool call (the ToolCallConfirmation names no task)');
+    }
+    const contextId = message.contextId || randomUUID();
+    let context = await cache.loadContext(contextId);
+    if (context) {
+      checkSameWorkspace(message, schema, context.workspace);
+    } else {
+      const workspace = resolveWorkspace(message, schema, this.opts.defaultWorkspace);
+      await store.createContext({ id: contextId, workspace });
+      context = (await cache.loadContext(contextId)) ?? { id: contextId, workspace, history: [], trustedTools: new Set() };
+    }
+    const taskId = randomUUID();
+    const stamped: Message = { ...message, taskId, contextId };
+    const snapshot = newTask(taskId, contextId, stamped);
+    await store.createTask(snapshot);
+    const task = cache.create(snapshot, context);
+    task.publishSnapshot();
+    task.publish({ type: 'state', state: 'working' });
+    this.opts.loop.startTurn(task, userParts(stamped));
+    return { task, afterSeq: 0 };
+  }
+}

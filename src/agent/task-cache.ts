@@ -1,0 +1,98 @@
+/**
+ * The tasks this process is working on, loaded from the store on demand. A task leaves
+ * memory once it pauses or ends and nothing of it runs here (finished tasks cost no RAM);
+ * the next message reloads it, on this process or any other sharing the database.
+ */
+import type { Task } from '@a2a-js/sdk';
+import type { AnyTool } from '../tools/tool.js';
+import { LiveTask } from './live-task.js';
+import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
+import type { StoredCall } from './task-store.js';
+import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
+
+export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal'> {
+  toolNamed(name: string): AnyTool | undefined;
+}
+
+export class TaskCache {
+  private readonly active = new Map<string, LiveTask>();
+  private readonly loading = new Map<string, Promise<LiveTask | undefined>>();
+  private readonly deps: LiveTaskDeps;
+
+  constructor(private readonly opts: TaskCacheOptions) {
+    this.deps = { ...opts, onFinal: (task) => this.release(task) };
+  }
+
+  get size(): number {
+    return this.active.size;
+  }
+
+  /** The live task, from memory or loaded from the store; undefined when no such task. */
+  async get(id: string): Promise<LiveTask | undefined> {
+    const live = this.active.get(id);
+    if (live) return live;
+    let pending = this.loading.get(id);
+    if (!pending) {
+      pending = this.hydrate(id).finally(() => this.loading.delete(id));
+      this.loading.set(id, pending);
+    }
+    return pending;
+  }
+
+  /** Only the cached one (no load). */
+  peek(id: string): LiveTask | undefined {
+    return this.active.get(id);
+  }
+
+  async loadContext(id: string): Promise<ContextState | undefined> {
+    const ctx = await this.opts.store.loadContext(id);
+    return ctx && { id: ctx.id, workspace: ctx.workspace, history: ctx.history, trustedTools: new Set(ctx.trustedTools) };
+  }
+
+  create(task: Task, context: ContextState): LiveTask {
+    const live = new LiveTask(task, context, this.deps, 0);
+    this.active.set(task.id, live);
+    return live;
+  }
+
+  /** Keeps `task` in memory while it works. */
+  hold(task: LiveTask): void {
+    this.active.set(task.id, task);
+  }
+
+  /** Drops the task from memory if it is paused or over and nothing of it runs here. */
+  release(task: LiveTask): void {
+    if (task.idle && PAUSE_OR_TERMINAL.has(task.state) && this.active.get(task.id) === task) this.active.delete(task.id);
+  }
+
+  fromStored(c: StoredCall): TurnCall {
+    return {
+      snapshot: c.snapshot,
+      phase: c.phase,
+      turn: c.turn,
+      position: c.position,
+      modelCallId: c.modelCallId,
+      tool: this.opts.toolNamed(c.toolName),
+      args: c.args,
+      answer: c.answer,
+      response: c.response,
+      shownHash: c.shownHash,
+      proposedAt: c.proposedAt,
+      expiresAt: c.expiresAt,
+    };
+  }
+
+  private async hydrate(id: string): Promise<LiveTask | undefined> {
+    const stored = await this.opts.store.loadTask(id);
+    if (!stored) return undefined;
+    const [context, turn] = await Promise.all([this.loadContext(stored.task.contextId), this.opts.store.loadTurn(id)]);
+    if (!context) throw new Error(`task ${id} names context ${stored.task.contextId}, which is not stored`);
+    const live = new LiveTask(stored.task, context, this.deps, stored.lastSeq);
+    live.turn = turn.map((c) => this.fromStored(c));
+    live.turnNo = turn.length > 0 ? turn[0].turn : -1;
+    const raced = this.active.get(id);
+    if (raced) return raced;
+    this.active.set(id, live);
+    return live;
+  }
+}

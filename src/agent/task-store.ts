@@ -1,0 +1,164 @@
+/**
+ * The durable-state port. The agent reads and writes tasks, their numbered event logs,
+ * tool calls, conversations, trust grants and the audit log only through this interface;
+ * src/store implements it on drizzle-orm (PGlite or PostgreSQL).
+ *
+ * Contract (every implementation MUST):
+ * - Keep per-task event sequence numbers 1, 2, 3… with no gap and no duplicate, even when
+ *   several processes append to the same task at once (the database decides the order).
+ * - Save the task snapshot in the same transaction as the event that changed it, so a
+ *   reader never sees an event whose task state is not stored yet (and vice versa).
+ * - Decide call claims in the database: `claimCalls` is all-or-nothing, and of two
+ *   concurrent claims of the same awaiting call exactly one succeeds.
+ * - Notify subscribers of every appended event, from any process on the same database.
+ */
+import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { ModelContent, ModelPart } from './model/model-client.js';
+import type { ToolCallSnapshot } from './wire/agent-events.js';
+
+/** `ready`: to run without asking; `awaiting`: waits for a person. */
+export type CallPhase = 'ready' | 'awaiting' | 'executing' | 'done';
+
+export interface StoredEvent {
+  seq: number;
+  response: StreamResponse;
+  /** True for the event that ends a stream: a pause (`input-required`) or a terminal state. */
+  final: boolean;
+}
+
+export interface StoredTask {
+  task: Task;
+  /** The principal that started the task (undefined when authentication is off). */
+  principal?: string;
+  lastSeq: number;
+}
+
+/** One tool call, as proposed to the user and as it moved on. */
+export interface StoredCall {
+  /** The tool_call_id shown to clients. */
+  id: string;
+  taskId: string;
+  /** The model turn within the task the call belongs to (0, 1, 2…). */
+  turn: number;
+  /** Order of the call within its turn (the model's order). */
+  position: number;
+  toolName: string;
+  /** The model's own id for the call, echoed in its function response. */
+  modelCallId?: string;
+  /** Validated arguments; absent when validation failed or the tool is unknown. */
+  args?: Record<string, unknown>;
+  /** The card as last shown (ToolCall fields, dialect-free). */
+  snapshot: ToolCallSnapshot;
+  phase: CallPhase;
+  /** The option the user chose. */
+  answer?: string;
+  /** What the model is told once the call is done. */
+  response?: ModelPart;
+  /** sha256 of the confirmation card as shown (what an approval approves). */
+  shownHash?: string;
+  proposedAt: Date;
+  /** When an unanswered call is cancelled (APPROVAL_TIMEOUT); absent = never. */
+  expiresAt?: Date;
+  /** The instance running the call and until when it promised to renew. */
+  leaseOwner?: string;
+  leaseUntil?: Date;
+}
+
+export interface StoredContext {
+  id: string;
+  /** Absolute real path of the workspace. */
+  workspace: string;
+  /** The model conversation, oldest first. */
+  history: ModelContent[];
+  /** Tools trusted by `proceed_always` for the rest of the context. */
+  trustedTools: string[];
+}
+
+export type AuditDecision =
+  | 'proposed'
+  | 'authorized'
+  | 'declined'
+  | 'denied_identity'
+  | 'denied_unauthorized'
+  | 'executed'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled'
+  | 'expired'
+  | 'interrupted';
+
+export interface AuditEntry {
+  taskId: string;
+  contextId: string;
+  toolCallId?: string;
+  decision: AuditDecision;
+  principal?: string;
+  optionId?: string;
+  shownHash?: string;
+  detail?: Record<string, unknown>;
+}
+
+export interface AuditRecord extends AuditEntry {
+  id: number;
+  at: Date;
+}
+
+export interface CallClaim {
+  id: string;
+  answer: string;
+  /** Replacement arguments (modify_with_editor) and the card that goes with them. */
+  args?: Record<string, unknown>;
+  snapshot?: ToolCallSnapshot;
+}
+
+export type ClaimResult = { ok: true } | { ok: false; notAwaiting: string[] };
+
+export interface TaskStore {
+  createContext(ctx: { id: string; workspace: string }): Promise<void>;
+  loadContext(id: string): Promise<StoredContext | undefined>;
+  /** Appends to the context's model conversation (in order). */
+  appendHistory(contextId: string, contents: ModelContent[]): Promise<void>;
+  addTrust(contextId: string, toolName: string, principal?: string): Promise<void>;
+
+  createTask(task: Task, principal?: string): Promise<void>;
+  loadTask(id: string): Promise<StoredTask | undefined>;
+  listTasks(q: { contextId?: string; state?: string; limit: number; offset: number }): Promise<{ tasks: Task[]; total: number }>;
+
+  /**
+   * Appends one event to the task's log and saves `task` (its new snapshot) in the same
+   * transaction. Returns the event's sequence number. Notifies every subscriber.
+   */
+  appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number>;
+  /** Logged events with seq > afterSeq, in order. */
+  eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]>;
+  /** Calls `listener` for every event appended by any process. Resolves once listening. */
+  subscribe(listener: (taskId: string, seq: number) => void): Promise<() => Promise<void>>;
+
+  /** Inserts or replaces calls (by id). */
+  saveCalls(calls: StoredCall[]): Promise<void>;
+  /** The calls of the task's latest turn, in position order. */
+  loadTurn(taskId: string): Promise<StoredCall[]>;
+  loadCall(id: string): Promise<StoredCall | undefined>;
+  /**
+   * Moves every claimed call from `awaiting` to `ready` with its answer, under a lease
+   * held by `owner` until `leaseUntil` — all or none. A call that is not awaiting (another
+   * answer won, or it never waited) is reported and nothing changes.
+   */
+  claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult>;
+  /**
+   * Marks the task's model turn `turn` as closed — true exactly once per (task, turn), so
+   * only one process continues the model after the last call of a turn settles.
+   */
+  closeTurn(taskId: string, turn: number): Promise<boolean>;
+  /** Extends the leases of every executing or ready call held by `owner`. */
+  renewLeases(owner: string, leaseUntil: Date): Promise<void>;
+  /** Calls left executing/ready whose lease lapsed before `now` (their process died). */
+  findInterrupted(now: Date): Promise<StoredCall[]>;
+  /** Awaiting calls whose expiresAt is before `now`. */
+  findExpired(now: Date): Promise<StoredCall[]>;
+
+  audit(entry: AuditEntry): Promise<void>;
+  listAudit(q: { taskId?: string; contextId?: string }): Promise<AuditRecord[]>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,123 @@
+/**
+ * Tool-call queries of PgTaskStore: upserts, turns, claims, turn closing and leases. Claims
+ * and turn closing are decided by row locks and keys, never by the caller's memory.
+ */
+import { and, asc, eq, getTableColumns, inArray, isNull, lt, max, or, sql } from 'drizzle-orm';
+import type { CallClaim, ClaimResult, StoredCall } from '../agent/task-store.js';
+import type { StoreDb } from './db.js';
+import { callFromRow, callToRow } from './mappers.js';
+import { closedTurns, toolCalls } from './schema.js';
+
+/** Thrown inside a claim transaction to roll it back; never escapes claimCalls. */
+class ClaimLost extends Error {
+  constructor(readonly notAwaiting: string[]) {
+    super('claim lost');
+  }
+}
+
+const LIVE_PHASES = ['executing', 'ready'] as const;
+
+const REPLACED_CALL_FIELDS = [
+  'taskId', 'turn', 'position', 'toolName', 'modelCallId', 'args', 'snapshot', 'phase',
+  'answer', 'response', 'shownHash', 'proposedAt', 'expiresAt', 'leaseOwner', 'leaseUntil',
+] as const satisfies ReadonlyArray<keyof typeof toolCalls.$inferInsert>;
+
+/** Inserts or replaces calls by id (one statement; ids must be distinct within a batch). */
+export async function saveCalls(db: StoreDb, calls: StoredCall[]): Promise<void> {
+  if (calls.length === 0) return;
+  const columns = getTableColumns(toolCalls);
+  // Every column but the key and updated_at is replaced by the incoming row (`excluded`).
+  const set = Object.fromEntries(
+    REPLACED_CALL_FIELDS.map((k) => [k, sql.raw(`excluded."${columns[k].name}"`)]),
+  );
+  await db
+    .insert(toolCalls)
+    .values(calls.map(callToRow))
+    .onConflictDoUpdate({ target: toolCalls.id, set: { ...set, updatedAt: sql`now()` } });
+}
+
+/** The calls of the task's highest turn, in position order. */
+export async function loadTurn(db: StoreDb, taskId: string): Promise<StoredCall[]> {
+  const latest = db.select({ turn: max(toolCalls.turn) }).from(toolCalls).where(eq(toolCalls.taskId, taskId));
+  const rows = await db
+    .select()
+    .from(toolCalls)
+    .where(and(eq(toolCalls.taskId, taskId), eq(toolCalls.turn, sql`(${latest})`)))
+    .orderBy(asc(toolCalls.position));
+  return rows.map(callFromRow);
+}
+
+/** One call by id. */
+export async function loadCall(db: StoreDb, id: string): Promise<StoredCall | undefined> {
+  const [row] = await db.select().from(toolCalls).where(eq(toolCalls.id, id));
+  return row ? callFromRow(row) : undefined;
+}
+
+/** awaiting → ready for every claim, or nothing; see TaskStore.claimCalls. */
+export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult> {
+  // Rows are locked in id order, so two overlapping multi-call claims cannot deadlock.
+  const ordered = [...claims].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  try {
+    await db.transaction(async (tx) => {
+      const lost: string[] = [];
+      for (const c of ordered) {
+        // Under READ COMMITTED a concurrent claimer waits on the row lock, then re-checks
+        // phase='awaiting' against the committed row: exactly one of them updates it.
+        const won = await tx
+          .update(toolCalls)
+          .set({
+            phase: 'ready',
+            answer: c.answer,
+            leaseOwner: owner,
+            leaseUntil,
+            updatedAt: sql`now()`,
+            ...(c.args !== undefined ? { args: c.args } : {}),
+            ...(c.snapshot !== undefined ? { snapshot: c.snapshot } : {}),
+          })
+          .where(and(eq(toolCalls.taskId, taskId), eq(toolCalls.id, c.id), eq(toolCalls.phase, 'awaiting')))
+          .returning({ id: toolCalls.id });
+        if (won.length === 0) lost.push(c.id);
+      }
+      if (lost.length > 0) throw new ClaimLost(lost);
+    });
+  } catch (e) {
+    if (e instanceof ClaimLost) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => e.notAwaiting.includes(id)) };
+    throw e;
+  }
+  return { ok: true };
+}
+
+/** INSERT … ON CONFLICT DO NOTHING: only the first closer gets a row back. */
+export async function closeTurn(db: StoreDb, taskId: string, turn: number): Promise<boolean> {
+  const rows = await db.insert(closedTurns).values({ taskId, turn }).onConflictDoNothing().returning({ turn: closedTurns.turn });
+  return rows.length === 1;
+}
+
+/** Extends the leases `owner` holds on executing/ready calls. */
+export async function renewLeases(db: StoreDb, owner: string, leaseUntil: Date): Promise<void> {
+  await db
+    .update(toolCalls)
+    .set({ leaseUntil, updatedAt: sql`now()` })
+    .where(and(eq(toolCalls.leaseOwner, owner), inArray(toolCalls.phase, [...LIVE_PHASES])));
+}
+
+/** Executing/ready calls with no lease or a lapsed one (their process died). */
+export async function findInterrupted(db: StoreDb, now: Date): Promise<StoredCall[]> {
+  const rows = await db
+    .select()
+    .from(toolCalls)
+    .where(and(inArray(toolCalls.phase, [...LIVE_PHASES]), or(isNull(toolCalls.leaseUntil), lt(toolCalls.leaseUntil, now))))
+    .orderBy(asc(toolCalls.taskId), asc(toolCalls.turn), asc(toolCalls.position));
+  return rows.map(callFromRow);
+}
+
+/** Awaiting calls past their expiresAt. */
+export async function findExpired(db: StoreDb, now: Date): Promise<StoredCall[]> {
+  const rows = await db
+    .select()
+    .from(toolCalls)
+    .where(and(eq(toolCalls.phase, 'awaiting'), lt(toolCalls.expiresAt, now)))
+    .orderBy(asc(toolCalls.taskId), asc(toolCalls.turn), asc(toolCalls.position));
+  return rows.map(callFromRow);
+}
+

@@ -1,0 +1,167 @@
+/**
+ * Opens the store's database: embedded PGlite (a data directory, or in memory for tests)
+ * or PostgreSQL through postgres.js, migrated on open from `<repo>/drizzle`, with a
+ * LISTEN/NOTIFY channel for event notifications. Never logs the URL (it may hold a password).
+ */
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import { readMigrationFiles, type MigrationConfig, type MigrationMeta } from 'drizzle-orm/migrator';
+import type { PgDatabase, PgDialect, PgQueryResultHKT, PgSession } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import * as tables from './schema.js';
+
+/** The drizzle handle both drivers share (their differences are in result metadata only). */
+export type StoreDb = PgDatabase<PgQueryResultHKT, typeof tables>;
+
+export interface OpenOptions {
+  /** postgres:// URL; when absent the embedded PGlite is used. */
+  databaseUrl?: string;
+  /** PGlite data directory, created when missing; `memory://` or undefined = in memory. */
+  dataDir?: string;
+  /** PostgreSQL only: the search_path schema, created when missing (tests isolate with it). */
+  schema?: string;
+}
+
+export interface Database {
+  kind: 'pglite' | 'postgres';
+  db: StoreDb;
+  /** The channel appendEvent notifies on; per schema so parallel test schemas stay apart. */
+  notifyChannel: string;
+  /** LISTENs on `channel`; resolves once listening, to a function that stops. */
+  listen(channel: string, cb: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+  /** What opening it migrated. */
+  migrations: MigrationReport;
+}
+
+export interface MigrationReport {
+  kind: 'pglite' | 'postgres';
+  /** Where: the data directory, `memory`, or the schema (never the URL). */
+  target: string;
+  /** Migrations in the folder and how many this run applied. */
+  available: number;
+  applied: number;
+}
+
+/** `<repo>/drizzle`, from this file's location (src/store/ → ../../drizzle). */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/', import.meta.url));
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function checkSchema(schema: string | undefined): void {
+  // The name goes into search_path, a channel name and DDL: only plain lower-case names.
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
+    throw new Error(`store schema "${schema}" must match ${SCHEMA_NAME}`);
+  }
+}
+
+function channelFor(schema: string | undefined): string {
+  return schema === undefined ? 'task_events' : `task_events_${schema}`;
+}
+
+/**
+ * drizzle-kit writes foreign keys as `REFERENCES "public"."t"`; unqualified, they resolve
+ * through search_path like the tables themselves, which is what a non-public schema needs.
+ */
+function unqualify(migrations: MigrationMeta[]): MigrationMeta[] {
+  return migrations.map((m) => ({ ...m, sql: m.sql.map((s) => s.replaceAll('"public".', '')) }));
+}
+
+/** Applies pending migrations; returns how many ran. Same as drizzle's migrate() plus unqualify. */
+async function runMigrations(db: StoreDb, config: MigrationConfig): Promise<{ available: number; applied: number }> {
+  const migrations = unqualify(readMigrationFiles(config));
+  const table = sql.identifier(config.migrationsTable ?? '__drizzle_migrations');
+  const schema = sql.identifier(config.migrationsSchema ?? 'drizzle');
+  const count = async () => {
+    try {
+      const rows = (await db.execute(sql`select count(*)::int as n from ${schema}.${table}`)) as unknown as
+        | { rows: Array<{ n: number }> }
+        | Array<{ n: number }>;
+      return (Array.isArray(rows) ? rows : rows.rows)[0].n;
+    } catch {
+      return 0; // first run: the bookkeeping table does not exist yet
+    }
+  };
+  const before = await count();
+  // The migrators of drizzle-orm/pglite and /postgres-js are exactly this call.
+  const internals = db as unknown as { dialect: PgDialect; session: PgSession };
+  await internals.dialect.migrate(migrations, internals.session, config);
+  return { available: migrations.length, applied: (await count()) - before };
+}
+
+async function openPglite(dataDir: string | undefined): Promise<Database> {
+  const inMemory = dataDir === undefined || dataDir === 'memory://';
+  if (!inMemory) mkdirSync(dataDir, { recursive: true });
+  const pg = inMemory ? new PGlite() : new PGlite(dataDir);
+  try {
+    await pg.waitReady;
+    const db = drizzlePglite({ client: pg, schema: tables }) as unknown as StoreDb;
+    const counts = await runMigrations(db, { migrationsFolder: MIGRATIONS_FOLDER });
+    const database: Database = {
+      kind: 'pglite',
+      db,
+      notifyChannel: channelFor(undefined),
+      listen: async (channel, cb) => {
+        const stop = await pg.listen(channel, cb);
+        return () => stop();
+      },
+      close: () => pg.close(),
+      migrations: { kind: 'pglite', target: inMemory ? 'memory' : dataDir, ...counts },
+    };
+    return database;
+  } catch (e) {
+    await pg.close().catch(() => {});
+    throw e;
+  }
+}
+
+/**
+ * Migrates on a connection of its own under an advisory lock, so several instances (or
+ * parallel test runs) booting at once do not race each other's CREATE statements.
+ */
+async function migratePostgres(url: string, schema: string | undefined) {
+  const conn = postgres(url, { max: 1, onnotice: () => {}, ...(schema ? { connection: { search_path: schema } } : {}) });
+  try {
+    await conn`select pg_advisory_lock(hashtext(${'a2a-store-migrate:' + (schema ?? '')}))`;
+    if (schema !== undefined) await conn.unsafe(`create schema if not exists "${schema}"`);
+    const db = drizzlePostgres({ client: conn, schema: tables }) as unknown as StoreDb;
+    return await runMigrations(db, { migrationsFolder: MIGRATIONS_FOLDER, ...(schema ? { migrationsSchema: schema } : {}) });
+  } finally {
+    await conn.end({ timeout: 2 });
+  }
+}
+
+async function openPostgres(url: string, schema: string | undefined): Promise<Database> {
+  const counts = await migratePostgres(url, schema);
+  const client = postgres(url, { max: 10, onnotice: () => {}, ...(schema ? { connection: { search_path: schema } } : {}) });
+  const database: Database = {
+    kind: 'postgres',
+    db: drizzlePostgres({ client, schema: tables }) as unknown as StoreDb,
+    notifyChannel: channelFor(schema),
+    listen: async (channel, cb) => {
+      // A dedicated connection that postgres.js re-LISTENs on after a reconnect.
+      const req = await client.listen(channel, cb);
+      return () => req.unlisten();
+    },
+    close: () => client.end({ timeout: 2 }),
+    migrations: { kind: 'postgres', target: schema ? `schema ${schema}` : 'the default search_path schema', ...counts },
+  };
+  return database;
+}
+
+/** Opens (and migrates) the database the options name; `migrations` says what ran. */
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  checkSchema(opts.schema);
+  return opts.databaseUrl !== undefined ? openPostgres(opts.databaseUrl, opts.schema) : openPglite(opts.dataDir);
+}
+
+/** Opens, migrates and closes: for `npm run db:migrate`. Reports what it did. */
+export async function migrateDatabase(opts: OpenOptions): Promise<MigrationReport> {
+  const database = await openDatabase(opts);
+  await database.close();
+  return database.migrations;
+}

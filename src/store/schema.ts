@@ -1,0 +1,151 @@
+/**
+ * The durable schema (drizzle). Tables are unqualified so they land in the connection's
+ * search_path schema: production uses `public`, tests use a throw-away schema each.
+ * Migrations in `drizzle/` are generated from this file (`drizzle-kit generate`);
+ * test/store/migrations.test.ts fails when the two drift apart.
+ */
+import { sql } from 'drizzle-orm';
+import { bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+
+/** timestamptz read back as a Date; `now()` by default where the row's birth is the value. */
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+/** One conversation (A2A context) and the workspace it is bound to. */
+export const contexts = pgTable('contexts', {
+  id: text('id').primaryKey(),
+  workspace: text('workspace').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+});
+
+/** The model conversation of a context, one ModelContent per row, `idx` 0, 1, 2… */
+export const contextHistory = pgTable(
+  'context_history',
+  {
+    contextId: text('context_id')
+      .notNull()
+      .references(() => contexts.id, { onDelete: 'cascade' }),
+    idx: integer('idx').notNull(),
+    content: jsonb('content').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.contextId, t.idx] })],
+);
+
+/** Tools trusted for the rest of a context (`proceed_always`). */
+export const trustGrants = pgTable(
+  'trust_grants',
+  {
+    contextId: text('context_id')
+      .notNull()
+      .references(() => contexts.id, { onDelete: 'cascade' }),
+    toolName: text('tool_name').notNull(),
+    principal: text('principal'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.contextId, t.toolName] })],
+);
+
+/**
+ * The latest snapshot of each task (v1.0 JSON) and the number of its last event. The row
+ * is also the lock that serialises appenders: `last_seq` is bumped by UPDATE … RETURNING.
+ */
+export const tasks = pgTable(
+  'tasks',
+  {
+    id: text('id').primaryKey(),
+    contextId: text('context_id')
+      .notNull()
+      .references(() => contexts.id),
+    /** The A2A state name ('working', 'input-required'…), for filtering without JSON paths. */
+    state: text('state').notNull(),
+    principal: text('principal'),
+    task: jsonb('task').notNull(),
+    lastSeq: integer('last_seq').notNull().default(0),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('tasks_context_id_idx').on(t.contextId), index('tasks_state_idx').on(t.state)],
+);
+
+/** Each task's numbered event log (StreamResponse v1.0 JSON), seq 1, 2, 3… */
+export const events = pgTable(
+  'events',
+  {
+    taskId: text('task_id')
+      .notNull()
+      .references(() => tasks.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    payload: jsonb('payload').notNull(),
+    final: boolean('final').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.seq] })],
+);
+
+/** Tool calls as proposed and as they moved on; claims and leases are decided here. */
+export const toolCalls = pgTable(
+  'tool_calls',
+  {
+    id: text('id').primaryKey(),
+    taskId: text('task_id')
+      .notNull()
+      .references(() => tasks.id, { onDelete: 'cascade' }),
+    turn: integer('turn').notNull(),
+    position: integer('position').notNull(),
+    toolName: text('tool_name').notNull(),
+    modelCallId: text('model_call_id'),
+    args: jsonb('args'),
+    snapshot: jsonb('snapshot').notNull(),
+    phase: text('phase').notNull(),
+    answer: text('answer'),
+    response: jsonb('response'),
+    shownHash: text('shown_hash'),
+    proposedAt: ts('proposed_at').notNull(),
+    expiresAt: ts('expires_at'),
+    leaseOwner: text('lease_owner'),
+    leaseUntil: ts('lease_until'),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('tool_calls_task_turn_idx').on(t.taskId, t.turn),
+    // Done calls pile up forever; the sweeps (findInterrupted/findExpired) only look at live ones.
+    index('tool_calls_live_phase_idx').on(t.phase).where(sql`phase <> 'done'`),
+  ],
+);
+
+/**
+ * Model turns that were closed: the primary key makes closeTurn true exactly once per
+ * (task, turn), so one process alone continues the model after a turn's last call settles.
+ */
+export const closedTurns = pgTable(
+  'closed_turns',
+  {
+    taskId: text('task_id')
+      .notNull()
+      .references(() => tasks.id, { onDelete: 'cascade' }),
+    turn: integer('turn').notNull(),
+    closedAt: ts('closed_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.turn] })],
+);
+
+/**
+ * Who decided what about which call. Append-only: the code never updates or deletes it,
+ * and it has no foreign keys so it outlives the tasks it talks about.
+ */
+export const auditLog = pgTable(
+  'audit_log',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    at: ts('at').notNull().defaultNow(),
+    taskId: text('task_id').notNull(),
+    contextId: text('context_id').notNull(),
+    toolCallId: text('tool_call_id'),
+    decision: text('decision').notNull(),
+    principal: text('principal'),
+    optionId: text('option_id'),
+    shownHash: text('shown_hash'),
+    detail: jsonb('detail'),
+  },
+  (t) => [index('audit_log_task_id_idx').on(t.taskId, t.id), index('audit_log_context_id_idx').on(t.contextId, t.id)],
+);

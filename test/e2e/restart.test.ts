@@ -1,0 +1,216 @@
+/**
+ * Durability across process deaths: the real server as a child process, killed with SIGKILL
+ * and started again on the same store — embedded PGlite (DATA_DIR) and PostgreSQL
+ * (DATABASE_URL, a fresh database; skipped when TEST_DATABASE_URL is unset).
+ * - A task paused at input-required survives and is confirmed on the new process.
+ * - A call EXECUTING when its process died is marked FAILED `interrupted` once its lease
+ *   lapsed, and its task ends `failed` (never stays `working`).
+ * - PostgreSQL: a second process booting while the first runs a call (lease live) leaves
+ *   that call alone.
+ */
+import t from 'tap';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
+import { TEST_SCRIPT } from '../fixtures/test-script.js';
+import { freshDatabase, openStream, PG_SKIP, spawnServer } from '../support/process.js';
+import type { FreshDatabase, ServerProcess } from '../support/process.js';
+import { rpc } from '../support/sse.js';
+import type { SseEvent } from '../support/sse.js';
+import { confirmMessage, dataOf, devtool, tempDir, textOf, URI, userMessage } from '../support/server.js';
+
+type Test = typeof t;
+
+/** TEST_SCRIPT plus a call that outlives a process boot (5 s, silent: only lease renewals keep it alive). */
+const SCRIPT: ModelScript = {
+  ...TEST_SCRIPT,
+  scripts: [
+    {
+      when: '^shell long',
+      steps: [{ chunks: [[{ functionCall: { name: 'run_shell_command', args: { command: 'sleep 5; echo long done' } } }]] }, { chunks: [[{ text: 'Long command finished.' }]] }],
+    },
+    ...TEST_SCRIPT.scripts,
+  ],
+};
+
+const LEASE = { LEASE_MS: '1500' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const results = (events: SseEvent[] | undefined) => (events ?? []).map((e) => e.data.result);
+const idsOf = (events: SseEvent[] | undefined) => (events ?? []).map((e) => (e.id === undefined ? null : Number(e.id)));
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+async function getTask(url: string, id: string): Promise<any> {
+  return (await rpc(url, 'tasks/get', { id })).json?.result;
+}
+
+/** Polls tasks/get until the task is `want` (bounded); returns the last snapshot and every state seen. */
+async function pollState(url: string, id: string, want: string, timeoutMs = 15_000): Promise<{ task: any; seen: string[] }> {
+  const deadline = Date.now() + timeoutMs;
+  const seen: string[] = [];
+  let task: any;
+  while (Date.now() < deadline) {
+    task = await getTask(url, id);
+    const state = task?.status?.state;
+    if (seen.at(-1) !== state) seen.push(state);
+    if (state === want) break;
+    await sleep(100);
+  }
+  return { task, seen };
+}
+
+/** Starts `prompt` and reads its stream to the pause: the Task, the (first) PENDING card, every event. */
+async function pauseOn(srv: ServerProcess, workspace: string, prompt: string) {
+  const res = await rpc(srv.url, 'message/stream', { message: userMessage(prompt, { metadata: { [URI]: { workspace_path: workspace } } }) });
+  const ev = results(res.events);
+  return { res, task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')) };
+}
+
+const proceed = (task: any, card: any) => confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
+
+/** The restart cases on one store (`storeEnv` names it); `pg` enables the PostgreSQL-only case. */
+async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: FreshDatabase): Promise<void> {
+  const workspace = tempDir();
+  const spawn = () => spawnServer(t, { env: { ...storeEnv, ...LEASE }, workspace, script: SCRIPT });
+  let current = await spawn();
+
+  await t.test('a task paused at input-required survives SIGKILL and is confirmed on the new process', async (t) => {
+    const { res, task, card } = await pauseOn(current, workspace, 'write a greeting');
+    t.same(idsOf(res.events), [1, 2, 3, 4], 'the first stream: ids 1..4');
+    t.equal(results(res.events).at(-1).status.state, 'input-required');
+    t.equal(card?.tool_name, 'write_file');
+
+    const old = current;
+    t.match(await old.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the first process died by SIGKILL');
+    current = await spawn();
+    t.not(current.pid, old.pid, 'a new process');
+
+    const got = await getTask(current.url, task.id);
+    t.equal(got?.status?.state, 'input-required', 'tasks/get on the new process: still input-required');
+    t.equal(got?.id, task.id);
+
+    const again = await rpc(current.url, 'tasks/resubscribe', { id: task.id });
+    t.same(idsOf(again.events), [null, 3, 4], 'resubscribe on the new process: snapshot, the PENDING card (3), the pause (4)');
+    t.same(dataOf(results(again.events)[1]), card, 'the same card as before the kill');
+
+    const done = await rpc(current.url, 'message/stream', { message: proceed(task, card) });
+    t.match(done.contentType, /^text\/event-stream/, done.raw);
+    const ev = results(done.events);
+    t.same(idsOf(done.events), [5, 6, 7, 8, 9], 'the resume stream continues the ids: 5..9');
+    t.same(
+      ev.map((r) => [devtool(r)?.kind, dataOf(r)?.status ?? r.status.state]),
+      [
+        ['TOOL_CALL_UPDATE', 'EXECUTING'],
+        ['TOOL_CALL_UPDATE', 'SUCCEEDED'],
+        ['TEXT_CONTENT', 'working'],
+        ['TEXT_CONTENT', 'working'],
+        ['STATE_CHANGE', 'completed'],
+      ],
+    );
+    t.equal(dataOf(ev[1])?.tool_call_id, card.tool_call_id);
+    t.equal(ev.at(-1).final, true);
+    t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n', 'the file was written');
+    t.equal((await getTask(current.url, task.id))?.status?.state, 'completed');
+  });
+
+  await t.test('a call EXECUTING when its process was killed ends FAILED interrupted, the task failed', async (t) => {
+    const { task, card } = await pauseOn(current, workspace, 'shell hang please');
+    t.match(card, { tool_name: 'run_shell_command', status: 'PENDING', input_parameters: { command: 'sleep 30' } });
+    const stream = await openStream(current.url, 'message/stream', { message: proceed(task, card) });
+    t.match(stream.contentType, /^text\/event-stream/, JSON.stringify(stream.json));
+    const executing = await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING');
+    t.ok(executing, 'the call is EXECUTING');
+    const executingId = Number(executing?.id);
+    t.equal(executingId, 5, 'EXECUTING is event 5');
+    await stream.close();
+    const old = current;
+    await old.kill('SIGKILL');
+    if (pg) {
+      const [row] = await pg.sql`select phase from tool_calls where id = ${card.tool_call_id}`;
+      t.equal(row?.phase, 'executing', 'the store still says executing after the kill');
+    }
+
+    current = await spawn();
+    const { task: failed, seen } = await pollState(current.url, task.id, 'failed');
+    t.equal(failed?.status?.state, 'failed', `the task ends failed within the bounded wait (states seen: ${seen.join(' → ')})`);
+    t.ok(seen.every((s) => s === 'working' || s === 'failed'), `only working, then failed (seen: ${seen.join(' → ')})`);
+
+    const replay = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': String(executingId) } });
+    t.match(replay.contentType, /^text\/event-stream/, replay.raw);
+    const ev = results(replay.events);
+    t.same(idsOf(replay.events), [null, 6, 7], 'snapshot, then exactly events 6 and 7');
+    t.same(
+      ev.map((r) => [r.kind, devtool(r)?.kind ?? null, dataOf(r)?.status ?? r.status.state, r.final ?? null]),
+      [
+        ['task', null, 'failed', null],
+        ['status-update', 'TOOL_CALL_UPDATE', 'FAILED', false],
+        ['status-update', 'STATE_CHANGE', 'failed', true],
+      ],
+    );
+    const call = dataOf(ev[1]);
+    t.equal(call?.tool_call_id, card.tool_call_id, 'the same call');
+    t.equal(call?.error?.type, 'interrupted', 'error.type interrupted');
+    t.match(call?.error?.message, /server stopped while run_shell_command was running/);
+    t.notOk(call && 'live_content' in call, 'no live_content on the final card');
+    t.match(textOf(ev[1]), /^run_shell_command failed: The server stopped while run_shell_command was running/, 'a text part says it was interrupted');
+    t.match(textOf(ev[2]), /^Interrupted: /, 'the failed event says why');
+    t.match(devtool(ev[2])?.error, /Interrupted/);
+
+    await sleep(1000); // a few more sweeps
+    t.equal((await getTask(current.url, task.id))?.status?.state, 'failed', 'still failed after later sweeps');
+    const again = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '7' } });
+    t.same(idsOf(again.events), [null], 'nothing after 7: the call was marked once');
+    if (pg) {
+      const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
+      t.same(audit.map((r) => r.decision), ['proposed', 'authorized', 'executed', 'interrupted']);
+    }
+  });
+
+  if (!pg) return;
+  await t.test('a process booting while another runs a call (lease live) does not interrupt it', async (t) => {
+    const { task, card } = await pauseOn(current, workspace, 'shell long please');
+    t.match(card, { tool_name: 'run_shell_command', status: 'PENDING' });
+    const stream = await openStream(current.url, 'message/stream', { message: proceed(task, card) });
+    t.ok(await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'), 'EXECUTING on the first process');
+
+    const second = await spawn();
+    const [row] = await pg.sql`select phase, lease_owner, lease_until > now() as live from tool_calls where id = ${card.tool_call_id}`;
+    t.same(
+      { phase: row?.phase, live: row?.live },
+      { phase: 'executing', live: true },
+      'the second process is up while the call still executes under a live lease (else this case proves nothing)',
+    );
+    t.equal((await getTask(second.url, task.id))?.status?.state, 'working', 'the second process sees it working');
+
+    const events = await stream.rest(20_000);
+    const ev = results(events);
+    t.equal(ev.at(-1)?.status?.state, 'completed', 'the task completed');
+    const final = dataOf(ev.find((r) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(dataOf(r)?.status)));
+    t.equal(final?.status, 'SUCCEEDED', 'the call succeeded');
+    t.match(final?.output?.text, /long done/);
+    t.notOk(ev.some((r) => dataOf(r)?.error?.type === 'interrupted'), 'never marked interrupted');
+    const ids = idsOf(events);
+    t.same(ids, range(5, 5 + ids.length - 1), 'ids 5.. with no gap');
+    t.equal((await getTask(second.url, task.id))?.status?.state, 'completed', 'completed, seen from the second process');
+    const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
+    t.same(audit.map((r) => r.decision), ['proposed', 'authorized', 'executed', 'succeeded']);
+    await second.kill();
+  });
+}
+
+// The two stores run side by side (each leg is sequential inside).
+t.jobs = 2;
+
+t.test('PGlite (DATA_DIR)', { buffered: true }, async (t) => {
+  const dataDir = tempDir('devtool-data-');
+  await restartCases(t, { DATA_DIR: dataDir });
+  t.ok(existsSync(dataDir));
+});
+
+t.test('PostgreSQL (DATABASE_URL)', { buffered: true }, async (t) => {
+  const db = await freshDatabase(t);
+  if (!db) {
+    t.skip(PG_SKIP);
+    return;
+  }
+  await restartCases(t, { DATABASE_URL: db.url }, db);
+});
