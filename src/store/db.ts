@@ -47,6 +47,11 @@ export interface MigrationReport {
   applied: number;
 }
 
+/** The rows of a raw `db.execute()`: PGlite wraps them in `{ rows }`, postgres.js is the array. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+}
+
 /** `<repo>/drizzle`, from this file's location (src/store/ → ../../drizzle). */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/', import.meta.url));
 
@@ -74,17 +79,14 @@ function unqualify(migrations: MigrationMeta[]): MigrationMeta[] {
 /** Applies pending migrations; returns how many ran. Same as drizzle's migrate() plus unqualify. */
 async function runMigrations(db: StoreDb, config: MigrationConfig): Promise<{ available: number; applied: number }> {
   const migrations = unqualify(readMigrationFiles(config));
-  const table = sql.identifier(config.migrationsTable ?? '__drizzle_migrations');
-  const schema = sql.identifier(config.migrationsSchema ?? 'drizzle');
+  const tableName = config.migrationsTable ?? '__drizzle_migrations';
+  const schemaName = config.migrationsSchema ?? 'drizzle';
   const count = async () => {
-    try {
-      const rows = (await db.execute(sql`select count(*)::int as n from ${schema}.${table}`)) as unknown as
-        | { rows: Array<{ n: number }> }
-        | Array<{ n: number }>;
-      return (Array.isArray(rows) ? rows : rows.rows)[0].n;
-    } catch {
-      return 0; // first run: the bookkeeping table does not exist yet
-    }
+    // to_regclass first: counting a missing table would log an ERROR on the server at every first boot.
+    const [{ found }] = rowsOf<{ found: boolean }>(await db.execute(sql`select to_regclass(${`"${schemaName}"."${tableName}"`}) is not null as found`));
+    if (!found) return 0;
+    const rows = await db.execute(sql`select count(*)::int as n from ${sql.identifier(schemaName)}.${sql.identifier(tableName)}`);
+    return rowsOf<{ n: number }>(rows)[0].n;
   };
   const before = await count();
   // The migrators of drizzle-orm/pglite and /postgres-js are exactly this call.

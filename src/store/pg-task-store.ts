@@ -18,7 +18,7 @@ import type {
   StoredTask,
   TaskStore,
 } from '../agent/task-store.js';
-import type { Database, StoreDb } from './db.js';
+import { rowsOf, type Database, type StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
 import { auditFromRow, eventFromRow, responseToJson, stateName, taskFromJson, taskToJson } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
@@ -127,24 +127,26 @@ export class PgTaskStore implements TaskStore {
 
   /** Throws when the task was never created. */
   async appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number> {
-    return this.db.transaction(async (tx) => {
-      // The row lock taken by this UPDATE orders appenders from every process; seq = last_seq.
-      const [row] = await tx
-        .update(tasks)
-        .set({
-          lastSeq: sql`${tasks.lastSeq} + 1`,
-          task: taskToJson(task),
-          state: stateName(task.status?.state),
-          updatedAt: sql`now()`,
-        })
-        .where(eq(tasks.id, task.id))
-        .returning({ seq: tasks.lastSeq });
-      if (!row) throw new Error(`appendEvent: unknown task ${task.id}`);
-      await tx.insert(events).values({ taskId: task.id, seq: row.seq, payload: responseToJson(response), final });
-      // Delivered on commit only, so a woken reader always finds the event.
-      await tx.execute(sql`select pg_notify(${this.database.notifyChannel}, ${`${task.id}:${row.seq}`})`);
-      return row.seq;
-    });
+    // One statement is one transaction: the three steps of the contract in a single round
+    // trip (half the latency of BEGIN/UPDATE/INSERT/NOTIFY/COMMIT, measured on both drivers).
+    // - bumped: the UPDATE's row lock orders appenders from every process; seq = last_seq.
+    // - logged: the event is stored with the seq, in the same transaction as the snapshot.
+    // - pg_notify is delivered on commit only, so a woken reader always finds the event.
+    const result = await this.db.execute(sql`
+      with bumped as (
+        update ${tasks} set last_seq = last_seq + 1, task = ${JSON.stringify(taskToJson(task))}::jsonb,
+          state = ${stateName(task.status?.state)}::text, updated_at = now()
+        where id = ${task.id}::text
+        returning last_seq
+      ), logged as (
+        insert into ${events} (task_id, seq, payload, final)
+        select ${task.id}::text, last_seq, ${JSON.stringify(responseToJson(response))}::jsonb, ${final}::boolean from bumped
+        returning seq
+      )
+      select seq, pg_notify(${this.database.notifyChannel}::text, ${task.id}::text || ':' || seq) from logged`);
+    const [row] = rowsOf<{ seq: number }>(result);
+    if (!row) throw new Error(`appendEvent: unknown task ${task.id}`);
+    return Number(row.seq);
   }
 
   async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {

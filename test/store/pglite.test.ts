@@ -5,7 +5,8 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { openDatabase } from '../../src/store/db.js';
+import { sql } from 'drizzle-orm';
+import { openDatabase, rowsOf } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { makeCall, seedTask, statusEvent } from './fixtures/builders.js';
 import { taskStoreContract } from './task-store-contract.js';
@@ -22,6 +23,13 @@ t.test('contract (in-memory PGlite)', async (t) => {
     const store = new PgTaskStore({ ...shared, close: async () => {} });
     return { store, close: () => store.close() };
   });
+});
+
+t.test('JSON columns hold JSON objects, not encoded strings', async (t) => {
+  const kinds = rowsOf<{ a: string; b: string }>(
+    await shared.db.execute(sql`select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b from events e join tasks t on t.id = e.task_id`),
+  );
+  t.same(kinds.map((r) => [r.a, r.b]), [['object', 'object']]);
 });
 
 t.test('a data directory: created when missing, data survives close and reopen', async (t) => {

@@ -48,6 +48,13 @@ if (url === undefined || url === '') {
     });
   });
 
+  t.test('JSON columns hold JSON objects, not encoded strings', async (t) => {
+    const kinds = await admin.unsafe(
+      `select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b from "${schema}".events e join "${schema}".tasks t on t.id = e.task_id`,
+    );
+    t.same(kinds.map((r) => [r.a, r.b]), [['object', 'object']]);
+  });
+
   t.test('notifications stay inside their schema', async (t) => {
     const other = `${schema}_b`;
     t.teardown(() => admin.unsafe(`drop schema if exists "${other}" cascade`).then(() => {}));

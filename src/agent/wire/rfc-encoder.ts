@@ -78,10 +78,18 @@ export class RfcEncoder implements WireEncoder {
   readonly dialect = 'rfc' as const;
   constructor(private readonly schema: DevtoolSchema) {}
 
+  /** Built metadata without an error, by kind and model: the same few objects for every event. */
+  private readonly metaCache = new Map<string, JsonObject>();
+
   private meta(kind: DevtoolEventKind, ctx: EncodeContext, error?: string): JsonObject {
-    return {
+    const build = () => ({
       [DEVTOOL_EXTENSION_URI]: this.schema.developmentToolEvent({ kind, model: ctx.model, ...(error ? { error } : {}) }),
-    };
+    });
+    if (error) return build();
+    const key = `${kind}\u0000${ctx.model}`;
+    let meta = this.metaCache.get(key);
+    if (!meta) this.metaCache.set(key, (meta = build()));
+    return meta;
   }
 
   toolCallIdOf(update: TaskStatusUpdateEvent): string | undefined {

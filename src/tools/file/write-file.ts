@@ -73,8 +73,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     const { change, rel } = planned;
     const where = describeGivenPath(ctx.workspace, args.file_path);
     try {
-      await fs.mkdir(path.dirname(change.filePath), { recursive: true });
-      await fs.writeFile(change.filePath, change.newContent, 'utf8');
+      await writeCreatingParents(change.filePath, change.newContent);
     } catch (err) {
       return { isError: true, error: { type: 'write_error', message: `Cannot write ${where}: ${errorReason(err)}` } };
     }
@@ -119,6 +118,17 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     };
     if (oldContent !== undefined) change.oldContent = oldContent;
     return { ok: true, change, rel };
+  }
+}
+
+/** Writes the file; only when its directory is missing, creates it and writes again. */
+async function writeCreatingParents(filePath: string, content: string): Promise<void> {
+  try {
+    await fs.writeFile(filePath, content, 'utf8');
+  } catch (err) {
+    if (errorCode(err) !== 'ENOENT') throw err;
+    await fs.mkdir(path.dirname(filePath), { recursive: true });
+    await fs.writeFile(filePath, content, 'utf8');
   }
 }
 
