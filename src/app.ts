@@ -15,6 +15,7 @@ import { Supervisor } from './agent/supervisor.js';
 import { TaskCache } from './agent/task-cache.js';
 import type { TaskStore } from './agent/task-store.js';
 import { TurnLoop } from './agent/turn-loop.js';
+import { WriteQueue } from './agent/write-queue.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
 import type { ModelClient } from './agent/model/model-client.js';
 import { GenaiModelClient } from './agent/model/genai-model-client.js';
@@ -76,6 +77,15 @@ function isLoopback(host: string): boolean {
   return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
+/** Opens the configured database (migrating it) and closes it with the app. */
+async function openStore(app: FastifyInstance, config: Readonly<Config>): Promise<TaskStore> {
+  const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: config.store.dataDir });
+  app.log.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.store.dataDir } : {}) }, 'store open');
+  const store = new PgTaskStore(database);
+  app.addHook('onClose', async () => store.close());
+  return store;
+}
+
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
   const app = Fastify({
@@ -98,14 +108,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const schema = loadDevtoolSchema();
   const tools = options.tools ?? createDefaultTools({ shell: config.shell });
   const { instanceId, leaseMs } = config.store;
-  let store = options.store;
-  if (store === undefined) {
-    const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: config.store.dataDir });
-    app.log.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.store.dataDir } : {}) }, 'store open');
-    store = new PgTaskStore(database);
-    const owned = store;
-    app.addHook('onClose', async () => owned.close());
-  }
+  const store: TaskStore = options.store ?? (await openStore(app, config));
   const hub = new EventHub(store);
   await hub.start();
   const loop = new TurnLoop({
@@ -120,6 +123,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const encoder = new RfcEncoder(schema);
   const cache = new TaskCache({
     store,
+    writes: new WriteQueue(store, app.log),
     hub,
     encoder,
     model: created.model.model,

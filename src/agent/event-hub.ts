@@ -24,7 +24,7 @@ export class EventHub {
 
   /** Starts listening to store notifications. */
   async start(): Promise<void> {
-    this.unsubscribe = await this.store.subscribe((taskId, seq) => this.notified(taskId, seq));
+    this.unsubscribe = await this.store.subscribe((taskId, seq, final) => this.notified(taskId, seq, final));
   }
 
   async stop(): Promise<void> {
@@ -40,7 +40,11 @@ export class EventHub {
     }
   }
 
-  private notified(taskId: string, _seq: number): void {
+  /** Called with every store notification (any process), after followers are woken. */
+  onFinal?: (taskId: string, seq: number) => void;
+
+  private notified(taskId: string, seq: number, final: boolean): void {
+    if (final) this.onFinal?.(taskId, seq);
     for (const w of this.watchers.get(taskId) ?? []) {
       w.stale = true;
       w.wake?.();

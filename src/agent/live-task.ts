@@ -15,6 +15,7 @@ import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './wire/agent-events.js';
 import type { WireEncoder } from './wire/wire-encoder.js';
 import type { AgentLogger } from './turn-loop.js';
+import type { WriteOp, WriteQueue } from './write-queue.js';
 
 export type { CallPhase };
 
@@ -49,6 +50,7 @@ export interface TurnCall {
 /** What a LiveTask needs from its surroundings. */
 export interface LiveTaskDeps {
   store: TaskStore;
+  writes: WriteQueue;
   hub: EventHub;
   encoder: WireEncoder;
   model: string;
@@ -116,9 +118,16 @@ export class LiveTask {
     return !this.modelRunning && !this.turn.some((c) => c.phase === 'executing' || c.phase === 'ready');
   }
 
-  /** Runs `write` after every earlier write of this task. Failures are logged, never thrown. */
-  private enqueue(what: string, write: () => Promise<unknown>): void {
-    this.writes = this.writes.then(write).catch((err) => this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${what}`));
+  /**
+   * Queues a write (committed in order, grouped with other tasks' writes). `then` runs once
+   * it is committed. Failures are logged, never thrown.
+   */
+  private enqueue(op: WriteOp, then?: (seq: number) => void): void {
+    const committed = this.deps.writes.push(op).then(
+      (seq) => then?.(seq),
+      (err) => this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${op.kind}`),
+    );
+    this.writes = Promise.all([this.writes, committed]);
   }
 
   /** Resolves when every write queued so far is committed. */
@@ -133,9 +142,8 @@ export class LiveTask {
 
   private append(response: Parameters<TaskStore['appendEvent']>[1], final: boolean): void {
     const snapshot = structuredClone(this.task);
-    this.enqueue('event', async () => {
-      const seq = await this.deps.store.appendEvent(snapshot, response, final);
-      this.lastSeq = seq;
+    this.enqueue({ kind: 'event', task: snapshot, response, final }, (seq) => {
+      this.lastSeq = Math.max(this.lastSeq, seq);
       this.deps.hub.published(this.id, { seq, response, final });
       if (final) this.deps.onFinal?.(this);
     });
@@ -162,8 +170,7 @@ export class LiveTask {
   }
 
   saveCall(call: TurnCall): void {
-    const stored = this.toStored(call);
-    this.enqueue('call', () => this.deps.store.saveCalls([stored]));
+    this.enqueue({ kind: 'call', call: this.toStored(call) });
   }
 
   toStored(call: TurnCall): StoredCall {
@@ -189,20 +196,18 @@ export class LiveTask {
   }
 
   audit(entry: Omit<AuditEntry, 'taskId' | 'contextId'>): void {
-    const full: AuditEntry = { taskId: this.id, contextId: this.task.contextId, ...entry };
-    this.enqueue('audit', () => this.deps.store.audit(full));
+    this.enqueue({ kind: 'audit', entry: { taskId: this.id, contextId: this.task.contextId, ...entry } });
   }
 
   /** Adds to the context's model conversation, in memory and in the store. */
   appendHistory(...contents: ModelContent[]): void {
     this.context.history.push(...contents);
-    const copy = structuredClone(contents);
-    this.enqueue('history', () => this.deps.store.appendHistory(this.context.id, copy));
+    this.enqueue({ kind: 'history', contextId: this.context.id, contents: structuredClone(contents) });
   }
 
   trust(toolName: string): void {
     this.context.trustedTools.add(toolName);
-    this.enqueue('trust', () => this.deps.store.addTrust(this.context.id, toolName));
+    this.enqueue({ kind: 'trust', contextId: this.context.id, toolName });
   }
 
   addUserMessage(message: Message): void {

@@ -31,6 +31,7 @@ import type { MessageRouterOptions } from './message-router.js';
 import type { StoredEvent } from './task-store.js';
 import { declineCall } from './tool-runner.js';
 import { TERMINAL } from './wire/agent-events.js';
+import type { TaskStateName } from './wire/agent-events.js';
 
 export interface DevtoolRequestHandlerOptions extends MessageRouterOptions {
   card: () => AgentCard;
@@ -118,33 +119,37 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
    * a finished task replays what was missed and ends.
    */
   async *resubscribe(params: SubscribeToTaskRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    const snapshot = await this.snapshot(params.id);
+    await this.opts.cache.peek(params.id)?.flush();
+    const stored = params.id ? await this.opts.store.loadTask(params.id) : undefined;
+    if (!stored) throw params.id ? taskNotFound(params.id) : invalidParams('id is required');
     const lastEventId = ctx.state.get(CTX_LAST_EVENT_ID) as number | undefined;
+    if (lastEventId !== undefined && lastEventId > stored.lastSeq) {
+      throw invalidParams(`Last-Event-ID ${lastEventId} is beyond the last event of task ${params.id} (${stored.lastSeq})`);
+    }
     tagId(ctx, undefined);
-    yield { payload: { $case: 'task', value: snapshot } };
-    const state = stateName(snapshot.status?.state);
-    const hub = this.opts.hub;
-    if (state === 'working' || state === 'submitted') {
-      const stored = await this.opts.store.loadTask(params.id);
-      for await (const ev of hub.follow(params.id, lastEventId ?? stored?.lastSeq ?? 0)) {
-        tagId(ctx, ev.seq);
-        yield ev.response;
-      }
+    yield { payload: { $case: 'task', value: stored.task } };
+    const state = stateName(stored.task.status?.state);
+    const emit = (ev: StoredEvent) => (tagId(ctx, ev.seq), ev.response);
+    if (state === 'input-required') {
+      // What was missed, plus the waiting cards and the pause (always re-sent), in log order.
+      const pause = await this.pauseEvents(params.id);
+      const missed = lastEventId === undefined ? [] : await this.opts.store.eventsAfter(params.id, lastEventId);
+      const bySeq = new Map([...missed.filter((ev) => !ev.final), ...pause].map((ev) => [ev.seq, ev]));
+      for (const ev of [...bySeq.values()].sort((a, b) => a.seq - b.seq)) yield emit(ev);
       return;
     }
-    let sawPause = false;
+    // Replay what is logged now (older pauses included), then follow live until a new pause or end.
+    let cursor = lastEventId ?? stored.lastSeq;
+    let last: StoredEvent | undefined;
     if (lastEventId !== undefined) {
-      for await (const ev of hub.follow(params.id, lastEventId, { untilFinal: false })) {
-        tagId(ctx, ev.seq);
-        sawPause = ev.final;
-        yield ev.response;
+      for await (const ev of this.opts.hub.follow(params.id, lastEventId, { untilFinal: false })) {
+        cursor = ev.seq;
+        last = ev;
+        yield emit(ev);
       }
     }
-    if (state !== 'input-required' || sawPause) return;
-    for (const ev of await this.pauseEvents(params.id)) {
-      tagId(ctx, ev.seq);
-      yield ev.response;
-    }
+    if (TERMINAL.has(state as TaskStateName) || last?.final) return;
+    for await (const ev of this.opts.hub.follow(params.id, cursor)) yield emit(ev);
   }
 
   async createTaskPushNotificationConfig(_p: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {

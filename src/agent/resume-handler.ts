@@ -43,7 +43,10 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function describeAnswered(call: TurnCall): string {
-  return `tool call ${call.snapshot.id} was already answered (${call.answer ?? 'no answer needed'}; status ${call.snapshot.status})`;
+  const id = call.snapshot.id;
+  if (call.answer === undefined) return `tool call ${id} needed no answer (it ran without asking; status ${call.snapshot.status})`;
+  if (call.phase === 'ready') return `tool call ${id} was already answered (${call.answer}) and is about to run`;
+  return `tool call ${id} was already answered (${call.answer}; status ${call.snapshot.status})`;
 }
 
 /** Finds the call a confirmation names and checks the chosen option. Throws invalidParams. */

@@ -4,6 +4,7 @@
  * the next message reloads it, on this process or any other sharing the database.
  */
 import type { Task } from '@a2a-js/sdk';
+import { stateName } from '../protocol/a2a.js';
 import type { AnyTool } from '../tools/tool.js';
 import { LiveTask } from './live-task.js';
 import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
@@ -21,6 +22,23 @@ export class TaskCache {
 
   constructor(private readonly opts: TaskCacheOptions) {
     this.deps = { ...opts, onFinal: (task) => this.release(task) };
+    opts.hub.onFinal = (taskId, seq) => {
+      const live = this.active.get(taskId);
+      if (live && !live.isCanceled && seq > live.lastSeq) void this.checkCanceledElsewhere(live);
+    };
+  }
+
+  /**
+   * Another process ended a task this one is working on (tasks/cancel answered there):
+   * stop here too — abort the running tool and the model, publish nothing more.
+   */
+  private async checkCanceledElsewhere(live: LiveTask): Promise<void> {
+    const stored = await this.opts.store.loadTask(live.id).catch(() => undefined);
+    if (stored?.task.status && stateName(stored.task.status.state) === 'canceled' && !live.isCanceled) {
+      live.task.status = stored.task.status;
+      live.abort.abort();
+      this.active.delete(live.id);
+    }
   }
 
   get size(): number {

@@ -113,6 +113,24 @@ export interface CallClaim {
 
 export type ClaimResult = { ok: true } | { ok: false; notAwaiting: string[] };
 
+/**
+ * Writes that commit together (group commit): many tasks' events, calls, history, grants
+ * and audit entries in one transaction, so the cost of a commit is shared under load.
+ */
+export interface WriteBatch {
+  /** Events to append, in order; a task may appear several times. Each carries the task snapshot after it. */
+  events: Array<{ task: Task; response: StreamResponse; final: boolean }>;
+  /** Calls to insert or replace (by id); a later entry for the same id wins. */
+  calls: StoredCall[];
+  /** Model conversation to append, in order. */
+  history: Array<{ contextId: string; contents: ModelContent[] }>;
+  trust: Array<{ contextId: string; toolName: string; principal?: string }>;
+  audit: AuditEntry[];
+}
+
+/** A notification of appended events: the task, its newest seq, and whether any of them was final. */
+export type EventListener = (taskId: string, seq: number, final: boolean) => void;
+
 export interface TaskStore {
   createContext(ctx: { id: string; workspace: string }): Promise<void>;
   loadContext(id: string): Promise<StoredContext | undefined>;
@@ -131,8 +149,17 @@ export interface TaskStore {
   appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number>;
   /** Logged events with seq > afterSeq, in order. */
   eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]>;
-  /** Calls `listener` for every event appended by any process. Resolves once listening. */
-  subscribe(listener: (taskId: string, seq: number) => void): Promise<() => Promise<void>>;
+  /**
+   * Calls `listener` after events are appended by any process (at least once per task per
+   * commit, with the newest seq). Resolves once listening.
+   */
+  subscribe(listener: EventListener): Promise<() => Promise<void>>;
+  /**
+   * Commits a batch in ONE transaction and returns the sequence numbers given to
+   * `batch.events`, in order. Same guarantees as appendEvent for each event; the task
+   * snapshot stored is the one of the task's last event in the batch. Notifies subscribers.
+   */
+  commit(batch: WriteBatch): Promise<number[]>;
 
   /** Inserts or replaces calls (by id). */
   saveCalls(calls: StoredCall[]): Promise<void>;

@@ -1,11 +1,12 @@
 /**
- * Tool-call queries of PgTaskStore: upserts, turns, claims, turn closing and leases. Claims
- * and turn closing are decided by row locks and keys, never by the caller's memory.
+ * Tool-call queries of PgTaskStore: turns, claims, turn closing and leases (upserts are
+ * part of the group commit, commit.ts). Claims and turn closing are decided by row locks
+ * and keys, never by the caller's memory.
  */
-import { and, asc, eq, getTableColumns, inArray, isNull, lt, max, or, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, lt, max, or, sql } from 'drizzle-orm';
 import type { CallClaim, ClaimResult, StoredCall } from '../agent/task-store.js';
 import type { StoreDb } from './db.js';
-import { callFromRow, callToRow } from './mappers.js';
+import { callFromRow } from './mappers.js';
 import { closedTurns, toolCalls } from './schema.js';
 
 /** Thrown inside a claim transaction to roll it back; never escapes claimCalls. */
@@ -16,25 +17,6 @@ class ClaimLost extends Error {
 }
 
 const LIVE_PHASES = ['executing', 'ready'] as const;
-
-const REPLACED_CALL_FIELDS = [
-  'taskId', 'turn', 'position', 'toolName', 'modelCallId', 'args', 'snapshot', 'phase',
-  'answer', 'response', 'shownHash', 'proposedAt', 'expiresAt', 'leaseOwner', 'leaseUntil',
-] as const satisfies ReadonlyArray<keyof typeof toolCalls.$inferInsert>;
-
-/** Inserts or replaces calls by id (one statement; ids must be distinct within a batch). */
-export async function saveCalls(db: StoreDb, calls: StoredCall[]): Promise<void> {
-  if (calls.length === 0) return;
-  const columns = getTableColumns(toolCalls);
-  // Every column but the key and updated_at is replaced by the incoming row (`excluded`).
-  const set = Object.fromEntries(
-    REPLACED_CALL_FIELDS.map((k) => [k, sql.raw(`excluded."${columns[k].name}"`)]),
-  );
-  await db
-    .insert(toolCalls)
-    .values(calls.map(callToRow))
-    .onConflictDoUpdate({ target: toolCalls.id, set: { ...set, updatedAt: sql`now()` } });
-}
 
 /** The calls of the task's highest turn, in position order. */
 export async function loadTurn(db: StoreDb, taskId: string): Promise<StoredCall[]> {

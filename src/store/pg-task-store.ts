@@ -5,30 +5,35 @@
  * every process about new events.
  */
 import type { StreamResponse, Task } from '@a2a-js/sdk';
-import { and, asc, count, desc, eq, max, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { ModelContent } from '../agent/model/model-client.js';
 import type {
   AuditEntry,
   AuditRecord,
   CallClaim,
   ClaimResult,
+  EventListener,
   StoredCall,
   StoredContext,
   StoredEvent,
   StoredTask,
   TaskStore,
+  WriteBatch,
 } from '../agent/task-store.js';
-import { rowsOf, type Database, type StoreDb } from './db.js';
+import type { Database, StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
-import { auditFromRow, eventFromRow, responseToJson, stateName, taskFromJson, taskToJson } from './mappers.js';
+import { parseNotification } from './batch-plan.js';
+import { commitBatch } from './commit.js';
+import { auditFromRow, eventFromRow, stateName, taskFromJson, taskToJson } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
 
-type Listener = (taskId: string, seq: number) => void;
+/** A batch with nothing in it, to spread the one-kind writes over. */
+const NOTHING: WriteBatch = Object.freeze({ events: [], calls: [], history: [], trust: [], audit: [] });
 
 /** The durable TaskStore. Owns `database`: close() closes it. */
 export class PgTaskStore implements TaskStore {
   private readonly db: StoreDb;
-  private readonly listeners = new Set<Listener>();
+  private readonly listeners = new Set<EventListener>();
   private listening?: Promise<() => Promise<void>>;
   private closed?: Promise<void>;
 
@@ -64,29 +69,12 @@ export class PgTaskStore implements TaskStore {
 
   /** Throws when the context does not exist. */
   async appendHistory(contextId: string, contents: ModelContent[]): Promise<void> {
-    if (contents.length === 0) return;
-    await this.db.transaction(async (tx) => {
-      // Locks the context row: concurrent appenders queue here, so each sees the other's max.
-      const locked = await tx
-        .update(contexts)
-        .set({ updatedAt: sql`now()` })
-        .where(eq(contexts.id, contextId))
-        .returning({ id: contexts.id });
-      if (locked.length === 0) throw new Error(`appendHistory: unknown context ${contextId}`);
-      const [{ last }] = await tx
-        .select({ last: max(contextHistory.idx) })
-        .from(contextHistory)
-        .where(eq(contextHistory.contextId, contextId));
-      const start = (last ?? -1) + 1;
-      await tx.insert(contextHistory).values(contents.map((content, i) => ({ contextId, idx: start + i, content })));
-    });
+    await this.commit({ ...NOTHING, history: [{ contextId, contents }] });
   }
 
+  /** The first grant of a tool in a context stays (its principal too). */
   async addTrust(contextId: string, toolName: string, principal?: string): Promise<void> {
-    await this.db
-      .insert(trustGrants)
-      .values({ contextId, toolName, principal: principal ?? null })
-      .onConflictDoNothing();
+    await this.commit({ ...NOTHING, trust: [principal === undefined ? { contextId, toolName } : { contextId, toolName, principal }] });
   }
 
   /** The task's context must exist (createContext first); a duplicate id throws. */
@@ -125,28 +113,18 @@ export class PgTaskStore implements TaskStore {
     return { tasks: rows.map((r) => taskFromJson(r.task)), total };
   }
 
-  /** Throws when the task was never created. */
+  /** Throws when the task was never created. One statement: as cheap as a commit gets. */
   async appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number> {
-    // One statement is one transaction: the three steps of the contract in a single round
-    // trip (half the latency of BEGIN/UPDATE/INSERT/NOTIFY/COMMIT, measured on both drivers).
-    // - bumped: the UPDATE's row lock orders appenders from every process; seq = last_seq.
-    // - logged: the event is stored with the seq, in the same transaction as the snapshot.
-    // - pg_notify is delivered on commit only, so a woken reader always finds the event.
-    const result = await this.db.execute(sql`
-      with bumped as (
-        update ${tasks} set last_seq = last_seq + 1, task = ${JSON.stringify(taskToJson(task))}::jsonb,
-          state = ${stateName(task.status?.state)}::text, updated_at = now()
-        where id = ${task.id}::text
-        returning last_seq
-      ), logged as (
-        insert into ${events} (task_id, seq, payload, final)
-        select ${task.id}::text, last_seq, ${JSON.stringify(responseToJson(response))}::jsonb, ${final}::boolean from bumped
-        returning seq
-      )
-      select seq, pg_notify(${this.database.notifyChannel}::text, ${task.id}::text || ':' || seq) from logged`);
-    const [row] = rowsOf<{ seq: number }>(result);
-    if (!row) throw new Error(`appendEvent: unknown task ${task.id}`);
-    return Number(row.seq);
+    const [seq] = await this.commit({ ...NOTHING, events: [{ task, response, final }] });
+    return seq;
+  }
+
+  /**
+   * Group commit; see commit.ts for the statements and the lock order. Throws (and writes
+   * nothing) when any task or context of the batch does not exist.
+   */
+  commit(batch: WriteBatch): Promise<number[]> {
+    return commitBatch(this.db, this.database.notifyChannel, batch);
   }
 
   async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
@@ -163,7 +141,7 @@ export class PgTaskStore implements TaskStore {
    * With postgres.js, notifications sent while its listen connection reconnects are lost:
    * readers should re-read eventsAfter(lastSeen) when they wake, not trust the payload alone.
    */
-  async subscribe(listener: Listener): Promise<() => Promise<void>> {
+  async subscribe(listener: EventListener): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('subscribe: store is closed');
     this.listeners.add(listener);
     try {
@@ -179,21 +157,20 @@ export class PgTaskStore implements TaskStore {
   }
 
   private dispatch(payload: string): void {
-    const cut = payload.lastIndexOf(':'); // task ids may contain ':'; the seq never does
-    const taskId = payload.slice(0, cut);
-    const seq = Number(payload.slice(cut + 1));
-    if (cut < 0 || !Number.isInteger(seq)) return;
+    const note = parseNotification(payload);
+    if (!note) return;
     for (const l of [...this.listeners]) {
       try {
-        l(taskId, seq);
+        l(note.taskId, note.seq, note.final);
       } catch {
         // One listener's bug must not starve the others of notifications.
       }
     }
   }
 
-  saveCalls(calls: StoredCall[]): Promise<void> {
-    return calls_.saveCalls(this.db, calls);
+  /** A later entry for the same id wins. */
+  async saveCalls(calls: StoredCall[]): Promise<void> {
+    await this.commit({ ...NOTHING, calls });
   }
 
   loadTurn(taskId: string): Promise<StoredCall[]> {
@@ -226,16 +203,7 @@ export class PgTaskStore implements TaskStore {
 
   /** Append-only: nothing in the code updates or deletes audit rows. */
   async audit(entry: AuditEntry): Promise<void> {
-    await this.db.insert(auditLog).values({
-      taskId: entry.taskId,
-      contextId: entry.contextId,
-      toolCallId: entry.toolCallId ?? null,
-      decision: entry.decision,
-      principal: entry.principal ?? null,
-      optionId: entry.optionId ?? null,
-      shownHash: entry.shownHash ?? null,
-      detail: entry.detail ?? null,
-    });
+    await this.commit({ ...NOTHING, audit: [entry] });
   }
 
   /** In insertion order; both filters combine; no filter lists everything. */

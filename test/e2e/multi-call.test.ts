@@ -345,7 +345,7 @@ t.test('mixed turn: the read runs at once, the write and the shell command wait'
   t.notOk(existsSync(file(srv, 'out.txt')), 'nothing written yet');
   t.equal((await getTask(srv, watch.taskId)).status.state, 'input-required');
 
-  refused(t, await confirm(srv, watch, once(readId)), /already answered/, new RegExp(readId));
+  refused(t, await confirm(srv, watch, once(readId)), /needed no answer/, new RegExp(readId));
 
   const done = watch.take(await confirm(srv, watch, once(writeId), once(shellId)));
   t.same(

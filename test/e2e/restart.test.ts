@@ -9,25 +9,29 @@
  *   that call alone.
  */
 import t from 'tap';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
-import { freshDatabase, openStream, PG_SKIP, spawnServer } from '../support/process.js';
+import { freshDatabase, openStream, PG_SKIP, pgOnly, spawnServer } from '../support/process.js';
 import type { FreshDatabase, ServerProcess } from '../support/process.js';
 import { rpc } from '../support/sse.js';
 import type { SseEvent } from '../support/sse.js';
 import { confirmMessage, dataOf, devtool, tempDir, textOf, URI, userMessage } from '../support/server.js';
 
-type Test = typeof t;
+/** A subtest's `t`. */
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
-/** TEST_SCRIPT plus a call that outlives a process boot (5 s, silent: only lease renewals keep it alive). */
+/**
+ * TEST_SCRIPT plus a call that runs until the test creates `release.flag` in the workspace
+ * (bounded: 60 s), silently — only the supervisor's lease renewals keep its lease alive.
+ */
 const SCRIPT: ModelScript = {
   ...TEST_SCRIPT,
   scripts: [
     {
       when: '^shell long',
-      steps: [{ chunks: [[{ functionCall: { name: 'run_shell_command', args: { command: 'sleep 5; echo long done' } } }]] }, { chunks: [[{ text: 'Long command finished.' }]] }],
+      steps: [{ chunks: [[{ functionCall: { name: 'run_shell_command', args: { command: 'for i in $(seq 600); do [ -e release.flag ] && break; sleep 0.1; done; echo long done' } } }]] }, { chunks: [[{ text: 'Long command finished.' }]] }],
     },
     ...TEST_SCRIPT.scripts,
   ],
@@ -67,23 +71,46 @@ async function pauseOn(srv: ServerProcess, workspace: string, prompt: string) {
 
 const proceed = (task: any, card: any) => confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
 
-/** The restart cases on one store (`storeEnv` names it); `pg` enables the PostgreSQL-only case. */
+/**
+ * The restart cases on one store (`storeEnv` names it); `pg` enables the PostgreSQL-only case.
+ * One crash serves both restart cases (process boots are the slow part): before it, one task
+ * pauses at input-required and another's call is EXECUTING; then SIGKILL and a new process.
+ */
 async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: FreshDatabase): Promise<void> {
   const workspace = tempDir();
-  const spawn = () => spawnServer(t, { env: { ...storeEnv, ...LEASE }, workspace, script: SCRIPT });
-  let current = await spawn();
+  const spawn = (readyTimeoutMs?: number) => spawnServer(t, { env: { ...storeEnv, ...LEASE }, workspace, script: SCRIPT, readyTimeoutMs });
+  let current = await spawn(90_000); // the first boot creates the store (PGlite: initdb, slow)
 
-  await t.test('a task paused at input-required survives SIGKILL and is confirmed on the new process', async (t) => {
-    const { res, task, card } = await pauseOn(current, workspace, 'write a greeting');
-    t.same(idsOf(res.events), [1, 2, 3, 4], 'the first stream: ids 1..4');
-    t.equal(results(res.events).at(-1).status.state, 'input-required');
-    t.equal(card?.tool_name, 'write_file');
+  type Paused = Awaited<ReturnType<typeof pauseOn>>;
+  let paused: Paused | undefined;
+  let hang: Paused | undefined;
+  await t.test('before the crash: one task paused, one call executing', async (t) => {
+    paused = await pauseOn(current, workspace, 'write a greeting');
+    t.same(idsOf(paused.res.events), [1, 2, 3, 4], 'the first stream: ids 1..4');
+    t.equal(results(paused.res.events).at(-1).status.state, 'input-required');
+    t.equal(paused.card?.tool_name, 'write_file');
+
+    hang = await pauseOn(current, workspace, 'shell hang please');
+    t.match(hang.card, { tool_name: 'run_shell_command', status: 'PENDING', input_parameters: { command: 'sleep 30' } });
+    const stream = await openStream(current.url, 'message/stream', { message: proceed(hang.task, hang.card) });
+    t.match(stream.contentType, /^text\/event-stream/, JSON.stringify(stream.json));
+    const executing = await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING');
+    t.equal(executing?.id, '5', 'the call is EXECUTING (event 5)');
+    await stream.close();
 
     const old = current;
-    t.match(await old.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the first process died by SIGKILL');
+    t.match(await old.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the process died by SIGKILL');
+    if (pg) {
+      const [row] = await pg.sql`select phase from tool_calls where id = ${hang.card.tool_call_id}`;
+      t.equal(row?.phase, 'executing', 'the store still says executing after the kill');
+    }
     current = await spawn();
-    t.not(current.pid, old.pid, 'a new process');
+    t.not(current.pid, old.pid, 'a new process on the same store');
+  });
+  if (!paused?.task || !hang?.task) return; // the setup failed (reported above)
 
+  await t.test('the task paused at input-required survived and is confirmed on the new process', async (t) => {
+    const { task, card } = paused as Paused;
     const got = await getTask(current.url, task.id);
     t.equal(got?.status?.state, 'input-required', 'tasks/get on the new process: still input-required');
     t.equal(got?.id, task.id);
@@ -112,29 +139,13 @@ async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: Fres
     t.equal((await getTask(current.url, task.id))?.status?.state, 'completed');
   });
 
-  await t.test('a call EXECUTING when its process was killed ends FAILED interrupted, the task failed', async (t) => {
-    const { task, card } = await pauseOn(current, workspace, 'shell hang please');
-    t.match(card, { tool_name: 'run_shell_command', status: 'PENDING', input_parameters: { command: 'sleep 30' } });
-    const stream = await openStream(current.url, 'message/stream', { message: proceed(task, card) });
-    t.match(stream.contentType, /^text\/event-stream/, JSON.stringify(stream.json));
-    const executing = await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING');
-    t.ok(executing, 'the call is EXECUTING');
-    const executingId = Number(executing?.id);
-    t.equal(executingId, 5, 'EXECUTING is event 5');
-    await stream.close();
-    const old = current;
-    await old.kill('SIGKILL');
-    if (pg) {
-      const [row] = await pg.sql`select phase from tool_calls where id = ${card.tool_call_id}`;
-      t.equal(row?.phase, 'executing', 'the store still says executing after the kill');
-    }
-
-    current = await spawn();
+  await t.test('the call EXECUTING at the kill ends FAILED interrupted, its task failed', async (t) => {
+    const { task, card } = hang as Paused;
     const { task: failed, seen } = await pollState(current.url, task.id, 'failed');
     t.equal(failed?.status?.state, 'failed', `the task ends failed within the bounded wait (states seen: ${seen.join(' → ')})`);
     t.ok(seen.every((s) => s === 'working' || s === 'failed'), `only working, then failed (seen: ${seen.join(' → ')})`);
 
-    const replay = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': String(executingId) } });
+    const replay = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '5' } });
     t.match(replay.contentType, /^text\/event-stream/, replay.raw);
     const ev = results(replay.events);
     t.same(idsOf(replay.events), [null, 6, 7], 'snapshot, then exactly events 6 and 7');
@@ -173,13 +184,11 @@ async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: Fres
     t.ok(await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'), 'EXECUTING on the first process');
 
     const second = await spawn();
+    await sleep(2500); // the second process sweeps every 500 ms: five passes, well past one lease (1500 ms)
     const [row] = await pg.sql`select phase, lease_owner, lease_until > now() as live from tool_calls where id = ${card.tool_call_id}`;
-    t.same(
-      { phase: row?.phase, live: row?.live },
-      { phase: 'executing', live: true },
-      'the second process is up while the call still executes under a live lease (else this case proves nothing)',
-    );
+    t.same({ phase: row?.phase, live: row?.live }, { phase: 'executing', live: true }, 'still executing under a live (renewed) lease');
     t.equal((await getTask(second.url, task.id))?.status?.state, 'working', 'the second process sees it working');
+    writeFileSync(path.join(workspace, 'release.flag'), '');
 
     const events = await stream.rest(20_000);
     const ev = results(events);
@@ -206,11 +215,8 @@ t.test('PGlite (DATA_DIR)', { buffered: true }, async (t) => {
   t.ok(existsSync(dataDir));
 });
 
-t.test('PostgreSQL (DATABASE_URL)', { buffered: true }, async (t) => {
+t.test('PostgreSQL (DATABASE_URL)', { buffered: true, ...pgOnly() }, async (t) => {
   const db = await freshDatabase(t);
-  if (!db) {
-    t.skip(PG_SKIP);
-    return;
-  }
+  if (!db) throw new Error(PG_SKIP);
   await restartCases(t, { DATABASE_URL: db.url }, db);
 });

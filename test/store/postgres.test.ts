@@ -62,9 +62,9 @@ if (url === undefined || url === '') {
     const there = new PgTaskStore(await openDatabase({ databaseUrl: url, schema: other }));
     t.teardown(() => Promise.all([here.close(), there.close()]).then(() => {}));
     const heard: number[] = [];
-    await there.subscribe((_id, seq) => heard.push(seq));
+    await there.subscribe((_id, seq, _final) => heard.push(seq));
     const mine: number[] = [];
-    await here.subscribe((_id, seq) => mine.push(seq));
+    await here.subscribe((_id, seq, _final) => mine.push(seq));
     const task = await seedTask(here);
     await here.appendEvent(task, statusEvent(task), false);
     while (mine.length === 0) await new Promise((r) => setTimeout(r, 10));

@@ -9,6 +9,7 @@ import type t from 'tap';
 import type { Task } from '@a2a-js/sdk';
 import type { TaskStore } from '../../src/agent/task-store.js';
 import { callContract } from './fixtures/call-contract.js';
+import { commitContract } from './fixtures/commit-contract.js';
 import { artifactEvent, eventually, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
 
 // `npx tap test/store/` runs every file of the folder, this library too: rather than a
@@ -138,27 +139,27 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     const task = await seedTask(a);
     const seen: string[] = [];
     const seenAll: string[] = [];
-    const stop = await a.subscribe((id, seq) => id === task.id && seen.push(`${id}:${seq}`));
+    const stop = await a.subscribe((id, seq, final) => id === task.id && seen.push(`${id}:${seq}:${final}`));
     await a.subscribe((id, seq) => id === task.id && seenAll.push(`${seq}`));
     await a.subscribe(() => {
       throw new Error('a broken listener does not starve the others');
     });
     await b.appendEvent(task, statusEvent(task), false);
-    await a.appendEvent(task, statusEvent(task), false);
+    await a.appendEvent(task, statusEvent(task), true);
     await eventually(() => seen.length === 2);
-    t.same(seen.sort(), [`${task.id}:1`, `${task.id}:2`], 'from the other store and from itself');
+    t.same(seen.sort(), [`${task.id}:1:false`, `${task.id}:2:true`], 'from the other store and from itself, with the final flag');
     await stop();
     await b.appendEvent(task, statusEvent(task), false);
     await eventually(() => seenAll.length === 3);
     t.equal(seen.length, 2, 'an unsubscribed listener hears nothing more');
     const colon = await seedTask(b);
-    const odd = makeTask(colon.contextId, 'TASK_STATE_WORKING', 0, `${uid('a:b')}:c`);
+    const odd = makeTask(colon.contextId, 'TASK_STATE_WORKING', 0, `${uid('a:b')}:c:1`);
     await b.createTask(odd);
-    const got: Array<[string, number]> = [];
-    await b.subscribe((id, seq) => id === odd.id && got.push([id, seq]));
-    await a.appendEvent(odd, statusEvent(odd), false);
+    const got: Array<[string, number, boolean]> = [];
+    await b.subscribe((id, seq, final) => id === odd.id && got.push([id, seq, final]));
+    await a.appendEvent(odd, statusEvent(odd), true);
     await eventually(() => got.length === 1);
-    t.same(got, [[odd.id, 1]], 'task ids containing ":" survive the payload');
+    t.same(got, [[odd.id, 1, true]], 'task ids containing ":" (even ":<digit>") survive the payload');
   });
 
   t.test('listTasks: filters by context and state, pages, counts', async (t) => {
@@ -223,4 +224,5 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
   });
 
   callContract(t, makeStore);
+  commitContract(t, makeStore);
 }

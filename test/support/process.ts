@@ -35,7 +35,7 @@ export interface ServerProcess {
   pid: number;
   /** WORKSPACE_DIR of the process. */
   workspace: string;
-  /** Sends `signal` (default SIGKILL) and resolves once the process is gone. */
+  /** Sends `signal` (default SIGKILL) and resolves once the process is gone. Teardown stops it if still running. */
   kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Everything the process wrote so far (stdout and stderr). */
@@ -49,7 +49,7 @@ export interface SpawnOptions {
   workspace?: string;
   /** The model script (AGENT_MODEL_SCRIPT); TEST_SCRIPT when absent. */
   script?: ModelScript;
-  /** How long to wait for the agent card, ms (default 20 s). */
+  /** How long to wait for the agent card, ms (default 30 s; a fresh PGlite data directory takes 15 s or more to create). */
   readyTimeoutMs?: number;
 }
 
@@ -113,9 +113,16 @@ async function spawnOnce(t: Teardown, workspace: string, scriptFile: string, opt
     if (!done) child.kill(signal);
     return exited;
   };
-  t.teardown(() => kill('SIGKILL'));
+  // At the end, a graceful stop first (so the child's coverage is written), then SIGKILL.
+  t.teardown(async () => {
+    if (done) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => void kill('SIGKILL'), 3000);
+    await exited;
+    clearTimeout(timer);
+  });
   const url = `http://127.0.0.1:${port}/`;
-  const deadline = Date.now() + (opts.readyTimeoutMs ?? 20_000);
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
   for (;;) {
     if (done) {
       const { code, signal } = await exited;
@@ -132,7 +139,7 @@ async function spawnOnce(t: Teardown, workspace: string, scriptFile: string, opt
     }
     if (Date.now() > deadline) {
       await kill('SIGKILL');
-      throw new Error(`server process not ready within ${opts.readyTimeoutMs ?? 20_000} ms:\n${out}`);
+      throw new Error(`server process not ready within ${opts.readyTimeoutMs ?? 30_000} ms:\n${out}`);
     }
     await sleep(100);
   }
@@ -169,7 +176,13 @@ export async function freshDatabase(t: Teardown): Promise<FreshDatabase | undefi
   return { url, sql };
 }
 
-export const PG_SKIP = 'PostgreSQL cases: TEST_DATABASE_URL is unset';
+export const PG_SKIP = 'PostgreSQL cases: TEST_DATABASE_URL is unset (e.g. postgres://postgres@127.0.0.1:5432/test)';
+
+/** `{ skip: reason }` for a PostgreSQL-only test when TEST_DATABASE_URL is unset, else `{}`. */
+export function pgOnly(): { skip?: string } {
+  const url = process.env.TEST_DATABASE_URL;
+  return url === undefined || url === '' ? { skip: PG_SKIP } : {};
+}
 
 let nextRpcId = 5000;
 

@@ -1,0 +1,87 @@
+/**
+ * Group commit. Every write of every task goes through one queue; whatever accumulates
+ * while a commit runs goes into the next one, as one transaction. A quiet server commits
+ * each write at once (no added latency); a busy one shares each commit's cost among many
+ * writes. Order is kept: batches commit one after another, in the order writes arrived.
+ */
+import type { Task, StreamResponse } from '@a2a-js/sdk';
+import type { ModelContent } from './model/model-client.js';
+import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from './task-store.js';
+import type { AgentLogger } from './turn-loop.js';
+
+export type WriteOp =
+  | { kind: 'event'; task: Task; response: StreamResponse; final: boolean }
+  | { kind: 'call'; call: StoredCall }
+  | { kind: 'history'; contextId: string; contents: ModelContent[] }
+  | { kind: 'trust'; contextId: string; toolName: string; principal?: string }
+  | { kind: 'audit'; entry: AuditEntry };
+
+interface Queued {
+  op: WriteOp;
+  /** Resolves with the event's seq (events) or 0, once committed; rejects if it could not be. */
+  resolve: (seq: number) => void;
+  reject: (err: unknown) => void;
+}
+
+function toBatch(items: Queued[]): WriteBatch {
+  const batch: WriteBatch = { events: [], calls: [], history: [], trust: [], audit: [] };
+  for (const { op } of items) {
+    if (op.kind === 'event') batch.events.push({ task: op.task, response: op.response, final: op.final });
+    else if (op.kind === 'call') batch.calls.push(op.call);
+    else if (op.kind === 'history') batch.history.push({ contextId: op.contextId, contents: op.contents });
+    else if (op.kind === 'trust') batch.trust.push({ contextId: op.contextId, toolName: op.toolName, principal: op.principal });
+    else batch.audit.push(op.entry);
+  }
+  return batch;
+}
+
+export class WriteQueue {
+  private pending: Queued[] = [];
+  private draining = false;
+  /** Commits so far and writes they carried (for the benchmark and the log). */
+  readonly stats = { commits: 0, writes: 0 };
+
+  constructor(
+    private readonly store: TaskStore,
+    private readonly logger: AgentLogger,
+  ) {}
+
+  /** Queues a write; resolves with its seq (events) or 0 once committed. */
+  push(op: WriteOp): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      this.pending.push({ op, resolve, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.pending.length > 0) {
+        const items = this.pending;
+        this.pending = [];
+        await this.commit(items);
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async commit(items: Queued[]): Promise<void> {
+    try {
+      const seqs = await this.store.commit(toBatch(items));
+      this.stats.commits += 1;
+      this.stats.writes += items.length;
+      let e = 0;
+      for (const item of items) item.resolve(item.op.kind === 'event' ? seqs[e++] : 0);
+    } catch (err) {
+      if (items.length === 1) {
+        items[0].reject(err);
+        return;
+      }
+      // One bad write must not sink the others: commit them one by one to isolate it.
+      this.logger.warn({ err, writes: items.length }, 'batch commit failed; retrying its writes one by one');
+      for (const item of items) await this.commit([item]);
+    }
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Turns a WriteBatch (the port's group commit) into what the SQL of commit.ts needs: one
+ * bump per task (sorted by id, so every process locks task rows in the same order), where
+ * each event's seq lands relative to its task's new last_seq, calls deduplicated (last
+ * wins), history merged per context, grants deduplicated. Pure: no database here.
+ */
+import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { ModelContent } from '../agent/model/model-client.js';
+import type { AuditEntry, StoredCall, WriteBatch } from '../agent/task-store.js';
+import { responseToJson, stateName, taskToJson } from './mappers.js';
+
+/** One task's share of a batch: a single UPDATE of its row. */
+export interface TaskBump {
+  id: string;
+  /** How many events the batch appends to the task. */
+  count: number;
+  /** The snapshot of the task's last event in the batch, as JSON text. */
+  snapshot: string;
+  /** Its A2A state name (the `tasks.state` column). */
+  state: string;
+  /** Whether any of the task's events in the batch is final. */
+  final: boolean;
+}
+
+/** An event row: its seq is the task's new last_seq minus `back`. */
+export interface EventRow {
+  task_id: string;
+  back: number;
+  payload: unknown;
+  final: boolean;
+}
+
+export interface BatchPlan {
+  /** Nothing to write: no transaction at all. */
+  empty: boolean;
+  /** Tasks touched by events, in lock order (code-unit order of ids). */
+  tasks: TaskBump[];
+  /** One per batch event, in batch order. */
+  events: EventRow[];
+  /** Distinct ids, the last entry of each id, in lock order. */
+  calls: StoredCall[];
+  /** Per context (in lock order) its contents in batch order. */
+  history: Array<{ contextId: string; contents: ModelContent[] }>;
+  /** Distinct (context, tool) pairs, the first grant of each, in key order. */
+  trust: Array<{ contextId: string; toolName: string; principal?: string }>;
+  audit: AuditEntry[];
+}
+
+/**
+ * Code-unit order: the same in every process and independent of the database collation
+ * (claimCalls sorts call ids the same way).
+ */
+export function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+type BatchEvent = { task: Task; response: StreamResponse; final: boolean };
+
+function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] } {
+  const last = new Map<string, { event: BatchEvent; count: number; final: boolean }>();
+  const indexInTask: number[] = [];
+  for (const ev of events) {
+    const seen = last.get(ev.task.id);
+    indexInTask.push(seen?.count ?? 0);
+    last.set(ev.task.id, { event: ev, count: (seen?.count ?? 0) + 1, final: (seen?.final ?? false) || ev.final });
+  }
+  const tasks = [...last.entries()]
+    .sort(([a], [b]) => byCodeUnits(a, b))
+    .map(([id, t]) => ({
+      id,
+      count: t.count,
+      snapshot: JSON.stringify(taskToJson(t.event.task)),
+      state: stateName(t.event.task.status?.state),
+      final: t.final,
+    }));
+  const rows = events.map((ev, i) => ({
+    task_id: ev.task.id,
+    back: last.get(ev.task.id)!.count - 1 - indexInTask[i],
+    payload: responseToJson(ev.response),
+    final: ev.final,
+  }));
+  return { tasks, rows };
+}
+
+function planHistory(history: WriteBatch['history']): BatchPlan['history'] {
+  const byContext = new Map<string, ModelContent[]>();
+  for (const h of history) {
+    if (h.contents.length === 0) continue;
+    const list = byContext.get(h.contextId) ?? [];
+    list.push(...h.contents);
+    byContext.set(h.contextId, list);
+  }
+  return [...byContext.entries()].sort(([a], [b]) => byCodeUnits(a, b)).map(([contextId, contents]) => ({ contextId, contents }));
+}
+
+function planTrust(trust: WriteBatch['trust']): BatchPlan['trust'] {
+  const first = new Map<string, WriteBatch['trust'][number]>();
+  for (const g of trust) {
+    const key = JSON.stringify([g.contextId, g.toolName]);
+    if (!first.has(key)) first.set(key, g);
+  }
+  return [...first.values()].sort((a, b) => byCodeUnits(a.contextId, b.contextId) || byCodeUnits(a.toolName, b.toolName));
+}
+
+/** Plans `batch`; see BatchPlan. Does not modify it. */
+export function planBatch(batch: WriteBatch): BatchPlan {
+  const { tasks, rows } = planTasks(batch.events);
+  const calls = [...new Map(batch.calls.map((c) => [c.id, c])).values()].sort((a, b) => byCodeUnits(a.id, b.id));
+  const history = planHistory(batch.history);
+  const trust = planTrust(batch.trust);
+  const empty = rows.length + calls.length + history.length + trust.length + batch.audit.length === 0;
+  return { empty, tasks, events: rows, calls, history, trust, audit: batch.audit };
+}
+
+/** The seqs of the batch's events, in batch order, from each task's new last_seq. */
+export function seqsOf(plan: BatchPlan, lastSeq: Map<string, number>): number[] {
+  return plan.events.map((e) => lastSeq.get(e.task_id)! - e.back);
+}
+
+/**
+ * Parses a pg_notify payload `<taskId>:<lastSeq>:<0|1 any final>` (commit.ts writes it, one
+ * per task per commit); task ids may contain ':'. Undefined when malformed.
+ */
+export function parseNotification(payload: string): { taskId: string; seq: number; final: boolean } | undefined {
+  const flagAt = payload.lastIndexOf(':');
+  const seqAt = flagAt > 0 ? payload.lastIndexOf(':', flagAt - 1) : -1;
+  if (seqAt <= 0) return undefined;
+  const seqText = payload.slice(seqAt + 1, flagAt);
+  const flag = payload.slice(flagAt + 1);
+  if (!/^\d+$/.test(seqText) || (flag !== '0' && flag !== '1')) return undefined;
+  return { taskId: payload.slice(0, seqAt), seq: Number(seqText), final: flag === '1' };
+}

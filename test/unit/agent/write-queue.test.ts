@@ -1,0 +1,61 @@
+/** Group commit: order, batching under load, and isolation of a bad write. */
+import t from 'tap';
+import type { TaskStore, WriteBatch } from '../../../src/agent/task-store.js';
+import { WriteQueue } from '../../../src/agent/write-queue.js';
+import type { WriteOp } from '../../../src/agent/write-queue.js';
+
+/** Records batches; gives seqs per task; can be told to fail on an audit entry. */
+function recordingStore(opts: { delayMs?: number; failOn?: string } = {}) {
+  const batches: WriteBatch[] = [];
+  const seqs = new Map<string, number>();
+  const store = {
+    async commit(batch: WriteBatch): Promise<number[]> {
+      await new Promise((r) => setTimeout(r, opts.delayMs ?? 1));
+      if (batch.audit.some((a) => a.decision === opts.failOn)) throw new Error('constraint violated');
+      batches.push(batch);
+      return batch.events.map((e) => {
+        const next = (seqs.get(e.task.id) ?? 0) + 1;
+        seqs.set(e.task.id, next);
+        return next;
+      });
+    },
+  } as unknown as TaskStore;
+  return { store, batches };
+}
+
+const logger = { warn() {}, error() {} };
+const event = (taskId: string): WriteOp =>
+  ({ kind: 'event', task: { id: taskId } as never, response: { payload: undefined }, final: false }) as WriteOp;
+const audit = (decision: string): WriteOp =>
+  ({ kind: 'audit', entry: { taskId: 't', contextId: 'c', decision } }) as unknown as WriteOp;
+
+t.test('a quiet queue commits the first write alone, then groups what arrived meanwhile', async (t) => {
+  const { store, batches } = recordingStore({ delayMs: 5 });
+  const q = new WriteQueue(store, logger);
+  const results = await Promise.all([q.push(event('a')), q.push(event('a')), q.push(event('b')), q.push(event('a'))]);
+  t.same(results, [1, 2, 1, 3], 'seqs come back to each write, per task, in order');
+  t.same(batches.map((b) => b.events.length), [1, 3], 'first alone, the rest in one commit');
+  t.same(q.stats, { commits: 2, writes: 4 });
+});
+
+t.test('kinds go to their batch fields in order', async (t) => {
+  const { store, batches } = recordingStore();
+  const q = new WriteQueue(store, logger);
+  await Promise.all([
+    q.push({ kind: 'history', contextId: 'c', contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+    q.push({ kind: 'trust', contextId: 'c', toolName: 'write_file' }),
+    q.push(audit('proposed')),
+  ]);
+  const all = batches.flatMap((b) => [...b.history.map(() => 'history'), ...b.trust.map(() => 'trust'), ...b.audit.map(() => 'audit')]);
+  t.same(all.sort(), ['audit', 'history', 'trust']);
+});
+
+t.test('one bad write fails alone; the others of its batch still commit', async (t) => {
+  const { store, batches } = recordingStore({ delayMs: 5, failOn: 'bad' });
+  const q = new WriteQueue(store, logger);
+  const first = q.push(event('a')); // commits alone while the next three queue up
+  const rest = [q.push(event('a')), q.push(audit('bad')), q.push(event('a'))].map((p) => p.then((v) => ({ ok: v }), (e: Error) => ({ err: e.message })));
+  t.equal(await first, 1);
+  t.same(await Promise.all(rest), [{ ok: 2 }, { err: 'constraint violated' }, { ok: 3 }]);
+  t.equal(batches.length, 3, 'the failed batch was retried write by write');
+});
