@@ -76,9 +76,11 @@ export class MessageRouter {
     if (task.awaiting().length > 0) {
       const plan = planResume(task, stamped, schema, await this.knownCalls(task, stamped));
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
-      await applyResume(task, plan, this.opts.loop, stamped, (claims) =>
-        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil()),
-      );
+      await applyResume(task, plan, this.opts.loop, stamped, async (claims) => {
+        const claimed = await this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil());
+        if (claimed.ok) await this.opts.store.leaseTasks([task.id], this.opts.instanceId, leaseUntil());
+        return claimed;
+      });
       return { task, afterSeq };
     }
     if (carriesConfirmation(stamped, schema)) {
@@ -94,6 +96,7 @@ export class MessageRouter {
     }
     task.addUserMessage(stamped);
     this.opts.cache.hold(task);
+    await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
     task.publish({ type: 'state', state: 'working' });
     this.opts.loop.startTurn(task, userParts(stamped));
     return { task, afterSeq };
@@ -128,6 +131,7 @@ export class MessageRouter {
     const stamped: Message = { ...message, taskId, contextId };
     const snapshot = newTask(taskId, contextId, stamped);
     await store.createTask(snapshot);
+    await store.leaseTasks([taskId], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
     const task = cache.create(snapshot, context);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });

@@ -59,14 +59,20 @@ export class Supervisor {
 
   private async pass(): Promise<void> {
     const { store, instanceId, leaseMs } = this.opts;
-    await store.renewLeases(instanceId, new Date(Date.now() + leaseMs));
+    const until = new Date(Date.now() + leaseMs);
+    await store.renewLeases(instanceId, until);
+    const busy = this.opts.cache.busyIds();
+    if (busy.length > 0) await store.leaseTasks(busy, instanceId, until);
     for (const [taskId, calls] of byTask(await store.findInterrupted(new Date()))) await this.interrupt(taskId, calls);
+    for (const taskId of await store.findStaleTasks(new Date())) await this.interrupt(taskId, []);
     for (const [taskId, calls] of byTask(await store.findExpired(new Date()))) await this.expire(taskId, calls);
   }
 
   private async interrupt(taskId: string, calls: StoredCall[]): Promise<void> {
     const task = await this.opts.cache.get(taskId);
-    if (!task || task.isCanceled) return;
+    // A claimed call may die before its EXECUTING event lands, so a paused task can hold one too.
+    if (!task || !['working', 'submitted', 'input-required'].includes(task.state)) return;
+    if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
     for (const stored of calls) {
       const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored);
       const message = `The server stopped while ${stored.toolName} was running (lease of ${stored.leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.`;
@@ -79,7 +85,8 @@ export class Supervisor {
       task.audit({ toolCallId: stored.id, decision: 'interrupted', detail: { leaseOwner: stored.leaseOwner } });
     }
     for (const call of task.turn) if (call.phase === 'awaiting') declineCall(task, call, 'The task failed before this call was answered.', 'cancelled');
-    const reason = `Interrupted: the server stopped while ${calls.map((c) => c.toolName).join(', ')} ran; the task cannot go on.`;
+    const what = calls.length > 0 ? calls.map((c) => c.toolName).join(', ') : 'the model was answering';
+    const reason = `Interrupted: the server stopped while ${calls.length > 0 ? `${what} ran` : what}; the task cannot go on.`;
     task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
     this.opts.logger.warn({ taskId, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();

@@ -57,6 +57,11 @@ export class TaskCache {
     return pending;
   }
 
+  /** Ids of the tasks this process is running something for (their leases are renewed). */
+  busyIds(): string[] {
+    return [...this.active.values()].filter((t) => !t.idle).map((t) => t.id);
+  }
+
   /** Only the cached one (no load). */
   peek(id: string): LiveTask | undefined {
     return this.active.get(id);

@@ -177,6 +177,13 @@ export interface TaskStore {
    * only one process continues the model after the last call of a turn settles.
    */
   closeTurn(taskId: string, turn: number): Promise<boolean>;
+  /** Marks these tasks as worked on by `owner` until `leaseUntil` (the model loop has no call lease). */
+  leaseTasks(taskIds: string[], owner: string, leaseUntil: Date): Promise<void>;
+  /**
+   * Tasks left `working`/`submitted` whose task lease lapsed before `now` (or that never had
+   * one) and none of whose calls holds a live lease: their process died mid-step.
+   */
+  findStaleTasks(now: Date): Promise<string[]>;
   /** Extends the leases of every executing or ready call held by `owner`. */
   renewLeases(owner: string, leaseUntil: Date): Promise<void>;
   /** Calls left executing/ready whose lease lapsed before `now` (their process died). */

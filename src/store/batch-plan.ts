@@ -1,8 +1,8 @@
 /**
  * Turns a WriteBatch (the port's group commit) into what the SQL of commit.ts needs: one
- * bump per task (sorted by id, so every process locks task rows in the same order), where
- * each event's seq lands relative to its task's new last_seq, calls deduplicated (last
- * wins), history merged per context, grants deduplicated. Pure: no database here.
+ * bump per task, where each event's seq lands relative to its task's new last_seq, calls
+ * deduplicated (last wins) and sorted (the upsert locks them in that order), history
+ * merged per context, grants deduplicated. Pure: no database here.
  */
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { ModelContent } from '../agent/model/model-client.js';
@@ -14,8 +14,8 @@ export interface TaskBump {
   id: string;
   /** How many events the batch appends to the task. */
   count: number;
-  /** The snapshot of the task's last event in the batch, as JSON text. */
-  snapshot: string;
+  /** The snapshot of the task's last event in the batch (v1.0 JSON). */
+  snapshot: unknown;
   /** Its A2A state name (the `tasks.state` column). */
   state: string;
   /** Whether any of the task's events in the batch is final. */
@@ -30,16 +30,17 @@ export interface EventRow {
   final: boolean;
 }
 
+/** What commit.ts writes for a batch, each part in the order its statement needs. */
 export interface BatchPlan {
   /** Nothing to write: no transaction at all. */
   empty: boolean;
-  /** Tasks touched by events, in lock order (code-unit order of ids). */
+  /** Tasks touched by events, by id (code-unit order; the database locks them in its own id order). */
   tasks: TaskBump[];
   /** One per batch event, in batch order. */
   events: EventRow[];
   /** Distinct ids, the last entry of each id, in lock order. */
   calls: StoredCall[];
-  /** Per context (in lock order) its contents in batch order. */
+  /** Per context (by id) its contents in batch order. */
   history: Array<{ contextId: string; contents: ModelContent[] }>;
   /** Distinct (context, tool) pairs, the first grant of each, in key order. */
   trust: Array<{ contextId: string; toolName: string; principal?: string }>;
@@ -69,7 +70,7 @@ function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] 
     .map(([id, t]) => ({
       id,
       count: t.count,
-      snapshot: JSON.stringify(taskToJson(t.event.task)),
+      snapshot: taskToJson(t.event.task),
       state: stateName(t.event.task.status?.state),
       final: t.final,
     }));

@@ -3,11 +3,11 @@
  * part of the group commit, commit.ts). Claims and turn closing are decided by row locks
  * and keys, never by the caller's memory.
  */
-import { and, asc, eq, inArray, isNull, lt, max, or, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
 import type { CallClaim, ClaimResult, StoredCall } from '../agent/task-store.js';
 import type { StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
-import { closedTurns, toolCalls } from './schema.js';
+import { closedTurns, tasks, toolCalls } from './schema.js';
 
 /** Thrown inside a claim transaction to roll it back; never escapes claimCalls. */
 class ClaimLost extends Error {
@@ -103,3 +103,31 @@ export async function findExpired(db: StoreDb, now: Date): Promise<StoredCall[]>
   return rows.map(callFromRow);
 }
 
+
+/** Marks tasks as worked on by `owner` until `leaseUntil`. */
+export async function leaseTasks(db: StoreDb, taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {
+  if (taskIds.length === 0) return;
+  await db.update(tasks).set({ leaseOwner: owner, leaseUntil }).where(inArray(tasks.id, taskIds));
+}
+
+/**
+ * Working/submitted tasks whose lease lapsed (or that never had one) and that no call
+ * under a live lease covers: the process that ran their model step died.
+ */
+export async function findStaleTasks(db: StoreDb, now: Date): Promise<string[]> {
+  const liveCall = db
+    .select({ one: sql`1` })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.taskId, tasks.id), inArray(toolCalls.phase, [...LIVE_PHASES]), gte(toolCalls.leaseUntil, now)));
+  const rows = await db
+    .select({ id: tasks.id })
+    .from(tasks)
+    .where(
+      and(
+        inArray(tasks.state, ['working', 'submitted']),
+        or(isNull(tasks.leaseUntil), lt(tasks.leaseUntil, now)),
+        notExists(liveCall),
+      ),
+    );
+  return rows.map((r) => r.id);
+}

@@ -4,15 +4,20 @@
  * by jsonb_to_recordset: a batch of any size is a handful of statements with four
  * parameters or fewer (no 65,535 bind-parameter ceiling, one parse per statement).
  *
- * Statements are issued without waiting for each other: postgres.js pipelines them on the
- * transaction's connection and the server runs them in issue order; PGlite queues them.
+ * All the events of a batch are ONE statement (the task rows' locks, one UPDATE bumping
+ * every task, the inserts, the notifications); what else the batch holds follows in the
+ * same transaction. Statements are issued without waiting for each other: postgres.js
+ * pipelines them on the transaction's connection, the server runs them in issue order;
+ * PGlite queues them. A batch that is one statement (one task's events; or only calls, only
+ * grants, only audit) runs without BEGIN/COMMIT, a statement being its own transaction.
+ *
  * Lock order, the same in every process, keeps concurrent commits deadlock-free:
- * task rows (ids sorted) → context rows (sorted) → call rows (sorted) → grant keys (sorted).
+ * task rows (in id order) → context rows (id order) → call rows (id order) → grant keys.
  */
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { WriteBatch } from '../agent/task-store.js';
-import { planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
+import { planBatch, seqsOf, type BatchPlan } from './batch-plan.js';
 import { rowsOf, type StoreDb } from './db.js';
 import { callToRow } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, toolCalls, trustGrants } from './schema.js';
@@ -48,25 +53,54 @@ function insertRows(table: typeof toolCalls | typeof trustGrants | typeof auditL
   return sql`insert into ${table} (${names}) select ${names} from jsonb_to_recordset(${JSON.stringify(json)}::jsonb) as x(${defs}) order by x.i`;
 }
 
-/** Locks the task row and reserves `count` seqs: last_seq - count + 1 … last_seq. */
-function bumpTask(t: TaskBump): SQL {
-  return sql`update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${t.snapshot}::jsonb,
-    state = ${t.state}::text, updated_at = now() where id = ${t.id}::text returning last_seq`;
+/** `id = any(array(select …ids))`: an index lookup whatever the planner guesses of a JSON array's size. */
+function anyOf(ids: string[]): SQL {
+  return sql`any(array(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)))`;
 }
 
-/** Every event of the batch, its seq read from the (already bumped, locked) task row. */
-function insertEvents(plan: BatchPlan): SQL {
-  return sql`insert into ${events} (task_id, seq, payload, final)
-    select x.task_id, t.last_seq - x.back, x.payload, x.final
-    from jsonb_to_recordset(${JSON.stringify(plan.events)}::jsonb) as x(task_id text, back integer, payload jsonb, final boolean)
-    join ${tasks} t on t.id = x.task_id`;
+/** The events of the batch (one task): the row lock, the bump, the events, the notification. */
+function appendOneTask(plan: BatchPlan, channel: string): SQL {
+  const t = plan.tasks[0];
+  const json = JSON.stringify(plan.events.map(({ back, payload, final }) => ({ back, payload, final })));
+  return sql`with bumped as (
+      update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${JSON.stringify(t.snapshot)}::jsonb,
+        state = ${t.state}::text, updated_at = now() where id = ${t.id}::text returning id, last_seq
+    ), logged as (
+      insert into ${events} (task_id, seq, payload, final)
+      select b.id, b.last_seq - x.back, x.payload, x.final
+      from bumped b, jsonb_to_recordset(${json}::jsonb) as x(back integer, payload jsonb, final boolean)
+    )
+    select id, last_seq, pg_notify(${channel}::text, id || ':' || last_seq || ':' || ${t.final ? 1 : 0}::int) from bumped`;
 }
 
-/** One `<taskId>:<lastSeq>:<0|1>` per task (parseNotification), delivered at commit. */
-function notifyTasks(plan: BatchPlan, channel: string): SQL {
-  const json = JSON.stringify(plan.tasks.map((t) => ({ id: t.id, f: t.final ? 1 : 0 })));
-  return sql`select pg_notify(${channel}::text, x.id || ':' || t.last_seq || ':' || x.f)
-    from jsonb_to_recordset(${json}::jsonb) as x(id text, f integer) join ${tasks} t on t.id = x.id`;
+/**
+ * The events of the batch (several tasks) in ONE statement:
+ * - locked: the task rows, FOR NO KEY UPDATE in id (index) order — the only place they get
+ *   locked, so two commits on overlapping tasks queue instead of deadlocking; the UPDATE
+ *   reads it as an InitPlan, i.e. only once every lock is held;
+ * - bumped: one UPDATE for all tasks: last_seq += its count, its last snapshot and state.
+ *   Under READ COMMITTED the UPDATE re-reads a row changed since the statement began
+ *   (EvalPlanQual), so last_seq is the newest, and the lock keeps it so until commit;
+ * - logged: every event, seq = new last_seq - back (its distance from the task's last);
+ * - one pg_notify per task `<taskId>:<lastSeq>:<0|1>` (parseNotification), sent at commit.
+ * Returns (id, last_seq) per task found; a missing task has no row and no events.
+ */
+function appendManyTasks(plan: BatchPlan, channel: string): SQL {
+  const bumps = JSON.stringify(plan.tasks.map((t) => ({ id: t.id, n: t.count, task: t.snapshot, state: t.state, f: t.final ? 1 : 0 })));
+  return sql`with locked as (
+      select id from ${tasks} where id = ${anyOf(plan.tasks.map((t) => t.id))} order by id for no key update
+    ), bumped as (
+      update ${tasks} t set last_seq = t.last_seq + x.n, task = x.task, state = x.state, updated_at = now()
+      from jsonb_to_recordset(${bumps}::jsonb) as x(id text, n integer, task jsonb, state text, f integer)
+      where t.id = any(array(select id from locked)) and t.id = x.id
+      returning t.id, t.last_seq, x.f
+    ), logged as (
+      insert into ${events} (task_id, seq, payload, final)
+      select e.task_id, b.last_seq - e.back, e.payload, e.final
+      from jsonb_to_recordset(${JSON.stringify(plan.events)}::jsonb) as e(task_id text, back integer, payload jsonb, final boolean)
+      join bumped b on b.id = e.task_id
+    )
+    select id, last_seq, pg_notify(${channel}::text, id || ':' || last_seq || ':' || f) from bumped`;
 }
 
 /**
@@ -74,10 +108,9 @@ function notifyTasks(plan: BatchPlan, channel: string): SQL {
  * concurrent appenders of one context queue here, and returns the ids that exist.
  */
 function lockContexts(plan: BatchPlan): SQL {
-  const ids = JSON.stringify(plan.history.map((h) => h.contextId));
-  return sql`update ${contexts} set updated_at = now() where id in (
-    select id from ${contexts} where id in (select jsonb_array_elements_text(${ids}::jsonb)) order by id for no key update
-  ) returning id`;
+  return sql`update ${contexts} set updated_at = now() where id = any(array(
+    select id from ${contexts} where id = ${anyOf(plan.history.map((h) => h.contextId))} order by id for no key update
+  )) returning id`;
 }
 
 /** Appends each context's contents after its current last idx (visible: the row lock is held). */
@@ -85,7 +118,8 @@ function insertHistory(plan: BatchPlan): SQL {
   const json = JSON.stringify(plan.history.flatMap((h) => h.contents.map((content, k) => ({ c: h.contextId, k, content }))));
   return sql`insert into ${contextHistory} (context_id, idx, content)
     select x.c, coalesce((select max(h.idx) from ${contextHistory} h where h.context_id = x.c), -1) + 1 + x.k, x.content
-    from jsonb_to_recordset(${json}::jsonb) as x(c text, k integer, content jsonb) join ${contexts} ctx on ctx.id = x.c`;
+    from jsonb_to_recordset(${json}::jsonb) as x(c text, k integer, content jsonb)
+    where exists (select 1 from ${contexts} ctx where ctx.id = x.c)`;
 }
 
 /** Inserts or replaces calls by id; every column but the key is replaced, updated_at bumped. */
@@ -96,10 +130,9 @@ function upsertCalls(plan: BatchPlan): SQL {
   return sql`${insertRows(toolCalls, CALL_FIELDS, rows)} on conflict (id) do update set ${set}, updated_at = now()`;
 }
 
-/** The statements of a plan, in lock order; `tasks` first, one per TaskBump. */
+/** The statements of a plan, in lock order; the events' one (if any) first. */
 function statements(plan: BatchPlan, channel: string): { list: SQL[]; lockAt: number } {
-  const list = plan.tasks.map(bumpTask);
-  if (plan.events.length > 0) list.push(insertEvents(plan), notifyTasks(plan, channel));
+  const list = plan.tasks.length === 0 ? [] : [(plan.tasks.length === 1 ? appendOneTask : appendManyTasks)(plan, channel)];
   const lockAt = plan.history.length > 0 ? list.push(lockContexts(plan), insertHistory(plan)) - 2 : -1;
   if (plan.calls.length > 0) list.push(upsertCalls(plan));
   if (plan.trust.length > 0) list.push(sql`${insertRows(trustGrants, TRUST_FIELDS, plan.trust)} on conflict do nothing`);
@@ -107,23 +140,12 @@ function statements(plan: BatchPlan, channel: string): { list: SQL[]; lockAt: nu
   return { list, lockAt };
 }
 
-/**
- * The batch touches one task and holds nothing but its events: one statement, which is
- * its own transaction — the bump, the events and the notification in a single round trip.
- */
-async function commitOneTask(db: StoreDb, plan: BatchPlan, channel: string): Promise<number[]> {
-  const t = plan.tasks[0];
-  const json = JSON.stringify(plan.events.map(({ back, payload, final }) => ({ back, payload, final })));
-  const result = await db.execute(sql`
-    with bumped as (${bumpTask(t)}), logged as (
-      insert into ${events} (task_id, seq, payload, final)
-      select ${t.id}::text, b.last_seq - x.back, x.payload, x.final
-      from bumped b, jsonb_to_recordset(${json}::jsonb) as x(back integer, payload jsonb, final boolean)
-    )
-    select last_seq, pg_notify(${channel}::text, ${t.id}::text || ':' || last_seq || ':' || ${t.final ? 1 : 0}::int) from bumped`);
-  const [row] = rowsOf<{ last_seq: number }>(result);
-  if (!row) throw new Error(`commit: unknown task ${t.id}`);
-  return seqsOf(plan, new Map([[t.id, Number(row.last_seq)]]));
+/** The new last_seq of every task of the plan; throws on a task that does not exist. */
+function lastSeqs(plan: BatchPlan, rows: Array<Record<string, unknown>>): Map<string, number> {
+  const lastSeq = new Map(rows.map((r) => [String(r.id), Number(r.last_seq)]));
+  const missing = plan.tasks.find((t) => !lastSeq.has(t.id));
+  if (missing) throw new Error(`commit: unknown task ${missing.id}`);
+  return lastSeq;
 }
 
 /**
@@ -134,22 +156,17 @@ async function commitOneTask(db: StoreDb, plan: BatchPlan, channel: string): Pro
 export async function commitBatch(db: StoreDb, channel: string, batch: WriteBatch): Promise<number[]> {
   const plan = planBatch(batch);
   if (plan.empty) return [];
-  const onlyEvents = plan.calls.length + plan.history.length + plan.trust.length + plan.audit.length === 0;
-  if (onlyEvents && plan.tasks.length === 1) return commitOneTask(db, plan, channel);
   const { list, lockAt } = statements(plan, channel);
-  if (list.length === 1 && plan.tasks.length === 0) {
-    await db.execute(list[0]); // a single statement is its own transaction
-    return [];
+  // One statement is its own transaction — unless it must fail as a whole when one of
+  // several tasks is missing: only a transaction can undo what it wrote for the others.
+  if (list.length === 1 && plan.tasks.length <= 1) {
+    const rows = rowsOf<Record<string, unknown>>(await db.execute(list[0]));
+    return seqsOf(plan, lastSeqs(plan, rows));
   }
   return db.transaction(async (tx) => {
     // Issued at once, in order (each .then starts its query); awaited together.
     const results = await Promise.all(list.map((q) => tx.execute(q).then((r) => rowsOf<Record<string, unknown>>(r))));
-    const lastSeq = new Map<string, number>();
-    plan.tasks.forEach((t, k) => {
-      const [row] = results[k];
-      if (!row) throw new Error(`commit: unknown task ${t.id}`);
-      lastSeq.set(t.id, Number(row.last_seq));
-    });
+    const lastSeq = lastSeqs(plan, plan.events.length > 0 ? results[0] : []);
     if (lockAt >= 0) {
       const found = new Set(results[lockAt].map((r) => String(r.id)));
       const missing = plan.history.find((h) => !found.has(h.contextId));

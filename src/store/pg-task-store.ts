@@ -2,7 +2,8 @@
  * TaskStore on drizzle-orm, the same code for PGlite and PostgreSQL. Every rule of the
  * port contract is decided by the database: row locks order appenders and claimers, the
  * snapshot and its event share a transaction, and pg_notify (delivered on commit) tells
- * every process about new events.
+ * every process about new events. Every write of events, calls, history, grants and audit
+ * goes through the group commit (commit.ts); the single-item methods are one-item batches.
  */
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { and, asc, count, desc, eq, sql, type SQL } from 'drizzle-orm';
@@ -74,7 +75,7 @@ export class PgTaskStore implements TaskStore {
 
   /** The first grant of a tool in a context stays (its principal too). */
   async addTrust(contextId: string, toolName: string, principal?: string): Promise<void> {
-    await this.commit({ ...NOTHING, trust: [principal === undefined ? { contextId, toolName } : { contextId, toolName, principal }] });
+    await this.commit({ ...NOTHING, trust: [{ contextId, toolName, principal }] });
   }
 
   /** The task's context must exist (createContext first); a duplicate id throws. */
@@ -137,6 +138,8 @@ export class PgTaskStore implements TaskStore {
   }
 
   /**
+   * Listeners hear once per task per commit: the task, its newest seq, and whether any of
+   * its events in that commit was final (payload `<taskId>:<seq>:<0|1>`, parseNotification).
    * One LISTEN per store, opened on first use and kept until close(); listeners share it.
    * With postgres.js, notifications sent while its listen connection reconnects are lost:
    * readers should re-read eventsAfter(lastSeen) when they wake, not trust the payload alone.
@@ -195,6 +198,14 @@ export class PgTaskStore implements TaskStore {
 
   findInterrupted(now: Date): Promise<StoredCall[]> {
     return calls_.findInterrupted(this.db, now);
+  }
+
+  leaseTasks(taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {
+    return calls_.leaseTasks(this.db, taskIds, owner, leaseUntil);
+  }
+
+  findStaleTasks(now: Date): Promise<string[]> {
+    return calls_.findStaleTasks(this.db, now);
   }
 
   findExpired(now: Date): Promise<StoredCall[]> {

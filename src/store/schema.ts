@@ -61,6 +61,9 @@ export const tasks = pgTable(
     principal: text('principal'),
     task: jsonb('task').notNull(),
     lastSeq: integer('last_seq').notNull().default(0),
+    /** The process working on the task (model loop or calls) and until when it promised to renew. */
+    leaseOwner: text('lease_owner'),
+    leaseUntil: ts('lease_until'),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },

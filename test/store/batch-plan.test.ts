@@ -18,7 +18,7 @@ t.test('tasks are bumped in code-unit order; each event knows its distance from 
     ],
   }));
   t.same(plan.tasks.map((k) => [k.id, k.count, k.state, k.final]), [['B-task', 1, 'working', false], ['b-task', 2, 'completed', true]]);
-  t.match(JSON.parse(plan.tasks[1].snapshot), { metadata: { n: 9 } }, 'the snapshot of the task’s last event');
+  t.match(plan.tasks[1].snapshot, { metadata: { n: 9 } }, 'the snapshot of the task’s last event');
   t.same(plan.events.map((e) => [e.task_id, e.back]), [['b-task', 1], ['B-task', 0], ['b-task', 0]]);
   t.same(seqsOf(plan, new Map([['b-task', 7], ['B-task', 1]])), [6, 1, 7]);
   t.equal(plan.empty, false);
