@@ -1,13 +1,30 @@
 /**
  * Benchmark of the real server (a figure printer, never an assertion): spawns
- * `node --import tsx src/main.ts` with the scripted model of scripts/bench-script.json
- * and drives RFC Appendix A flows over loopback HTTP+SSE (v0.3 `message/stream`).
+ * `node --import tsx src/main.ts` with a scripted model and drives RFC Appendix A flows
+ * over loopback HTTP+SSE (v0.3 `message/stream`), once per store:
  *
- *   npm run bench -- [--duration 5] [--warmup 1] [--clients 50,200] [--samples 200]
- *                    [--warmup-samples 50] [--min-tasks 1000] [--cpu-prof]
+ *   - PGlite in a fresh temp DATA_DIR (deleted after), and
+ *   - PostgreSQL in a fresh database `bench_<random>` (dropped after) when
+ *     BENCH_DATABASE_URL or TEST_DATABASE_URL names a server (its admin URL).
  *
- * Prints a table (figures next to targets) and one line `BENCH_RESULT {...}`. Exits 0
- * whenever it could measure; the child is killed on exit, on error and on SIGINT.
+ * Per store: start-to-ready, idle RSS, first-event and confirm-flow latency, flows/s and
+ * p50/p99 at 50 and 200 clients, RSS after ≥ 1,000 tasks, and the long stream (ONE task
+ * streaming 10,000 text chunks: events/s, MB/s), compared with a raw SSE write loop.
+ * With --memory, RSS after 100 and after 10,000 tasks on a fresh PGlite server.
+ *
+ *   npm run bench -- [--stores pglite,postgres] [--duration 4] [--warmup 1] [--clients 50,200]
+ *                    [--samples 60] [--warmup-samples 10] [--min-tasks 300]
+ *                    [--long-chunks 10000] [--long-chunk-chars 40] [--no-long]
+ *                    [--memory] [--memory-only] [--memory-tasks 10000] [--memory-clients 50] [--cpu-prof]
+ *
+ * The defaults keep a full run near 2–3 minutes on a 2-core machine with the server as slow
+ * as it is now (tens of flows/s): 60 sequential samples, 4 s windows, RSS after ≥ 300
+ * tasks. The memory figure needs 10,000 flows (many minutes at this speed), so it runs
+ * only with --memory / --memory-only.
+ *
+ * Prints a table (one column per store, next to the targets) and one line
+ * `BENCH_RESULT {...}`. Exits 0 whenever it could measure; children are killed and temp
+ * directories and databases removed on exit, on error and on SIGINT.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -16,31 +33,73 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { summarizeProfile } from './bench/cpu-profile.js';
+import { ceiling, longStream, writeCombinedScript } from './bench/long-stream.js';
+import type { CapturedFrames, CeilingResult } from './bench/long-stream.js';
+import { memoryPhase } from './bench/memory.js';
+import type { MemoryResult } from './bench/memory.js';
 import { sequential, Tally, throughput } from './bench/phases.js';
 import type { ThroughputResult } from './bench/phases.js';
-import { formatTable, resultJson } from './bench/report.js';
-import type { Figures } from './bench/report.js';
-import { cpuSeconds, killNow, machineBusySeconds, rssBytes, spawnServer, stopServer, threadCount, verifyServingPid, waitReady } from './bench/server-process.js';
+import { formatReport, resultJson } from './bench/report.js';
+import type { Figures, Report } from './bench/report.js';
+import { commCpuSeconds, cpuSeconds, killNow, machineBusySeconds, sourceFingerprint, rssBytes, spawnServer, stopServer, threadCount, verifyServingPid, waitReady } from './bench/server-process.js';
 import type { RunningServer } from './bench/server-process.js';
 import { BenchClient } from './bench/sse-client.js';
 import { mb } from './bench/stats.js';
+import { parseStores, pgliteStore, postgresAdminUrl, postgresStore, STORE_KINDS, STORE_LABEL } from './bench/stores.js';
+import type { BenchStore, StoreKind } from './bench/stores.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SCRIPT = path.join(REPO, 'scripts', 'bench-script.json');
-const USAGE = 'usage: npm run bench -- [--duration s] [--warmup s] [--clients 50,200] [--samples n] [--warmup-samples n] [--min-tasks n] [--cpu-prof]\n';
+const BASE_SCRIPT = path.join(REPO, 'scripts', 'bench-script.json');
+/** What the server runs (fingerprinted at start and end: others may edit it during a run). */
+const SOURCE_DIRS = ['src', 'drizzle'];
+const USAGE =
+  'usage: npm run bench -- [--stores pglite,postgres] [--duration s] [--warmup s] [--clients 50,200] [--samples n] [--warmup-samples n]\n' +
+  '                        [--min-tasks n] [--long-chunks n] [--long-chunk-chars n] [--no-long] [--memory] [--memory-tasks n]\n' +
+  '                        [--memory-clients n] [--memory-only] [--cpu-prof]\n' +
+  'PostgreSQL runs when BENCH_DATABASE_URL or TEST_DATABASE_URL is set (an admin URL; a fresh bench_<random> database is created and dropped).\n';
 
 interface Args {
+  stores: StoreKind[];
+  /** --stores was given (then a store that cannot run is an error, not a note). */
+  storesExplicit: boolean;
   durationS: number;
   warmupS: number;
   clients: number[];
   samples: number;
   warmupSamples: number;
   minTasks: number;
+  long: boolean;
+  longChunks: number;
+  longChunkChars: number;
+  memory: boolean;
+  /** Only the memory figure (no store legs). */
+  memoryOnly: boolean;
+  memorySmall: number;
+  memoryTasks: number;
+  memoryClients: number;
   cpuProf: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { durationS: 5, warmupS: 1, clients: [50, 200], samples: 200, warmupSamples: 50, minTasks: 1000, cpuProf: false };
+  const args: Args = {
+    stores: [...STORE_KINDS],
+    storesExplicit: false,
+    durationS: 4,
+    warmupS: 1,
+    clients: [50, 200],
+    samples: 60,
+    warmupSamples: 10,
+    minTasks: 300,
+    long: true,
+    longChunks: 10_000,
+    longChunkChars: 40,
+    memory: false,
+    memoryOnly: false,
+    memorySmall: 100,
+    memoryTasks: 10_000,
+    memoryClients: 50,
+    cpuProf: false,
+  };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (v === undefined || v.trim() === '' || !Number.isFinite(n) || n < min) throw new Error(`${flag} needs a number ≥ ${min}, got ${v}`);
@@ -56,6 +115,19 @@ function parseArgs(argv: string[]): Args {
     else if (name === '--warmup-samples') args.warmupSamples = Math.floor(num(name, value(), 0));
     else if (name === '--min-tasks') args.minTasks = Math.floor(num(name, value(), 0));
     else if (name === '--clients') args.clients = String(value()).split(',').map((s) => Math.floor(num(name, s, 1)));
+    else if (name === '--stores') {
+      args.stores = parseStores(String(value()));
+      args.storesExplicit = true;
+    } else if (name === '--long-chunks') args.longChunks = Math.floor(num(name, value(), 1));
+    else if (name === '--long-chunk-chars') args.longChunkChars = Math.floor(num(name, value(), 8));
+    else if (name === '--no-long') args.long = false;
+    else if (name === '--memory') args.memory = true;
+    else if (name === '--memory-only') {
+      args.memory = true;
+      args.memoryOnly = true;
+    }
+    else if (name === '--memory-tasks') args.memoryTasks = Math.floor(num(name, value(), args.memorySmall + 1));
+    else if (name === '--memory-clients') args.memoryClients = Math.floor(num(name, value(), 1));
     else if (name === '--cpu-prof') args.cpuProf = true;
     else if (name === '--help' || name === '-h') {
       process.stdout.write(USAGE);
@@ -65,27 +137,46 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
+// ---- what must be cleaned up, whatever happens ----------------------------------
+
 let server: RunningServer | undefined;
-process.on('exit', () => killNow(server));
+const liveStores = new Set<BenchStore>();
+let tmpRoot: string | undefined;
+
+function cleanupSync(): void {
+  killNow(server);
+  for (const s of liveStores) s.disposeSync();
+  if (tmpRoot) rmSync(tmpRoot, { recursive: true, force: true });
+  if (server) rmSync(server.workspace, { recursive: true, force: true });
+}
+
+async function cleanupAsync(): Promise<void> {
+  killNow(server);
+  await Promise.race([Promise.allSettled([...liveStores].map((s) => s.dispose())), delay(5000)]);
+  cleanupSync();
+}
+
+process.on('exit', cleanupSync);
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
-    process.stderr.write(`\nbench: ${sig}, killing the server\n`);
-    killNow(server);
-    process.exit(130);
+    process.stderr.write(`\nbench: ${sig}, killing the server and removing temp data\n`);
+    void cleanupAsync().finally(() => process.exit(130));
   });
 }
 
-const log = (s: string) => process.stderr.write(`bench: ${s}\n`);
+// performance.now() counts from process start (so the figures include tsx start-up).
+const T0 = 0;
+const log = (s: string) => process.stderr.write(`bench [${((performance.now() - T0) / 1000).toFixed(1).padStart(5)} s]: ${s}\n`);
 
 /** CPU seconds of the machine, the server and this process at one moment. */
 function cpuMark(pid: number) {
-  return { at: performance.now(), machine: machineBusySeconds(), server: cpuSeconds(pid), bench: process.cpuUsage() };
+  return { at: performance.now(), machine: machineBusySeconds(), server: cpuSeconds(pid), db: commCpuSeconds('postgres'), bench: process.cpuUsage() };
 }
 
-/** Cores used by everything but the server and this process between two marks (other sessions, kernel). */
+/** Cores used by everything but the server, postgres and this process between two marks (other sessions, kernel). */
 function otherCores(a: ReturnType<typeof cpuMark>, b: ReturnType<typeof cpuMark>): number {
   const bench = (b.bench.user + b.bench.system - a.bench.user - a.bench.system) / 1e6;
-  return Math.max(0, b.machine - a.machine - (b.server - a.server) - bench) / ((b.at - a.at) / 1000);
+  return Math.max(0, b.machine - a.machine - (b.server - a.server) - (b.db - a.db) - bench) / ((b.at - a.at) / 1000);
 }
 
 /** Phases 3–6 against a ready server: sequential latencies, throughput runs, RSS after ≥ minTasks. */
@@ -109,6 +200,7 @@ async function measure(srv: RunningServer, args: Args) {
     runs.push(await throughput(srv.url, srv.pid, tally, n, args.warmupS, args.durationS));
     snap(`throughput-${n}`);
   }
+  if (tally.completed < args.minTasks) log(`top-up to ${args.minTasks} completed tasks (20 concurrent)`);
   for (let topUp = 0; tally.completed < args.minTasks && topUp < args.minTasks * 2; ) {
     const batch = await Promise.all(Array.from({ length: Math.min(20, args.minTasks - tally.completed) }, () => seqClient.flow()));
     for (const r of batch) tally.record(r);
@@ -122,49 +214,184 @@ async function measure(srv: RunningServer, args: Args) {
   return {
     first, flow, seqOtherCores, runs, timeline,
     tasksAfter: last.tasks, rssAfterMb: last.rss_mb,
-    completed: tally.completed, failed: tally.failed, errors: tally.errors, examples: tally.examples,
+    completed: tally.completed, failed: tally.failed, errors: tally.errors, examples: tally.examples, firstTaskId: tally.firstTaskId,
     firstTaskStillHeld: held === undefined ? undefined : Boolean(held.result),
   };
 }
 
-async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  const profDir = args.cpuProf ? mkdtempSync(path.join(os.tmpdir(), 'devtool-bench-prof-')) : undefined;
-  const watchdogS = 120 + args.clients.length * (args.warmupS + args.durationS + 40);
-  setTimeout(() => {
-    log(`watchdog: still running after ${watchdogS} s, giving up`);
-    killNow(server);
-    process.exit(1);
-  }, watchdogS * 1000).unref();
+/** The long stream's time limit: 2 min, or 15 ms per chunk if more. */
+function longTimeoutMs(args: Args): number {
+  return Math.max(120_000, args.longChunks * 15);
+}
 
-  const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
-  log(`spawning ${[process.execPath, ...nodeArgs, '--import tsx src/main.ts'].join(' ')}`);
-  server = await spawnServer({ repoRoot: REPO, scriptFile: SCRIPT, nodeArgs });
+/** Whether tasks/get finds the task (e.g. after a restart). */
+async function taskFound(url: string, id: string): Promise<boolean> {
+  const c = new BenchClient(url, 1);
+  try {
+    const env = await c.call('tasks/get', { id, historyLength: 0 });
+    return env?.result?.id === id;
+  } finally {
+    c.destroy();
+  }
+}
+
+async function openStore(kind: StoreKind): Promise<BenchStore> {
+  const store = kind === 'pglite' ? pgliteStore(tmpRoot as string) : await postgresStore(postgresAdminUrl() as string);
+  liveStores.add(store);
+  return store;
+}
+
+async function closeStore(store: BenchStore): Promise<void> {
+  try {
+    await store.dispose();
+  } finally {
+    liveStores.delete(store);
+  }
+}
+
+async function startServer(store: BenchStore, scriptFile: string, nodeArgs: string[]): Promise<{ srv: RunningServer; readyMs: number; pidCheck: { ok: boolean; detail: string } }> {
+  log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...nodeArgs, '--import tsx src/main.ts'].join(' ')}`);
+  server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, env: store.env });
   const srv = server;
   const readyMs = await waitReady(srv);
   const pidCheck = verifyServingPid(srv.pid, srv.port);
   log(`ready in ${readyMs.toFixed(0)} ms; ${pidCheck.detail}`);
-  await delay(1000);
-  const rssIdleMb = mb(rssBytes(srv.pid));
-  const threads = threadCount(srv.pid);
-  const m = await measure(srv, args);
-  const serverExitCode = await stopServer(srv);
-  rmSync(srv.workspace, { recursive: true, force: true });
-
-  const file = profDir ? readdirSync(profDir).find((f) => f.endsWith('.cpuprofile')) : undefined;
-  const profile = profDir && file
-    ? { file: path.join(profDir, file), summary: summarizeProfile(path.join(profDir, file), 20, m.runs.map((r) => r.window)) }
-    : undefined;
-  const figures: Figures = {
-    node: process.version, cpus: os.cpus().length, pid: srv.pid, pidCheck, threads, readyMs, rssIdleMb, serverExitCode, profile, ...m,
-  };
-  process.stdout.write(formatTable(figures));
-  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(resultJson(figures))}\n`);
+  return { srv, readyMs, pidCheck };
 }
 
-main().catch((err) => {
+async function finishServer(srv: RunningServer): Promise<number | null> {
+  const code = await stopServer(srv);
+  rmSync(srv.workspace, { recursive: true, force: true });
+  if (server === srv) server = undefined;
+  return code;
+}
+
+/** One store's whole figure set on a fresh server and a fresh store. */
+async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Figures> {
+  const t0 = performance.now();
+  const store = await openStore(kind);
+  try {
+    const profDir = args.cpuProf ? mkdtempSync(path.join(os.tmpdir(), `devtool-bench-prof-${kind}-`)) : undefined;
+    const { srv, readyMs, pidCheck } = await startServer(store, scriptFile, profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+    await delay(1000);
+    const rssIdleMb = mb(rssBytes(srv.pid));
+    const threads = threadCount(srv.pid);
+    const m = await measure(srv, args);
+    let long;
+    if (args.long) {
+      log(`long stream: one task, ${args.longChunks} chunks of ${args.longChunkChars} characters`);
+      long = await longStream(srv.url, srv.pid, args.longChunks, args.longChunkChars, longTimeoutMs(args));
+      log(`long stream: ${long.events} events in ${long.ms.toFixed(0)} ms (${long.eventsPerS.toFixed(0)} events/s)${long.ok ? '' : `; problems: ${long.problems.join('; ')}`}`);
+    }
+    const serverExitCode = await finishServer(srv);
+    log(`restart on the same ${STORE_LABEL[kind]} store`);
+    const again = await startServer(store, scriptFile, []);
+    await delay(1000);
+    const restart = {
+      readyMs: again.readyMs,
+      rssIdleMb: mb(rssBytes(again.srv.pid)),
+      firstTaskFound: m.firstTaskId ? await taskFound(again.srv.url, m.firstTaskId) : undefined,
+    };
+    const restartWarnings = again.srv.warnings();
+    await finishServer(again.srv);
+    // One file per thread (CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile): the main thread is 0.
+    const files = profDir ? readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')) : [];
+    const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
+    const profile = profDir && file
+      ? {
+          file: path.join(profDir, file),
+          summary: summarizeProfile(path.join(profDir, file), 20, m.runs.map((r) => r.window)),
+          long: long ? summarizeProfile(path.join(profDir, file), 20, [long.window]) : undefined,
+        }
+      : undefined;
+    const w = srv.warnings();
+    return {
+      store: kind, where: store.where, node: process.version, cpus: os.cpus().length, pid: srv.pid, pidCheck, threads, readyMs, rssIdleMb,
+      serverExitCode, restart, profile, long, legSeconds: (performance.now() - t0) / 1000, ...m,
+      serverWarnings: { lines: [...w.lines, ...restartWarnings.lines], total: w.total + restartWarnings.total },
+    };
+  } finally {
+    await closeStore(store);
+  }
+}
+
+/** RSS after 100 and after N short tasks on a fresh PGlite server. */
+async function memoryLeg(args: Args, scriptFile: string): Promise<MemoryResult> {
+  const store = await openStore('pglite');
+  try {
+    // A first start creates the cluster (initdb) and migrates; its transient memory (hundreds
+    // of MB in a fresh PGlite) must not be in the baseline, so the measured server is a second
+    // start on the initialised, empty store.
+    log('memory: initialising the PGlite store (first start, then stop)');
+    await finishServer((await startServer(store, scriptFile, [])).srv);
+    const { srv } = await startServer(store, scriptFile, []);
+    await delay(1000);
+    log(`memory: ${args.memoryClients} clients, full flows to ${args.memorySmall}, then to ${args.memoryTasks}`);
+    const result = await memoryPhase(srv.url, srv.pid, {
+      clients: args.memoryClients, small: args.memorySmall, large: args.memoryTasks, settleMs: 2000, every: 1000, log,
+    });
+    log(`memory: RSS ${result.rssSmallMb} MB after ${result.tasksSmall}, ${result.rssLargeMb} MB after ${result.tasksLarge} (${result.flowsPerS.toFixed(0)} flows/s)`);
+    await finishServer(srv);
+    return result;
+  } finally {
+    await closeStore(store);
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const perLeg = 60 + args.clients.length * (args.warmupS + args.durationS + 40) + (args.long ? longTimeoutMs(args) / 1000 : 0);
+  const watchdogS = 60 + (args.memoryOnly ? 0 : args.stores.length * perLeg) + (args.memory ? 60 + args.memoryTasks * 0.25 : 0);
+  setTimeout(() => {
+    log(`watchdog: still running after ${watchdogS} s, giving up`);
+    void cleanupAsync().finally(() => process.exit(1));
+  }, watchdogS * 1000).unref();
+
+  const skipped: Report['skipped'] = [];
+  const kinds = args.memoryOnly ? [] : args.stores.filter((k) => {
+    if (k !== 'postgres' || postgresAdminUrl()) return true;
+    const why = 'set BENCH_DATABASE_URL or TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)';
+    if (args.storesExplicit) throw new Error(`--stores postgres: ${why}`);
+    skipped.push({ store: k, why });
+    return false;
+  });
+  const sourceAtStart = sourceFingerprint(REPO, SOURCE_DIRS);
+  tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'devtool-bench-'));
+  const scriptFile = writeCombinedScript(tmpRoot, BASE_SCRIPT, args.longChunks, args.longChunkChars);
+
+  const stores: Figures[] = [];
+  for (const kind of kinds) stores.push(await leg(kind, args, scriptFile));
+
+  let ceilingResult: CeilingResult | undefined;
+  const frames: CapturedFrames | undefined = stores.find((f) => f.long?.frames)?.long?.frames;
+  if (frames) {
+    log(`long-stream ceiling: raw SSE writer, ${frames.head.length + frames.textCount + frames.tail.length} frames, 1 warm-up + 3 runs`);
+    ceilingResult = await ceiling(frames, 3, 60_000);
+  }
+
+  let memory: MemoryResult | undefined;
+  let memoryNote: string | undefined;
+  if (args.memory) memory = await memoryLeg(args, scriptFile);
+  else {
+    memoryNote =
+      `not run: it needs ${args.memoryTasks} full flows, which take many minutes at the server's current speed; ` +
+      `run \`npm run bench -- --memory\` (or --memory-only) for RSS after ${args.memorySmall} vs ${args.memoryTasks} tasks on PGlite`;
+  }
+
+  rmSync(tmpRoot, { recursive: true, force: true });
+  tmpRoot = undefined;
+  const report: Report = {
+    stores, skipped, ceiling: ceilingResult, memory, memoryNote,
+    longChunks: args.longChunks, longChunkChars: args.longChunkChars, benchSeconds: performance.now() / 1000, argv: process.argv.slice(2),
+    source: { start: sourceAtStart, end: sourceFingerprint(REPO, SOURCE_DIRS) },
+  };
+  process.stdout.write(formatReport(report));
+  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(resultJson(report))}\n`);
+}
+
+main().catch(async (err) => {
   process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
   if (server) process.stderr.write(`server output:\n${server.output()}\n`);
-  killNow(server);
+  await cleanupAsync();
   process.exit(1);
 });

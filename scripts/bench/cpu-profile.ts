@@ -71,6 +71,11 @@ export function monotonicUs(): number {
  */
 const STAGES: [string, RegExp][] = [
   ['GC', /^\(garbage collector\)/],
+  ['PGlite (WASM Postgres + its JS glue)', /pkg:@electric-sql\/pglite|wasm:\/\//],
+  ['postgres.js driver', /pkg:postgres$/],
+  ['drizzle-orm (query build, params, row mapping)', /pkg:drizzle-orm/],
+  ['store (src/store: pg-task-store, mappers, queries)', /src\/store\//],
+  ['structuredClone (task snapshots)', /^structuredClone /],
   ['tools (write_file: realpath, read, diff, write) + fs', /src\/tools\/|node:internal\/fs|^(openFileHandle|close|read|fstat|lstat|mkdir|writeBuffer|writeString|open) $/],
   ['RFC encoder (protobufjs build + field checks)', /rfc-encoder|devtool-schema|json-fields|struct-json|pkg:protobufjs/],
   ['SSE framing + socket writes', /src\/transport\/http\/sse\.ts|^writev /],

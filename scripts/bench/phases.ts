@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { BenchClient } from './sse-client.js';
 import type { FlowResult } from './sse-client.js';
-import { cpuSeconds, machineBusySeconds } from './server-process.js';
+import { commCpuSeconds, cpuSeconds, machineBusySeconds } from './server-process.js';
 import { monotonicUs } from './cpu-profile.js';
 import type { Window } from './cpu-profile.js';
 import { summarize } from './stats.js';
@@ -79,8 +79,15 @@ export interface ThroughputResult {
   /** Server CPU per completed flow, ms (all threads / main thread): robust to a busy machine. */
   serverMsPerFlow: number;
   mainMsPerFlow: number;
-  /** Everything else on the machine (other processes, kernel), in cores: noise. */
+  /** PostgreSQL processes (all of the machine's postgres server, not only the bench database), in cores. */
+  dbCpuCores: number;
+  /** Everything else on the machine (other processes, kernel; not postgres), in cores: noise. */
   otherCpuCores: number;
+  /** Whole phase (warm-up + window + drain): completed flows, seconds, flows/s, latency of every completed flow. */
+  phaseFlows: number;
+  phaseS: number;
+  phaseFlowsPerS: number;
+  phaseLatency: Summary;
   /** This process's CPU during the window, in cores. */
   clientCpuCores: number;
   /** Time the last in-flight flow took to finish after the window closed. */
@@ -103,6 +110,7 @@ export async function throughput(
   const from = t0 + warmupS * 1000;
   const to = from + durationS * 1000;
   const latencies: number[] = [];
+  const allLatencies: number[] = [];
   const errorTypes: Record<string, number> = {};
   let errors = 0;
   let flows = 0;
@@ -110,6 +118,7 @@ export async function throughput(
     server: cpuSeconds(pid),
     main: cpuSeconds(pid, pid),
     machine: machineBusySeconds(),
+    db: commCpuSeconds('postgres'),
     client: process.cpuUsage(),
     us: monotonicUs(),
   });
@@ -129,6 +138,7 @@ export async function throughput(
         errorTypes[key] = (errorTypes[key] ?? 0) + 1;
         continue;
       }
+      allLatencies.push(r.flowMs);
       if (end >= from && end <= to) {
         flows++;
         // Latency only of flows that started after the warm-up (no cold-burst tail).
@@ -137,13 +147,16 @@ export async function throughput(
     }
   };
   await Promise.all(Array.from({ length: clients }, worker));
-  const drainMs = performance.now() - to;
+  const phaseEnd = performance.now();
+  const drainMs = phaseEnd - to;
   clearTimeout(startTimer);
   clearTimeout(endTimer);
   client.destroy();
   const clientUs = cpuAtEnd.client.user + cpuAtEnd.client.system - cpuAtStart.client.user - cpuAtStart.client.system;
   const serverS = cpuAtEnd.server - cpuAtStart.server;
   const machineS = cpuAtEnd.machine - cpuAtStart.machine;
+  const dbS = Math.max(0, cpuAtEnd.db - cpuAtStart.db); // negative when a postgres backend exited in between
+  const phaseS = (phaseEnd - t0) / 1000;
   return {
     clients,
     warmupS,
@@ -157,7 +170,12 @@ export async function throughput(
     serverMainCores: (cpuAtEnd.main - cpuAtStart.main) / durationS,
     serverMsPerFlow: (serverS * 1000) / Math.max(1, flows),
     mainMsPerFlow: ((cpuAtEnd.main - cpuAtStart.main) * 1000) / Math.max(1, flows),
-    otherCpuCores: Math.max(0, machineS - serverS - clientUs / 1e6) / durationS,
+    dbCpuCores: dbS / durationS,
+    otherCpuCores: Math.max(0, machineS - serverS - dbS - clientUs / 1e6) / durationS,
+    phaseFlows: allLatencies.length,
+    phaseS,
+    phaseFlowsPerS: allLatencies.length / phaseS,
+    phaseLatency: summarize(allLatencies),
     clientCpuCores: clientUs / 1e6 / durationS,
     drainMs,
     window: { fromUs: cpuAtStart.us, toUs: cpuAtEnd.us },

@@ -1,10 +1,16 @@
 /**
- * Turns the benchmark's figures into the printed table (figures next to targets) and the
- * `BENCH_RESULT {...}` JSON line. Pure formatting: measures nothing.
+ * Turns the benchmark's figures into the printed table (one column per store, next to the
+ * targets) and the `BENCH_RESULT {...}` JSON line. Pure formatting: measures nothing.
  */
 import type { ThroughputResult } from './phases.js';
 import type { SequentialResult } from './phases.js';
 import type { ProfileSummary } from './cpu-profile.js';
+import type { CeilingResult, LongStreamResult } from './long-stream.js';
+import type { MemoryResult } from './memory.js';
+import { MEMORY_LIMIT_MB } from './memory.js';
+import { STORE_LABEL } from './stores.js';
+import type { StoreKind } from './stores.js';
+import os from 'node:os';
 import { round } from './stats.js';
 import type { Summary } from './stats.js';
 
@@ -20,7 +26,10 @@ export const TARGETS = {
 /** Above this many cores used by other processes during a measurement, figures are flagged. */
 export const NOISE_CORES = 0.2;
 
+/** The figures of one store's server. */
 export interface Figures {
+  store: StoreKind;
+  where: string;
   node: string;
   cpus: number;
   pid: number;
@@ -41,8 +50,39 @@ export interface Figures {
   errors: Map<string, number>;
   examples: string[];
   firstTaskStillHeld: boolean | undefined;
+  firstTaskId?: string;
+  /** A second server on the same (now filled) store: start-to-ready, idle RSS, and whether the first task is still there. */
+  restart: { readyMs: number; rssIdleMb: number; firstTaskFound: boolean | undefined };
+  long?: LongStreamResult;
+  /** Wall time of this store's whole leg (spawn to teardown), s. */
+  legSeconds: number;
   serverExitCode: number | null;
-  profile?: { file: string; summary: ProfileSummary };
+  /** Server log lines at warn level or above (the child runs with LOG_LEVEL=warn): the first ones, and how many. */
+  serverWarnings: { lines: string[]; total: number };
+  profile?: { file: string; summary: ProfileSummary; long?: ProfileSummary };
+}
+
+export interface Report {
+  stores: Figures[];
+  /** Stores asked for but not run, with the reason. */
+  skipped: { store: StoreKind; why: string }[];
+  ceiling?: CeilingResult;
+  memory?: MemoryResult;
+  /** Why the memory figure is absent (e.g. not asked for). */
+  memoryNote?: string;
+  longChunks: number;
+  longChunkChars: number;
+  benchSeconds: number;
+  argv: string[];
+  /** Fingerprints of src/ + drizzle/ at start and end of the run. */
+  source: { start: SourceFingerprint; end: SourceFingerprint };
+}
+
+export interface SourceFingerprint {
+  hash: string;
+  files: number;
+  newest: string;
+  newestAt: string;
 }
 
 const fmt = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
@@ -53,62 +93,186 @@ function summaryJson(s: Summary) {
   return { n: s.n, p50: round(s.p50), p90: round(s.p90), p99: round(s.p99), max: round(s.max), mean: round(s.mean) };
 }
 
-function rows(f: Figures): string[][] {
+/** One table row of one store: a key to line stores up, the label, the value, the target and the verdict. */
+interface Cell {
+  key: string;
+  label: string;
+  value: string;
+  target?: string;
+  ok?: boolean;
+  noisy?: boolean;
+}
+
+function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
   const t = TARGETS;
-  const out: string[][] = [
-    ['start to ready', `${fmt(f.readyMs, 0)} ms`, `≤ ${t.start_to_ready_ms} ms`, mark(f.readyMs <= t.start_to_ready_ms)],
-    ['RSS idle (ready + 1 s)', `${fmt(f.rssIdleMb, 1)} MB`, `≤ ${t.rss_idle_mb} MB`, mark(f.rssIdleMb <= t.rss_idle_mb)],
-    ['first flow on the fresh server', `${fmt(f.first.firstFlowMs, 1)} ms`, '', ''],
-    [`first event p50 (n=${f.first.samples.n})`, `${fmt(f.first.samples.p50, 3)} ms`, `≤ ${t.first_event_p50_ms} ms`, mark(f.first.samples.p50 <= t.first_event_p50_ms)],
-    ['first event p99', `${fmt(f.first.samples.p99, 3)} ms`, '', ''],
-    [`confirm flow p50 (n=${f.flow.samples.n})`, `${fmt(f.flow.samples.p50, 3)} ms`, `≤ ${t.confirm_flow_p50_ms} ms`, mark(f.flow.samples.p50 <= t.confirm_flow_p50_ms)],
-    ['confirm flow p99', `${fmt(f.flow.samples.p99, 3)} ms`, '', ''],
+  const out: Cell[] = [
+    { key: 'ready', label: 'start to ready', value: `${fmt(f.readyMs, 0)} ms`, target: `≤ ${t.start_to_ready_ms} ms`, ok: f.readyMs <= t.start_to_ready_ms },
+    { key: 'rss-idle', label: 'RSS idle (ready + 1 s)', value: `${fmt(f.rssIdleMb, 1)} MB`, target: `≤ ${t.rss_idle_mb} MB`, ok: f.rssIdleMb <= t.rss_idle_mb },
+    { key: 'cold', label: 'first flow on the fresh server', value: `${fmt(f.first.firstFlowMs, 1)} ms` },
+    { key: 'fe50', label: `first event p50 (n=${f.first.samples.n})`, value: `${fmt(f.first.samples.p50, 3)} ms`, target: `≤ ${t.first_event_p50_ms} ms`, ok: f.first.samples.p50 <= t.first_event_p50_ms },
+    { key: 'fe99', label: 'first event p99', value: `${fmt(f.first.samples.p99, 3)} ms` },
+    { key: 'cf50', label: `confirm flow p50 (n=${f.flow.samples.n})`, value: `${fmt(f.flow.samples.p50, 3)} ms`, target: `≤ ${t.confirm_flow_p50_ms} ms`, ok: f.flow.samples.p50 <= t.confirm_flow_p50_ms },
+    { key: 'cf99', label: 'confirm flow p99', value: `${fmt(f.flow.samples.p99, 3)} ms` },
+    { key: 'seq-err', label: 'sequential flows: errors', value: String(f.first.errors + f.flow.errors), target: '0', ok: f.first.errors + f.flow.errors === 0 },
   ];
   for (const r of f.runs) {
     const is200 = r.clients === 200;
     const n = `${r.clients} clients:`;
+    const k = `run${r.clients}`;
     out.push(
-      [`${n} flows/s`, fmt(r.flowsPerS, 0), is200 ? `≥ ${t.flows_per_s_at_200}` : '', is200 ? mark(r.flowsPerS >= t.flows_per_s_at_200) : ''],
-      [`${n} flow p50`, `${fmt(r.latency.p50, 1)} ms`, '', ''],
-      [`${n} flow p99`, `${fmt(r.latency.p99, 1)} ms`, is200 ? `≤ ${t.p99_at_200_ms} ms` : '', is200 ? mark(r.latency.p99 <= t.p99_at_200_ms) : ''],
-      [`${n} errors`, String(r.errors), '0', mark(r.errors === 0)],
-      [`${n} server CPU per flow (main thread)`, `${fmt(r.serverMsPerFlow)} (${fmt(r.mainMsPerFlow)}) ms`, '', ''],
-      [`${n} CPU server (main) / bench / other`, `${fmt(r.serverCpuCores)} (${fmt(r.serverMainCores)}) / ${fmt(r.clientCpuCores)} / ${fmt(r.otherCpuCores)} cores`, '', r.otherCpuCores > NOISE_CORES ? 'NOISY' : ''],
+      { key: `${k}-fps`, label: `${n} flows/s`, value: fmt(r.flowsPerS, 0), ...(is200 ? { target: `≥ ${t.flows_per_s_at_200}`, ok: r.flowsPerS >= t.flows_per_s_at_200 } : {}) },
+      { key: `${k}-p50`, label: `${n} flow p50`, value: `${fmt(r.latency.p50, 1)} ms` },
+      { key: `${k}-p99`, label: `${n} flow p99`, value: `${fmt(r.latency.p99, 1)} ms`, ...(is200 ? { target: `≤ ${t.p99_at_200_ms} ms`, ok: r.latency.p99 <= t.p99_at_200_ms } : {}) },
+      { key: `${k}-pfps`, label: `${n} flows/s, whole phase (warm-up+window+drain)`, value: `${fmt(r.phaseFlowsPerS, 1)} (${r.phaseFlows} in ${fmt(r.phaseS, 1)} s)` },
+      { key: `${k}-pp`, label: `${n} flow p50 / p99, whole phase`, value: `${fmt(r.phaseLatency.p50, 0)} / ${fmt(r.phaseLatency.p99, 0)} ms` },
+      { key: `${k}-err`, label: `${n} errors`, value: String(r.errors), target: '0', ok: r.errors === 0 },
+      { key: `${k}-cpu`, label: `${n} server CPU per flow (main thread)`, value: `${fmt(r.serverMsPerFlow)} (${fmt(r.mainMsPerFlow)}) ms` },
+      {
+        key: `${k}-cores`,
+        label: `${n} cores: server (main) / postgres / bench / other`,
+        value: `${fmt(r.serverCpuCores)} (${fmt(r.serverMainCores)}) / ${fmt(r.dbCpuCores)} / ${fmt(r.clientCpuCores)} / ${fmt(r.otherCpuCores)}`,
+        noisy: r.otherCpuCores > NOISE_CORES,
+      },
     );
   }
-  out.push([`RSS after ${f.tasksAfter} tasks`, `${fmt(f.rssAfterMb, 1)} MB`, '', ''], ['RSS growth per task', `${fmt(perTaskKb(f), 1)} KB`, '', '']);
+  out.push(
+    { key: 'rss-after', label: 'RSS after the tasks above', value: `${fmt(f.rssAfterMb, 1)} MB (${f.tasksAfter})` },
+    { key: 'rss-per-task', label: 'RSS growth per task (from idle)', value: `${fmt(perTaskKb(f), 1)} KB` },
+    { key: 'restart-ready', label: 'restart on the filled store: to ready', value: `${fmt(f.restart.readyMs, 0)} ms`, target: `≤ ${t.start_to_ready_ms} ms`, ok: f.restart.readyMs <= t.start_to_ready_ms },
+    { key: 'restart-rss', label: 'restart: RSS idle', value: `${fmt(f.restart.rssIdleMb, 1)} MB`, target: `≤ ${t.rss_idle_mb} MB`, ok: f.restart.rssIdleMb <= t.rss_idle_mb },
+    {
+      key: 'restart-task',
+      label: 'restart: first task found by tasks/get',
+      value: f.restart.firstTaskFound === undefined ? 'n/a' : f.restart.firstTaskFound ? 'yes' : 'NO',
+      target: 'yes',
+      ...(f.restart.firstTaskFound === undefined ? {} : { ok: f.restart.firstTaskFound }),
+    },
+  );
+  out.push({ key: 'log', label: 'server log lines at warn/error', value: String(f.serverWarnings.total), target: '0', ok: f.serverWarnings.total === 0 });
+  const l = f.long;
+  if (l) {
+    out.push(
+      { key: 'long-events', label: 'long stream: events (text) / MB', value: `${l.events} (${l.textEvents}) / ${fmt(l.bytes / 1e6, 2)}` },
+      { key: 'long-ms', label: 'long stream: request → completed', value: `${fmt(l.ms, 0)} ms` },
+      { key: 'long-first', label: 'long stream: request → first frame', value: `${fmt(l.firstMs, 0)} ms` },
+      { key: 'long-eps', label: 'long stream: events/s', value: fmt(l.eventsPerS, 0) },
+      { key: 'long-mbps', label: 'long stream: MB/s', value: fmt(l.mbPerS, 2) },
+      { key: 'long-cpu', label: 'long stream: server CPU (main) per event', value: `${fmt((l.serverCpuS * 1e6) / Math.max(1, l.events), 0)} (${fmt((l.serverMainCpuS * 1e6) / Math.max(1, l.events), 0)}) µs` },
+      { key: 'long-rss', label: 'long stream: server RSS before / peak / after', value: `${fmt(l.rssBeforeMb, 0)} / ${fmt(l.rssPeakMb, 0)} / ${fmt(l.rssAfterMb, 0)} MB` },
+      { key: 'long-db', label: 'long stream: postgres CPU (all databases)', value: `${fmt(l.dbCpuS, 2)} s` },
+      { key: 'long-probe', label: 'long stream: agent-card GET p50 / max', value: `${fmt(l.probe.p50, 0)} / ${fmt(l.probe.max, 0)} ms (n=${l.probe.n})` },
+      { key: 'long-ok', label: 'long stream: order / ids / text', value: l.ok ? 'ok' : `${l.problems.length} problem(s)`, target: 'ok', ok: l.ok },
+    );
+    if (ceiling) out.push({ key: 'long-ratio', label: 'long stream: events/s vs ceiling', value: `${fmt((100 * l.eventsPerS) / ceiling.eventsPerS, 1)} % (1/${fmt(ceiling.eventsPerS / l.eventsPerS, 0)})` });
+  }
   return out;
 }
 
-function profileLines(p: NonNullable<Figures['profile']>): string[] {
-  const pct = (x: { pct: number; ms: number; name: string }) => `  ${fmt(x.pct, 1).padStart(5)}%  ${fmt(x.ms, 0).padStart(6)} ms  ${x.name}`;
-  return [
-    '',
-    `CPU profile of the server's main thread during the throughput windows (${p.file}):`,
-    `busy ${fmt(p.summary.busyMs, 0)} of ${fmt(p.summary.totalMs, 0)} ms sampled; time by stage (whole stack, first match):`,
-    ...p.summary.stages.slice(0, 14).map(pct),
-    'self time by function:',
-    ...p.summary.functions.map(pct),
-  ];
+function table(rowsIn: string[][]): string[] {
+  const w = rowsIn[0].map((_, i) => Math.max(...rowsIn.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd();
+  return [line(rowsIn[0]), line(w.map((n) => '-'.repeat(n))), ...rowsIn.slice(1).map(line)];
 }
 
-export function formatTable(f: Figures): string {
-  const table = [['metric', 'value', 'target', ''], ...rows(f)];
-  const w = [0, 1, 2, 3].map((i) => Math.max(...table.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd();
-  const out = ['', `Benchmark: node ${f.node}, ${f.cpus} CPUs, server pid ${f.pid} (${f.pidCheck.ok ? 'verified serving' : 'NOT verified'}), ${f.threads} threads`, ''];
-  out.push(line(table[0]), line(w.map((n) => '-'.repeat(n))), ...table.slice(1).map(line), '');
-  out.push(`other processes' CPU: ${fmt(f.seqOtherCores)} cores during the sequential phases, ${f.runs.map((r) => `${fmt(r.otherCpuCores)} at ${r.clients} clients`).join(', ')}`);
+function profileLines(f: Figures): string[] {
+  const p = f.profile;
+  if (!p) return [];
+  const pct = (x: { pct: number; ms: number; name: string }) => `  ${fmt(x.pct, 1).padStart(5)}%  ${fmt(x.ms, 0).padStart(6)} ms  ${x.name}`;
+  const part = (what: string, s: ProfileSummary) => [
+    '',
+    `CPU profile of the ${STORE_LABEL[f.store]} server's main thread during ${what} (${p.file}):`,
+    `busy ${fmt(s.busyMs, 0)} of ${fmt(s.totalMs, 0)} ms sampled; time by stage (whole stack, first match):`,
+    ...s.stages.slice(0, 14).map(pct),
+    'self time by function:',
+    ...s.functions.map(pct),
+  ];
+  return [...part('the throughput windows', p.summary), ...(p.long ? part('the long stream', p.long) : [])];
+}
+
+function storeDetails(f: Figures): string[] {
+  const label = STORE_LABEL[f.store];
+  const out = [
+    '',
+    `${label} (${f.where}): server pid ${f.pid} (${f.pidCheck.ok ? 'verified serving' : 'NOT verified'}), ${f.threads} threads, leg ${fmt(f.legSeconds, 1)} s`,
+    `  other processes' CPU: ${fmt(f.seqOtherCores)} cores during the sequential phases, ${f.runs.map((r) => `${fmt(r.otherCpuCores)} at ${r.clients} clients`).join(', ')}`,
+  ];
   if ([f.seqOtherCores, ...f.runs.map((r) => r.otherCpuCores)].some((c) => c > NOISE_CORES)) {
-    out.push(`WARNING: other processes used > ${NOISE_CORES} of ${f.cpus} cores during a measurement; the figures are contaminated, rerun on a quiet machine`);
+    out.push(`  WARNING: other processes used > ${NOISE_CORES} of ${f.cpus} cores during a measurement; the figures are contaminated, rerun on a quiet machine`);
   }
-  out.push(`RSS timeline (after phase: tasks→RSS): ${f.timeline.map((t) => `${t.after} ${t.tasks}→${t.rss_mb} MB`).join(', ')}`);
-  out.push(`flows: ${f.completed} completed, ${f.failed} failed${f.errors.size ? ` (${[...f.errors].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}`);
-  for (const ex of f.examples) out.push(`  e.g. ${ex}`);
-  const held = f.firstTaskStillHeld === undefined ? 'not checked' : f.firstTaskStillHeld ? 'yes (tasks are never evicted)' : 'no';
-  out.push(`first task still held by the server after ${f.tasksAfter} tasks: ${held}`);
-  out.push(`server exit code after SIGTERM: ${f.serverExitCode}`);
-  if (f.profile) out.push(...profileLines(f.profile));
+  out.push(`  RSS timeline (after phase: tasks→RSS): ${f.timeline.map((t) => `${t.after} ${t.tasks}→${t.rss_mb} MB`).join(', ')}`);
+  out.push(`  flows: ${f.completed} completed, ${f.failed} failed${f.errors.size ? ` (${[...f.errors].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}`);
+  for (const ex of f.examples) out.push(`    e.g. ${ex}`);
+  const held = f.firstTaskStillHeld === undefined ? 'not checked' : f.firstTaskStillHeld ? 'yes' : 'NO';
+  out.push(`  first task still answered by tasks/get after ${f.tasksAfter} tasks: ${held}`);
+  if (f.long) {
+    const l = f.long;
+    out.push(
+      `  long stream: ${l.events} frames (${l.textEvents} TEXT_CONTENT of ${fmt(l.textFrameBytes, 0)} B each), ${l.bytes} B in ${fmt(l.ms, 0)} ms (first frame ${fmt(l.firstMs, 1)} ms); ` +
+        `server CPU ${fmt(l.serverCpuS, 2)} s (main thread ${fmt(l.serverMainCpuS, 2)} s); RSS ${l.rssBeforeMb} → ${l.rssAfterMb} MB`,
+    );
+    for (const p of l.problems) out.push(`    long-stream problem: ${p}`);
+  }
+  out.push(`  server exit code after SIGTERM: ${f.serverExitCode}`);
+  if (f.serverWarnings.total) {
+    out.push(`  server log, warn and above: ${f.serverWarnings.total} line(s); first ones:`);
+    for (const w of f.serverWarnings.lines.slice(0, 5)) out.push(`    ${w.slice(0, 400)}`);
+  } else out.push('  server log, warn and above: none');
+  out.push(...profileLines(f));
+  return out;
+}
+
+export function formatReport(rep: Report): string {
+  const out = [''];
+  out.push(`Benchmark: node ${process.version}, ${os.cpus().length} CPUs; stores: ${rep.stores.map((f) => STORE_LABEL[f.store]).join(', ') || 'none'}; args: ${rep.argv.join(' ') || '(defaults)'}`);
+  const src = rep.source;
+  out.push(`code under test: src/ + drizzle/ sha256 ${src.start.hash} (${src.start.files} files, newest ${src.start.newest} at ${src.start.newestAt})`);
+  if (src.end.hash !== src.start.hash) {
+    out.push(`WARNING: src/ or drizzle/ changed during the run (now ${src.end.hash}, newest ${src.end.newest} at ${src.end.newestAt}): servers started at different times ran different code`);
+  }
+  if (rep.stores.some((f) => f.long)) out.push(`long stream: ONE task, the scripted model streams ${rep.longChunks} text chunks of ${rep.longChunkChars} characters${rep.longChunks !== 10_000 ? ' (not the 10,000 of the figure)' : ''}; the ceiling replays the same frames from a bare node:http writer`);
+  for (const s of rep.skipped) out.push(`(${STORE_LABEL[s.store]} not run: ${s.why})`);
+  out.push('');
+  const per = rep.stores.map((f) => cells(f, rep.ceiling));
+  if (per.length === 0) out.push('(no store legs run)');
+  const keys: { key: string; label: string; target: string }[] = [];
+  for (const list of per) for (const c of list) if (!keys.some((k) => k.key === c.key)) keys.push({ key: c.key, label: c.label, target: c.target ?? '' });
+  const head = ['metric', ...rep.stores.map((f) => STORE_LABEL[f.store]), 'target', ''];
+  const body = keys.map(({ key, label, target }) => {
+    const row = per.map((list) => list.find((c) => c.key === key));
+    const verdicts = row.map((c) => (c?.ok === undefined ? (c?.noisy ? 'NOISY' : '') : mark(c.ok)));
+    const verdict = verdicts.some(Boolean) ? (rep.stores.length > 1 ? verdicts.map((v) => v || '-').join(' | ') : verdicts[0]) : '';
+    return [label, ...row.map((c) => c?.value ?? ''), target, verdict];
+  });
+  if (per.length > 0) out.push(...table([head, ...body]));
+  if (rep.ceiling) {
+    const c = rep.ceiling;
+    out.push(
+      '',
+      `long-stream ceiling (bare node:http SSE writer in a worker thread of the bench process, replaying captured frames, one write per frame, waiting for 'drain'; same client code; median of ${c.runs}):`,
+      `  ${c.events} frames, ${c.bytes} B in ${fmt(c.ms, 1)} ms → ${fmt(c.eventsPerS, 0)} events/s, ${fmt(c.mbPerS, 1)} MB/s (runs: ${c.allEventsPerS.map((x) => fmt(x, 0)).join(', ')} events/s)${c.error ? `; error: ${c.error}` : ''}`,
+    );
+    for (const f of rep.stores) {
+      if (f.long) out.push(`  ${STORE_LABEL[f.store]}: ${fmt(f.long.eventsPerS, 0)} events/s = ${fmt((100 * f.long.eventsPerS) / c.eventsPerS, 2)} % of the ceiling (ceiling is ${fmt(c.eventsPerS / f.long.eventsPerS, 1)}× faster)`);
+    }
+  }
+  for (const f of rep.stores) out.push(...storeDetails(f));
+  out.push('');
+  if (rep.memory) {
+    const m = rep.memory;
+    out.push(
+      `Memory (PGlite: a second start on an initialised empty store, ${m.clients} concurrent clients doing full flows; RSS read after the load stopped + 2 s):`,
+      `  RSS idle ${m.rssIdleMb} MB; after ${m.tasksSmall} tasks ${m.rssSmallMb} MB; after ${m.tasksLarge} tasks ${m.rssLargeMb} MB; delta ${fmt(m.deltaMb, 1)} MB ` +
+        `(requirement ≤ ${MEMORY_LIMIT_MB} MB): ${mark(m.meets)}`,
+      `  ${m.completed} completed, ${m.failed} failed${m.errors.size ? ` (${[...m.errors].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}; ${fmt(m.flowsPerS, 0)} flows/s; phase ${fmt(m.seconds, 1)} s`,
+      `  RSS while loading (tasks→MB): ${m.timeline.map((t) => `${t.tasks}→${t.rss_mb}`).join(', ')}`,
+      `  flows/s per segment (tasks: flows/s): ${m.timeline.map((t, i) => {
+        const prev = i === 0 ? { tasks: 0, s: 0 } : m.timeline[i - 1];
+        return `${t.tasks}: ${fmt((t.tasks - prev.tasks) / Math.max(0.001, t.s - prev.s), 1)}`;
+      }).join(', ')}`,
+    );
+    for (const ex of m.examples) out.push(`    e.g. ${ex}`);
+  } else out.push(`Memory (RSS after 100 vs 10,000 tasks): ${rep.memoryNote ?? 'not run'}`);
+  out.push('', `bench took ${fmt(rep.benchSeconds, 1)} s`);
   return `${out.join('\n')}\n`;
 }
 
@@ -127,17 +291,21 @@ function runJson(r: ThroughputResult) {
     server_cpu_ms_per_flow: round(r.serverMsPerFlow, 3),
     main_thread_cpu_ms_per_flow: round(r.mainMsPerFlow, 3),
     client_cpu_cores: round(r.clientCpuCores, 2),
+    db_cpu_cores: round(r.dbCpuCores, 2),
+    phase_flows: r.phaseFlows,
+    phase_s: round(r.phaseS, 1),
+    phase_flows_per_s: round(r.phaseFlowsPerS, 1),
+    phase_latency_ms: summaryJson(r.phaseLatency),
     other_cpu_cores: round(r.otherCpuCores, 2),
     drain_ms: round(r.drainMs, 1),
   };
 }
 
-export function resultJson(f: Figures): Record<string, unknown> {
+function storeJson(f: Figures, ceiling: CeilingResult | undefined): Record<string, unknown> {
   const t = TARGETS;
   const at200 = f.runs.find((r) => r.clients === 200);
+  const l = f.long;
   return {
-    node: f.node,
-    cpus: f.cpus,
     pid_verified: f.pidCheck.ok,
     start_to_ready_ms: round(f.readyMs, 1),
     rss_idle_mb: f.rssIdleMb,
@@ -156,7 +324,31 @@ export function resultJson(f: Figures): Record<string, unknown> {
     rss_per_task_kb: round(perTaskKb(f), 2),
     rss_timeline: f.timeline,
     first_task_still_held: f.firstTaskStillHeld ?? null,
-    targets: t,
+    restart: { start_to_ready_ms: round(f.restart.readyMs, 1), rss_idle_mb: f.restart.rssIdleMb, first_task_found: f.restart.firstTaskFound ?? null },
+    long_stream: l
+      ? {
+          ok: l.ok,
+          problems: l.problems,
+          events: l.events,
+          text_events: l.textEvents,
+          bytes: l.bytes,
+          ms: round(l.ms, 1),
+          first_frame_ms: round(l.firstMs, 1),
+          agent_card_get_ms: summaryJson(l.probe),
+          db_cpu_s: round(l.dbCpuS, 2),
+          events_per_s: round(l.eventsPerS, 1),
+          mb_per_s: round(l.mbPerS, 3),
+          server_cpu_s: round(l.serverCpuS, 2),
+          server_main_cpu_s: round(l.serverMainCpuS, 2),
+          rss_before_mb: l.rssBeforeMb,
+          rss_after_mb: l.rssAfterMb,
+          rss_peak_mb: l.rssPeakMb,
+          fraction_of_ceiling: ceiling ? round(l.eventsPerS / ceiling.eventsPerS, 4) : null,
+        }
+      : null,
+    leg_s: round(f.legSeconds, 1),
+    server_exit_code: f.serverExitCode,
+    server_warnings: f.serverWarnings.total,
     meets: {
       start_to_ready: f.readyMs <= t.start_to_ready_ms,
       rss_idle: f.rssIdleMb <= t.rss_idle_mb,
@@ -176,5 +368,45 @@ export function resultJson(f: Figures): Record<string, unknown> {
           },
         }
       : {}),
+  };
+}
+
+export function resultJson(rep: Report): Record<string, unknown> {
+  const f0 = rep.stores[0];
+  const c = rep.ceiling;
+  const m = rep.memory;
+  return {
+    node: f0?.node ?? process.version,
+    cpus: f0?.cpus ?? os.cpus().length,
+    bench_s: round(rep.benchSeconds, 1),
+    argv: rep.argv,
+    source: { hash: rep.source.start.hash, newest: rep.source.start.newest, newest_at: rep.source.start.newestAt, changed_during_run: rep.source.end.hash !== rep.source.start.hash },
+    targets: TARGETS,
+    stores: Object.fromEntries(rep.stores.map((f) => [f.store, storeJson(f, c)])),
+    skipped: rep.skipped,
+    long_stream: { chunks: rep.longChunks, chunk_chars: rep.longChunkChars },
+    long_stream_ceiling: c
+      ? { events: c.events, bytes: c.bytes, ms: round(c.ms, 1), events_per_s: round(c.eventsPerS, 1), mb_per_s: round(c.mbPerS, 2), runs_events_per_s: c.allEventsPerS.map((x) => round(x, 0)), error: c.error ?? null }
+      : null,
+    memory: m
+      ? {
+          store: 'pglite',
+          clients: m.clients,
+          tasks_small: m.tasksSmall,
+          tasks_large: m.tasksLarge,
+          rss_idle_mb: m.rssIdleMb,
+          rss_small_mb: m.rssSmallMb,
+          rss_large_mb: m.rssLargeMb,
+          delta_mb: round(m.deltaMb, 1),
+          limit_mb: MEMORY_LIMIT_MB,
+          meets: m.meets,
+          flows_per_s: round(m.flowsPerS, 1),
+          completed: m.completed,
+          failed: m.failed,
+          error_types: Object.fromEntries(m.errors),
+          timeline: m.timeline,
+          seconds: round(m.seconds, 1),
+        }
+      : { skipped: rep.memoryNote ?? 'not run' },
   };
 }

@@ -5,7 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,8 @@ export interface ServerOptions {
   /** What node runs; default `--import tsx src/main.ts` (what `npm start` runs). */
   entry?: string[];
   logLevel?: string;
+  /** Extra environment (the store: DATA_DIR or DATABASE_URL), applied after the defaults. */
+  env?: Record<string, string>;
 }
 
 export interface RunningServer {
@@ -33,6 +36,8 @@ export interface RunningServer {
   spawnedAt: number;
   /** Last lines of the child's stderr/stdout (for error reports). */
   output: () => string;
+  /** Log lines at level warn (40) or above, and any non-JSON line (first 200), plus their total count. */
+  warnings: () => { lines: string[]; total: number };
 }
 
 /** A free TCP port on 127.0.0.1 (bind :0, read, close). */
@@ -64,10 +69,27 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
   delete env.GOOGLE_API_KEY;
   delete env.GOOGLE_GENAI_USE_VERTEXAI;
   delete env.NODE_OPTIONS;
+  // The store comes from opts.env only: never the caller's ./.data or DATABASE_URL.
+  for (const name of ['DATABASE_URL', 'DATA_DIR', 'TEST_DATABASE_URL', 'BENCH_DATABASE_URL', 'INSTANCE_ID', 'APPROVAL_TIMEOUT']) delete env[name];
+  Object.assign(env, opts.env ?? {});
+  if (env.DATABASE_URL === undefined && env.DATA_DIR === undefined) throw new Error('spawnServer: no store (DATA_DIR or DATABASE_URL) given');
   const tail: string[] = [];
+  const warnLines: string[] = [];
+  let warnTotal = 0;
+  let partial = '';
   const keep = (chunk: Buffer) => {
-    tail.push(chunk.toString('utf8'));
+    const text = chunk.toString('utf8');
+    tail.push(text);
     if (tail.length > 50) tail.shift();
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      const level = /"level":(\d+)/.exec(line);
+      if (level && Number(level[1]) < 40) continue;
+      warnTotal++;
+      if (warnLines.length < 200) warnLines.push(line);
+    }
   };
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...(opts.entry ?? ['--import', 'tsx', 'src/main.ts'])], {
@@ -78,7 +100,7 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   if (child.pid === undefined) throw new Error('spawn failed: no pid');
-  return { child, pid: child.pid, port, url: `http://127.0.0.1:${port}/`, workspace, spawnedAt, output: () => tail.join('') };
+  return { child, pid: child.pid, port, url: `http://127.0.0.1:${port}/`, workspace, spawnedAt, output: () => tail.join(''), warnings: () => ({ lines: warnLines, total: warnTotal }) };
 }
 
 function getOnce(url: string): Promise<number> {
@@ -138,6 +160,27 @@ export function cpuSeconds(pid: number, tid?: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * user+system CPU seconds of every process whose name (/proc/<pid>/comm) is `comm`, e.g.
+ * `postgres` (the PostgreSQL server and its backends: all databases, not only the bench's).
+ */
+export function commCpuSeconds(comm: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (name !== comm) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      /* gone */
+    }
+  }
+  return total;
 }
 
 /** Machine-wide busy CPU seconds (all cores, everything but idle and iowait), from /proc/stat. */
@@ -212,4 +255,39 @@ export function killNow(srv: RunningServer | undefined): void {
       /* already gone */
     }
   }
+}
+
+/**
+ * A fingerprint of the code under test: sha256 over the paths and contents of every file
+ * under `dirs` (sorted), and the most recently modified one. Others may edit src/ while a
+ * benchmark runs: comparing the fingerprint at start and end says whether they did.
+ */
+export function sourceFingerprint(root: string, dirs: string[]): { hash: string; files: number; newest: string; newestAt: string } {
+  const hash = createHash('sha256');
+  let files = 0;
+  let newest = '';
+  let newestMs = 0;
+  const walk = (dir: string) => {
+    let entries: string[];
+    try {
+      entries = readdirSync(path.join(root, dir)).sort();
+    } catch {
+      return;
+    }
+    for (const name of entries) {
+      const rel = path.join(dir, name);
+      const st = statSync(path.join(root, rel));
+      if (st.isDirectory()) walk(rel);
+      else if (st.isFile()) {
+        files++;
+        hash.update(rel).update('\0').update(readFileSync(path.join(root, rel))).update('\0');
+        if (st.mtimeMs > newestMs) {
+          newestMs = st.mtimeMs;
+          newest = rel;
+        }
+      }
+    }
+  };
+  for (const d of dirs) walk(d);
+  return { hash: hash.digest('hex').slice(0, 12), files, newest, newestAt: new Date(newestMs).toISOString() };
 }

@@ -38,7 +38,24 @@ export interface StreamResult {
   results: any[];
   /** Frames received after the final one (should be 0). */
   afterFinal: number;
+  /** `data:` frames up to and including the final one (also counted when results are not kept). */
+  frames: number;
+  /** Bytes of the response body up to and including the final frame's block. */
+  bytes: number;
+  /** The frames' `id:` values in arrival order (only with `StreamOptions.ids`). */
+  ids?: (number | undefined)[];
   error?: string;
+}
+
+/** Per-request options of `BenchClient.stream`. */
+export interface StreamOptions {
+  timeoutMs?: number;
+  /** Keep each frame's `result` in `results` (default true). */
+  keepResults?: boolean;
+  /** Record each data frame's `id:` in `ids`. */
+  ids?: boolean;
+  /** Sees every data frame as received: its raw SSE block (with the blank line) and its parsed envelope. */
+  onFrame?: (raw: string, env: any) => void;
 }
 
 export interface FlowResult {
@@ -80,11 +97,15 @@ export class BenchClient {
   }
 
   /** Posts one JSON-RPC request and reads the SSE answer (or a JSON error answer). */
-  stream(method: string, params: unknown): Promise<StreamResult> {
+  stream(method: string, params: unknown, opts: StreamOptions = {}): Promise<StreamResult> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method, params });
+    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
     const t0 = performance.now();
     return new Promise((resolve) => {
-      const out: StreamResult = { status: 0, firstMs: Number.NaN, finalMs: Number.NaN, endMs: Number.NaN, results: [], afterFinal: 0 };
+      const out: StreamResult = {
+        status: 0, firstMs: Number.NaN, finalMs: Number.NaN, endMs: Number.NaN, results: [], afterFinal: 0, frames: 0, bytes: 0,
+        ...(opts.ids ? { ids: [] } : {}),
+      };
       let settled = false;
       const done = (error?: string) => {
         if (settled) return;
@@ -100,9 +121,9 @@ export class BenchClient {
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'content-length': Buffer.byteLength(body) },
       });
       const timer = setTimeout(() => {
-        done(`timeout after ${this.timeoutMs} ms`);
+        done(`timeout after ${timeoutMs} ms`);
         req.destroy();
-      }, this.timeoutMs);
+      }, timeoutMs);
       req.on('error', (err: NodeJS.ErrnoException) => done(`socket ${err.code ?? err.message}`));
       req.on('response', (res) => {
         out.status = res.statusCode ?? 0;
@@ -121,11 +142,16 @@ export class BenchClient {
           }
           buf += chunk.includes('\r') ? chunk.replace(/\r\n?/g, '\n') : chunk;
           let cut: number;
-          while (!final && (cut = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            final = this.onBlock(block, out, t0);
+          // Blocks are cut at a moving offset (not by re-slicing the buffer per block): a
+          // 64 KiB read of a long stream holds ~100 frames.
+          let at = 0;
+          while (!final && (cut = buf.indexOf('\n\n', at)) >= 0) {
+            const block = buf.slice(at, cut);
+            at = cut + 2;
+            out.bytes += Buffer.byteLength(block) + 2;
+            final = this.onBlock(block, out, t0, opts);
           }
+          buf = buf.slice(at);
           if (final && buf.includes('data:')) out.afterFinal++;
         });
         res.on('end', () => {
@@ -142,12 +168,14 @@ export class BenchClient {
   }
 
   /** Handles one SSE block; returns true when it was the final event. */
-  private onBlock(block: string, out: StreamResult, t0: number): boolean {
+  private onBlock(block: string, out: StreamResult, t0: number, opts: StreamOptions): boolean {
     const data: string[] = [];
     let event = '';
+    let id: number | undefined;
     for (const line of block.split('\n')) {
       if (line.startsWith('data:')) data.push(line.slice(line.charAt(5) === ' ' ? 6 : 5));
       else if (line.startsWith('event:')) event = line.slice(6).trim();
+      else if (line.startsWith('id:')) id = Number(line.slice(3).trim());
     }
     if (data.length === 0) return false; // a comment (keep-alive) or an id-only block
     if (Number.isNaN(out.firstMs)) out.firstMs = performance.now() - t0;
@@ -158,12 +186,15 @@ export class BenchClient {
       out.error = 'unparsable data frame';
       return false;
     }
+    out.frames++;
+    out.ids?.push(id);
+    opts.onFrame?.(`${block}\n\n`, env);
     if (event === 'error' || env?.error) {
       out.error = `stream error frame: ${JSON.stringify(env?.error ?? env).slice(0, 200)}`;
       out.finalMs = performance.now() - t0;
       return true;
     }
-    out.results.push(env.result);
+    if (opts.keepResults !== false) out.results.push(env.result);
     if (env.result?.final === true) {
       out.finalMs = performance.now() - t0;
       return true;
@@ -176,7 +207,7 @@ export class BenchClient {
     const t0 = performance.now();
     const first = await this.stream('message/stream', {
       message: { kind: 'message', role: 'user', messageId: messageId(), parts: [{ kind: 'text', text: 'bench: write the file' }] },
-    });
+    }, { ids: true });
     const fail = (error: string, detail?: string): FlowResult => ({
       ok: false,
       flowMs: performance.now() - t0,
@@ -202,7 +233,7 @@ export class BenchClient {
         contextId: task.contextId,
         parts: [{ kind: 'data', data: { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' } }],
       },
-    });
+    }, { ids: true });
     if (second.error) return fail(second.error);
     const sig2 = second.results.map(signature).join(' | ');
     if (sig2 !== EXPECTED_CONFIRM) return fail('order: confirm stream', sig2);
@@ -210,6 +241,9 @@ export class BenchClient {
     if (!second.results.every((r) => r.taskId === task.id)) return fail('taskId mismatch: confirm stream');
     const ids = second.results.slice(0, 2).map((r) => r.status.message.parts.find((p: any) => p.kind === 'data')?.data?.tool_call_id);
     if (ids.some((id) => id !== card.tool_call_id)) return fail('tool_call_id mismatch: confirm stream');
+    // SSE ids are the task's event sequence numbers: 1, 2, 3… with no gap across both streams.
+    const seqs = [...(first.ids ?? []), ...(second.ids ?? [])];
+    if (seqs.some((id, i) => id !== i + 1)) return fail('ids: not 1..n across both streams', seqs.join(','));
     return { ok: true, flowMs: performance.now() - t0 - (second.endMs - second.finalMs), firstEventMs: first.firstMs, taskId: task.id };
   }
 
