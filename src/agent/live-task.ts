@@ -137,12 +137,17 @@ export class LiveTask {
 
   /** Logs the Task snapshot (the first event of a new task's stream). */
   publishSnapshot(): void {
-    this.append({ payload: { $case: 'task', value: structuredClone(this.task) } }, false);
+    this.append({ payload: { $case: 'task', value: structuredClone(this.task) } }, false, true);
   }
 
-  private append(response: Parameters<TaskStore['appendEvent']>[1], final: boolean): void {
-    const snapshot = structuredClone(this.task);
-    this.enqueue({ kind: 'event', task: snapshot, response, final }, (seq) => {
+  /**
+   * Queues one event. The whole task (history included) is stored with pauses and ends;
+   * the many events in between store only the new status, so an event's cost does not
+   * grow with the length of the answer.
+   */
+  private append(response: Parameters<TaskStore['appendEvent']>[1], final: boolean, whole = final): void {
+    const snapshot = whole ? { task: structuredClone(this.task) } : { status: structuredClone(this.task.status) };
+    this.enqueue({ kind: 'event', taskId: this.id, ...snapshot, response, final }, (seq) => {
       this.lastSeq = Math.max(this.lastSeq, seq);
       this.deps.hub.published(this.id, { seq, response, final });
       if (final) this.deps.onFinal?.(this);

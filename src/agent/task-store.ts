@@ -12,7 +12,7 @@
  *   concurrent claims of the same awaiting call exactly one succeeds.
  * - Notify subscribers of every appended event, from any process on the same database.
  */
-import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent, ModelPart } from './model/model-client.js';
 import type { ToolCallSnapshot } from './wire/agent-events.js';
 
@@ -118,8 +118,13 @@ export type ClaimResult = { ok: true } | { ok: false; notAwaiting: string[] };
  * and audit entries in one transaction, so the cost of a commit is shared under load.
  */
 export interface WriteBatch {
-  /** Events to append, in order; a task may appear several times. Each carries the task snapshot after it. */
-  events: Array<{ task: Task; response: StreamResponse; final: boolean }>;
+  /**
+   * Events to append, in order; a task may appear several times. Each carries either the
+   * whole task snapshot after it (`task`), or — for the many small events of a running task,
+   * so their cost does not grow with the task's history — only the task's new `status`
+   * (the stored snapshot keeps its history and takes this status).
+   */
+  events: Array<{ taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean }>;
   /** Calls to insert or replace (by id); a later entry for the same id wins. */
   calls: StoredCall[];
   /** Model conversation to append, in order. */

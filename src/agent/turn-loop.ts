@@ -134,7 +134,14 @@ export class TurnLoop {
       const parts: ModelPart[] = [];
       try {
         const request = { systemInstruction: this.opts.systemInstruction, contents: task.context.history, tools: this.declarations };
+        let slice = Date.now();
         for await (const chunk of this.opts.model.generate(request, signal)) {
+          // A model that streams faster than I/O runs must not starve the event loop (other
+          // clients, the commits and the SSE writes of this very answer).
+          if (Date.now() - slice > 10) {
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            slice = Date.now();
+          }
           for (const part of chunk.parts) {
             parts.push(part);
             if (task.isCanceled) continue;

@@ -4,13 +4,13 @@
  * each write at once (no added latency); a busy one shares each commit's cost among many
  * writes. Order is kept: batches commit one after another, in the order writes arrived.
  */
-import type { Task, StreamResponse } from '@a2a-js/sdk';
+import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from './model/model-client.js';
 import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from './task-store.js';
 import type { AgentLogger } from './turn-loop.js';
 
 export type WriteOp =
-  | { kind: 'event'; task: Task; response: StreamResponse; final: boolean }
+  | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean }
   | { kind: 'call'; call: StoredCall }
   | { kind: 'history'; contextId: string; contents: ModelContent[] }
   | { kind: 'trust'; contextId: string; toolName: string; principal?: string }
@@ -26,7 +26,7 @@ interface Queued {
 function toBatch(items: Queued[]): WriteBatch {
   const batch: WriteBatch = { events: [], calls: [], history: [], trust: [], audit: [] };
   for (const { op } of items) {
-    if (op.kind === 'event') batch.events.push({ task: op.task, response: op.response, final: op.final });
+    if (op.kind === 'event') batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final });
     else if (op.kind === 'call') batch.calls.push(op.call);
     else if (op.kind === 'history') batch.history.push({ contextId: op.contextId, contents: op.contents });
     else if (op.kind === 'trust') batch.trust.push({ contextId: op.contextId, toolName: op.toolName, principal: op.principal });

@@ -4,19 +4,26 @@
  * deduplicated (last wins) and sorted (the upsert locks them in that order), history
  * merged per context, grants deduplicated. Pure: no database here.
  */
-import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../agent/model/model-client.js';
 import type { AuditEntry, StoredCall, WriteBatch } from '../agent/task-store.js';
-import { responseToJson, stateName, taskToJson } from './mappers.js';
+import { responseToJson, stateName, statusToJson, taskToJson } from './mappers.js';
 
 /** One task's share of a batch: a single UPDATE of its row. */
 export interface TaskBump {
   id: string;
   /** How many events the batch appends to the task. */
   count: number;
-  /** The snapshot of the task's last event in the batch (v1.0 JSON). */
-  snapshot: unknown;
-  /** Its A2A state name (the `tasks.state` column). */
+  /**
+   * The snapshot to store (v1.0 JSON): that of the task's last event in the batch — or,
+   * when that event carries only a status, the batch's latest whole snapshot of the task
+   * with that status. Absent when the batch has no whole snapshot of the task: then
+   * `status` is set on the stored one.
+   */
+  snapshot?: unknown;
+  /** When `snapshot` is absent: the status (v1.0 JSON) the stored snapshot takes. */
+  status?: unknown;
+  /** The A2A state name of the task's last status (the `tasks.state` column). */
   state: string;
   /** Whether any of the task's events in the batch is final. */
   final: boolean;
@@ -55,28 +62,60 @@ export function byCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-type BatchEvent = { task: Task; response: StreamResponse; final: boolean };
+type BatchEvent = WriteBatch['events'][number];
+
+/** What a task's events in the batch leave: the latest whole snapshot, and a status set after it. */
+interface TaskTail {
+  count: number;
+  final: boolean;
+  full?: Task;
+  /** The status of the last event when it (and maybe others before it) carried only a status. */
+  status?: TaskStatus;
+}
+
+/** The task an event belongs to; throws on an event that cannot be stored. */
+function taskIdOf(ev: BatchEvent): string {
+  if (ev.task !== undefined && ev.task.id !== ev.taskId) throw new Error(`commit: event of task ${ev.taskId} carries the snapshot of task ${ev.task.id}`);
+  if (ev.task === undefined && ev.status === undefined) throw new Error(`commit: event of task ${ev.taskId} carries neither task nor status`);
+  return ev.taskId;
+}
+
+/**
+ * The bump of one task. Only the snapshot that is stored is serialised (one per task per
+ * batch), and a status-only tail costs the status alone: a running task's many small events
+ * do not re-serialise its growing history.
+ */
+function bumpOf(id: string, t: TaskTail): TaskBump {
+  const bump = { id, count: t.count, final: t.final };
+  if (t.status === undefined) return { ...bump, snapshot: taskToJson(t.full!), state: stateName(t.full!.status?.state) };
+  const state = stateName(t.status.state);
+  if (t.full === undefined) return { ...bump, status: statusToJson(t.status), state };
+  return { ...bump, snapshot: { ...(taskToJson(t.full) as object), status: statusToJson(t.status) }, state };
+}
 
 function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] } {
-  const last = new Map<string, { event: BatchEvent; count: number; final: boolean }>();
+  const tails = new Map<string, TaskTail>();
+  const ids: string[] = [];
   const indexInTask: number[] = [];
   for (const ev of events) {
-    const seen = last.get(ev.task.id);
-    indexInTask.push(seen?.count ?? 0);
-    last.set(ev.task.id, { event: ev, count: (seen?.count ?? 0) + 1, final: (seen?.final ?? false) || ev.final });
+    const id = taskIdOf(ev);
+    let tail = tails.get(id);
+    if (!tail) tails.set(id, (tail = { count: 0, final: false }));
+    ids.push(id);
+    indexInTask.push(tail.count);
+    tail.count += 1;
+    tail.final ||= ev.final;
+    if (ev.task !== undefined) {
+      tail.full = ev.task;
+      tail.status = undefined;
+    } else {
+      tail.status = ev.status;
+    }
   }
-  const tasks = [...last.entries()]
-    .sort(([a], [b]) => byCodeUnits(a, b))
-    .map(([id, t]) => ({
-      id,
-      count: t.count,
-      snapshot: taskToJson(t.event.task),
-      state: stateName(t.event.task.status?.state),
-      final: t.final,
-    }));
+  const tasks = [...tails.entries()].sort(([a], [b]) => byCodeUnits(a, b)).map(([id, t]) => bumpOf(id, t));
   const rows = events.map((ev, i) => ({
-    task_id: ev.task.id,
-    back: last.get(ev.task.id)!.count - 1 - indexInTask[i],
+    task_id: ids[i],
+    back: tails.get(ids[i])!.count - 1 - indexInTask[i],
     payload: responseToJson(ev.response),
     final: ev.final,
   }));
@@ -103,7 +142,7 @@ function planTrust(trust: WriteBatch['trust']): BatchPlan['trust'] {
   return [...first.values()].sort((a, b) => byCodeUnits(a.contextId, b.contextId) || byCodeUnits(a.toolName, b.toolName));
 }
 
-/** Plans `batch`; see BatchPlan. Does not modify it. */
+/** Plans `batch`; see BatchPlan. Does not modify it. Throws on an event with neither task nor status. */
 export function planBatch(batch: WriteBatch): BatchPlan {
   const { tasks, rows } = planTasks(batch.events);
   const calls = [...new Map(batch.calls.map((c) => [c.id, c])).values()].sort((a, b) => byCodeUnits(a.id, b.id));

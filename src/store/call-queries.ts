@@ -5,7 +5,7 @@
  */
 import { and, asc, eq, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
 import type { CallClaim, ClaimResult, StoredCall } from '../agent/task-store.js';
-import type { StoreDb } from './db.js';
+import { anyOf, type StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
 import { closedTurns, tasks, toolCalls } from './schema.js';
 
@@ -107,7 +107,7 @@ export async function findExpired(db: StoreDb, now: Date): Promise<StoredCall[]>
 /** Marks tasks as worked on by `owner` until `leaseUntil`. */
 export async function leaseTasks(db: StoreDb, taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {
   if (taskIds.length === 0) return;
-  await db.update(tasks).set({ leaseOwner: owner, leaseUntil }).where(inArray(tasks.id, taskIds));
+  await db.update(tasks).set({ leaseOwner: owner, leaseUntil }).where(sql`${tasks.id} = ${anyOf(taskIds)}`);
 }
 
 /**

@@ -17,8 +17,8 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { WriteBatch } from '../agent/task-store.js';
-import { planBatch, seqsOf, type BatchPlan } from './batch-plan.js';
-import { rowsOf, type StoreDb } from './db.js';
+import { planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
+import { anyOf, rowsOf, type StoreDb } from './db.js';
 import { callToRow } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, toolCalls, trustGrants } from './schema.js';
 
@@ -53,9 +53,14 @@ function insertRows(table: typeof toolCalls | typeof trustGrants | typeof auditL
   return sql`insert into ${table} (${names}) select ${names} from jsonb_to_recordset(${JSON.stringify(json)}::jsonb) as x(${defs}) order by x.i`;
 }
 
-/** `id = any(array(select …ids))`: an index lookup whatever the planner guesses of a JSON array's size. */
-function anyOf(ids: string[]): SQL {
-  return sql`any(array(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)))`;
+/**
+ * The task's new snapshot: the plan's whole one, or the stored one with the plan's status
+ * (a status-only tail: the stored history stays, nothing of it crosses the wire).
+ */
+function snapshotOf(t: TaskBump): SQL {
+  return t.snapshot !== undefined
+    ? sql`${JSON.stringify(t.snapshot)}::jsonb`
+    : sql`jsonb_set(task, '{status}', ${JSON.stringify(t.status)}::jsonb)`;
 }
 
 /** The events of the batch (one task): the row lock, the bump, the events, the notification. */
@@ -63,7 +68,7 @@ function appendOneTask(plan: BatchPlan, channel: string): SQL {
   const t = plan.tasks[0];
   const json = JSON.stringify(plan.events.map(({ back, payload, final }) => ({ back, payload, final })));
   return sql`with bumped as (
-      update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${JSON.stringify(t.snapshot)}::jsonb,
+      update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${snapshotOf(t)},
         state = ${t.state}::text, updated_at = now() where id = ${t.id}::text returning id, last_seq
     ), logged as (
       insert into ${events} (task_id, seq, payload, final)
@@ -78,7 +83,9 @@ function appendOneTask(plan: BatchPlan, channel: string): SQL {
  * - locked: the task rows, FOR NO KEY UPDATE in id (index) order — the only place they get
  *   locked, so two commits on overlapping tasks queue instead of deadlocking; the UPDATE
  *   reads it as an InitPlan, i.e. only once every lock is held;
- * - bumped: one UPDATE for all tasks: last_seq += its count, its last snapshot and state.
+ * - bumped: one UPDATE for all tasks: last_seq += its count, its last snapshot (or the
+ *   stored one with its last status, for a status-only tail) and state. The rows are found
+ *   by index (`any(array(select id from locked))`), x is only joined to what they return.
  *   Under READ COMMITTED the UPDATE re-reads a row changed since the statement began
  *   (EvalPlanQual), so last_seq is the newest, and the lock keeps it so until commit;
  * - logged: every event, seq = new last_seq - back (its distance from the task's last);
@@ -86,12 +93,14 @@ function appendOneTask(plan: BatchPlan, channel: string): SQL {
  * Returns (id, last_seq) per task found; a missing task has no row and no events.
  */
 function appendManyTasks(plan: BatchPlan, channel: string): SQL {
-  const bumps = JSON.stringify(plan.tasks.map((t) => ({ id: t.id, n: t.count, task: t.snapshot, state: t.state, f: t.final ? 1 : 0 })));
+  // An absent task (status-only) or status (whole snapshot) is NULL in x.
+  const bumps = JSON.stringify(plan.tasks.map((t) => ({ id: t.id, n: t.count, task: t.snapshot, status: t.status, state: t.state, f: t.final ? 1 : 0 })));
   return sql`with locked as (
       select id from ${tasks} where id = ${anyOf(plan.tasks.map((t) => t.id))} order by id for no key update
     ), bumped as (
-      update ${tasks} t set last_seq = t.last_seq + x.n, task = x.task, state = x.state, updated_at = now()
-      from jsonb_to_recordset(${bumps}::jsonb) as x(id text, n integer, task jsonb, state text, f integer)
+      update ${tasks} t set last_seq = t.last_seq + x.n, task = coalesce(x.task, jsonb_set(t.task, '{status}', x.status)),
+        state = x.state, updated_at = now()
+      from jsonb_to_recordset(${bumps}::jsonb) as x(id text, n integer, task jsonb, status jsonb, state text, f integer)
       where t.id = any(array(select id from locked)) and t.id = x.id
       returning t.id, t.last_seq, x.f
     ), logged as (
@@ -113,13 +122,17 @@ function lockContexts(plan: BatchPlan): SQL {
   )) returning id`;
 }
 
-/** Appends each context's contents after its current last idx (visible: the row lock is held). */
+/**
+ * Appends each context's contents after its current last idx (visible: the row lock is held).
+ * Contents of a missing context are skipped (lockContexts reports it, failing the batch);
+ * the contexts are looked up by index as an InitPlan, not semi-joined (a seq scan).
+ */
 function insertHistory(plan: BatchPlan): SQL {
   const json = JSON.stringify(plan.history.flatMap((h) => h.contents.map((content, k) => ({ c: h.contextId, k, content }))));
   return sql`insert into ${contextHistory} (context_id, idx, content)
     select x.c, coalesce((select max(h.idx) from ${contextHistory} h where h.context_id = x.c), -1) + 1 + x.k, x.content
     from jsonb_to_recordset(${json}::jsonb) as x(c text, k integer, content jsonb)
-    where exists (select 1 from ${contexts} ctx where ctx.id = x.c)`;
+    where x.c = any(array(select id from ${contexts} where id = ${anyOf(plan.history.map((h) => h.contextId))}))`;
 }
 
 /** Inserts or replaces calls by id; every column but the key is replaced, updated_at bumped. */

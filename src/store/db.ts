@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { readMigrationFiles, type MigrationConfig, type MigrationMeta } from 'drizzle-orm/migrator';
 import type { PgDatabase, PgDialect, PgQueryResultHKT, PgSession } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -50,6 +50,16 @@ export interface MigrationReport {
 /** The rows of a raw `db.execute()`: PGlite wraps them in `{ rows }`, postgres.js is the array. */
 export function rowsOf<T>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+}
+
+/**
+ * `any(array(select …ids))`, for `<key> = ${anyOf(ids)}`: the ids travel as ONE JSON parameter
+ * (the statement text is the same for any number of ids), and the array is an InitPlan
+ * computed before the scan, so the planner looks every id up in the key's index instead of
+ * joining a set-returning function it guesses at 100 rows against the whole table.
+ */
+export function anyOf(ids: string[]): SQL {
+  return sql`any(array(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)))`;
 }
 
 /** `<repo>/drizzle`, from this file's location (src/store/ → ../../drizzle). */

@@ -3,7 +3,7 @@
  * toJSON/fromJSON), so the rows stay readable with plain SQL and survive SDK upgrades
  * the way the wire format does; nullable columns become absent optional fields.
  */
-import { StreamResponse, Task, taskStateToJSON } from '@a2a-js/sdk';
+import { StreamResponse, Task, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
 import type { ModelPart } from '../agent/model/model-client.js';
 import type { AuditRecord, CallPhase, StoredCall, StoredEvent } from '../agent/task-store.js';
 import type { ToolCallSnapshot } from '../agent/wire/agent-events.js';
@@ -30,6 +30,14 @@ export function stateName(state: number | string | undefined): string {
 
 export function taskToJson(task: Task): unknown {
   return Task.toJSON(task);
+}
+
+/**
+ * A status as v1.0 JSON: the same shape as `taskToJson(task).status`, so a status-only
+ * event stores exactly what a whole snapshot with that status would.
+ */
+export function statusToJson(status: TaskStatus): unknown {
+  return TaskStatus.toJSON(status);
 }
 
 export function taskFromJson(json: unknown): Task {

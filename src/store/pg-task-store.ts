@@ -116,7 +116,7 @@ export class PgTaskStore implements TaskStore {
 
   /** Throws when the task was never created. One statement: as cheap as a commit gets. */
   async appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number> {
-    const [seq] = await this.commit({ ...NOTHING, events: [{ task, response, final }] });
+    const [seq] = await this.commit({ ...NOTHING, events: [{ taskId: task.id, task, response, final }] });
     return seq;
   }
 

@@ -8,87 +8,11 @@ import t from 'tap';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { rpc } from '../support/sse.js';
-import type { PostResult } from '../support/sse.js';
 import { confirmMessage, dataOf, devtool, startServer, textOf, userMessage } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
+import { checkToolCalls, getTask, refused, TaskWatch } from '../support/tool-call-watch.js';
+import type { Test } from '../support/tool-call-watch.js';
 
-type Test = Parameters<Parameters<typeof t.test>[0]>[0];
-
-const STATUS_PATHS = [
-  ['PENDING', 'EXECUTING', 'SUCCEEDED'],
-  ['PENDING', 'EXECUTING', 'FAILED'],
-  ['PENDING', 'CANCELLED'],
-];
-const TERMINAL_STATUS = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
-
-/** Every status-update a client saw for one task, across all of its streams. */
-class TaskWatch {
-  readonly results: any[] = [];
-  taskId = '';
-  contextId = '';
-
-  take(res: PostResult): any[] {
-    if (res.events === undefined) throw new Error(`expected an SSE stream, got ${res.contentType}: ${res.raw}`);
-    const results = res.events.map((e) => {
-      if (e.data.error) throw new Error(`stream carried an error: ${JSON.stringify(e.data.error)}`);
-      return e.data.result;
-    });
-    for (const r of results) {
-      if (r.kind === 'task') {
-        this.taskId = r.id;
-        this.contextId = r.contextId;
-      } else this.results.push(r);
-    }
-    return results;
-  }
-}
-
-/**
- * Each ToolCall rides a TOOL_CALL_UPDATE event (and every TOOL_CALL_UPDATE carries one);
- * per tool_call_id statuses only move PENDING → EXECUTING → SUCCEEDED | FAILED or
- * PENDING → CANCELLED (repeated PENDING / EXECUTING collapse). Returns the sequences.
- */
-function checkToolCalls(t: Test, watch: TaskWatch, complete = true): Map<string, string[]> {
-  const seqs = new Map<string, string[]>();
-  const problems: string[] = [];
-  for (const r of watch.results) {
-    if (r.kind !== 'status-update') problems.push(`unexpected result kind ${r.kind}`);
-    if (r.taskId !== watch.taskId) problems.push(`event for task ${r.taskId}, expected ${watch.taskId}`);
-    const kind = devtool(r)?.kind;
-    const data = dataOf(r);
-    const isCall = data !== undefined && 'tool_call_id' in data;
-    if (isCall && kind !== 'TOOL_CALL_UPDATE') problems.push(`ToolCall ${data.tool_call_id} ${data.status} sent with kind ${kind}`);
-    if (kind === 'TOOL_CALL_UPDATE' && !isCall) problems.push(`TOOL_CALL_UPDATE without a ToolCall: ${JSON.stringify(r.status)}`);
-    if (!isCall) continue;
-    const seq = seqs.get(data.tool_call_id) ?? [];
-    const last = seq.at(-1);
-    if (!(last === data.status && (last === 'PENDING' || last === 'EXECUTING'))) seq.push(data.status);
-    seqs.set(data.tool_call_id, seq);
-    if (data.status !== 'PENDING' && 'confirmation_request' in data) {
-      problems.push(`${data.tool_call_id} ${data.status} still carries confirmation_request`);
-    }
-  }
-  for (const [id, seq] of seqs) {
-    const ok = STATUS_PATHS.some((p) => seq.length <= p.length && seq.every((s, i) => s === p[i]));
-    if (!ok) problems.push(`${id}: illegal status sequence ${seq.join(' → ')}`);
-    if (complete && !TERMINAL_STATUS.has(seq.at(-1) as string)) problems.push(`${id}: ended ${seq.at(-1)}, not terminal`);
-  }
-  t.same(problems, [], 'ToolCall updates: kind TOOL_CALL_UPDATE, legal status moves');
-  return seqs;
-}
-
-function refused(t: Test, res: PostResult, ...patterns: RegExp[]): void {
-  t.match(res.contentType, /^application\/json/, 'answered as JSON, not as a stream');
-  t.equal(res.events, undefined, 'no SSE events');
-  t.equal(res.json?.error?.code, -32602, `-32602: ${res.json?.error?.message}`);
-  for (const p of patterns) t.match(res.json?.error?.message, p);
-}
-
-async function getTask(srv: TestServer, id: string): Promise<any> {
-  const res = await rpc(srv.url, 'tasks/get', { id });
-  if (!res.json?.result) throw new Error(`tasks/get failed: ${res.raw}`);
-  return res.json.result;
-}
 
 /** [devtool kind, ToolCall status or task state, tool_call_id or null, final]. */
 const shape = (results: any[]) =>

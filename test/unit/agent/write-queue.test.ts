@@ -14,8 +14,8 @@ function recordingStore(opts: { delayMs?: number; failOn?: string } = {}) {
       if (batch.audit.some((a) => a.decision === opts.failOn)) throw new Error('constraint violated');
       batches.push(batch);
       return batch.events.map((e) => {
-        const next = (seqs.get(e.task.id) ?? 0) + 1;
-        seqs.set(e.task.id, next);
+        const next = (seqs.get(e.taskId) ?? 0) + 1;
+        seqs.set(e.taskId, next);
         return next;
       });
     },
@@ -25,7 +25,7 @@ function recordingStore(opts: { delayMs?: number; failOn?: string } = {}) {
 
 const logger = { warn() {}, error() {} };
 const event = (taskId: string): WriteOp =>
-  ({ kind: 'event', task: { id: taskId } as never, response: { payload: undefined }, final: false }) as WriteOp;
+  ({ kind: 'event', taskId, status: undefined, response: { payload: undefined }, final: false }) as WriteOp;
 const audit = (decision: string): WriteOp =>
   ({ kind: 'audit', entry: { taskId: 't', contextId: 'c', decision } }) as unknown as WriteOp;
 
