@@ -5,7 +5,7 @@
  * Skipped when TEST_DATABASE_URL is unset (PGlite is single-process).
  */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { freshDatabase, openStream, PG_SKIP, pgOnly, spawnServer } from '../support/process.js';
 import type { LiveStream, ServerProcess } from '../support/process.js';
@@ -126,4 +126,40 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
       t.same(idsOf(log.events), [null, ...range(1, 9)], `round ${round}: the log is 1..9`);
     }
   });
+
+  await t.test('tasks/cancel on B stops a command running on A', async (t) => {
+    const { workspace, task, card } = await pauseOn(t, a, 'shell hang please');
+    const onA = await openStream(a.url, 'message/stream', { message: proceed(task, card) });
+    t.ok(await onA.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'), 'the command runs on A');
+    const sleeping = () => sleepPids(workspace);
+    t.equal(sleeping().length, 1, 'sleep 30 is running in the task workspace');
+    const canceled = await rpc(b.url, 'tasks/cancel', { id: task.id });
+    t.equal(canceled.json?.result?.status?.state, 'canceled', 'B answers canceled');
+    const rest = results(await onA.rest(15_000));
+    t.equal(onA.ended, true, "A's stream ends");
+    t.equal(rest.at(-1)?.status?.state, 'canceled', "A's stream ends with B's canceled event");
+    t.equal(rest.at(-1)?.final, true);
+    for (let i = 0; i < 100 && sleeping().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    t.same(sleeping(), [], 'A killed the command (its process group is gone)');
+    await new Promise((r) => setTimeout(r, 500));
+    const log = await rpc(a.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '0' } });
+    const events = results(log.events).slice(1);
+    t.equal(events.at(-1)?.status?.state, 'canceled', 'nothing was logged after canceled');
+    t.notOk(events.some((r) => dataOf(r)?.status === 'FAILED' || dataOf(r)?.status === 'SUCCEEDED'), 'no late result of the killed command');
+  });
 });
+
+/** Pids of `sleep 30` processes whose working directory is `workspace`. */
+function sleepPids(workspace: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      if (cmd === 'sleep 30' && readlinkSync(`/proc/${entry}/cwd`) === workspace) pids.push(Number(entry));
+    } catch {
+      /* the process ended meanwhile */
+    }
+  }
+  return pids;
+}
