@@ -3,7 +3,7 @@
  * enum numbers). Everything the server emits is built here so the shapes stay in one place.
  */
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState } from '@a2a-js/sdk';
+import { Role, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
 import type { Message, Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 
 export type JsonObject = Record<string, unknown>;
@@ -29,8 +29,15 @@ export const STATE_TO_V1: Readonly<Record<string, TaskState>> = {
 
 const V1_TO_STATE = new Map<TaskState, string>(Object.entries(STATE_TO_V1).map(([k, v]) => [v, k]));
 
-/** The v0.3 spelling of a v1.0 task state (`input-required`, `completed`, …). */
-export function stateName(state: TaskState | undefined): string {
+/**
+ * The v0.3 spelling of a task state (`input-required`, `completed`, …), from the v1.0 enum
+ * value, its JSON name (`TASK_STATE_INPUT_REQUIRED`), or the v0.3 name itself.
+ */
+export function stateName(state: TaskState | string | undefined): string {
+  if (typeof state === 'string') {
+    if (state in STATE_TO_V1) return state;
+    state = taskStateFromJSON(state);
+  }
   return (state !== undefined && V1_TO_STATE.get(state)) || 'unknown';
 }
 

@@ -7,7 +7,8 @@
 import type { Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../agent/model/model-client.js';
 import type { AuditEntry, StoredCall, WriteBatch } from '../agent/task-store.js';
-import { responseToJson, stateName, statusToJson, taskToJson } from './mappers.js';
+import { stateName } from '../protocol/a2a.js';
+import { responseToJson, statusToJson, taskToJson } from './mappers.js';
 
 /** One task's share of a batch: a single UPDATE of its row. */
 export interface TaskBump {

@@ -3,7 +3,7 @@
  * toJSON/fromJSON), so the rows stay readable with plain SQL and survive SDK upgrades
  * the way the wire format does; nullable columns become absent optional fields.
  */
-import { StreamResponse, Task, TaskStatus, taskStateToJSON } from '@a2a-js/sdk';
+import { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelPart } from '../agent/model/model-client.js';
 import type { AuditRecord, CallPhase, StoredCall, StoredEvent } from '../agent/task-store.js';
 import type { ToolCallSnapshot } from '../agent/wire/agent-events.js';
@@ -17,15 +17,6 @@ type AuditRow = typeof auditLog.$inferSelect;
 /** Drops null/undefined fields so optional port fields come back absent, not null. */
 function defined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as T;
-}
-
-/**
- * The A2A state name ('working', 'input-required'…) of a TaskState enum value or of its
- * JSON name ('TASK_STATE_WORKING'); what the `tasks.state` column holds.
- */
-export function stateName(state: number | string | undefined): string {
-  const json = typeof state === 'string' ? state : taskStateToJSON(state ?? 0);
-  return json.startsWith('TASK_STATE_') ? json.slice('TASK_STATE_'.length).toLowerCase().replaceAll('_', '-') : json;
 }
 
 export function taskToJson(task: Task): unknown {

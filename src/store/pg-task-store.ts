@@ -25,7 +25,8 @@ import type { Database, StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
 import { parseNotification } from './batch-plan.js';
 import { commitBatch } from './commit.js';
-import { auditFromRow, eventFromRow, stateName, taskFromJson, taskToJson } from './mappers.js';
+import { stateName } from '../protocol/a2a.js';
+import { auditFromRow, eventFromRow, taskFromJson, taskToJson } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
 
 /** A batch with nothing in it, to spread the one-kind writes over. */
