@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AgentCard } from '@a2a-js/sdk';
+import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/load-config.js';
+import { McpManager, parseMcpServers } from './mcp/index.js';
 import { buildAgentCard } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
 import { EventHub } from './agent/event-hub.js';
@@ -14,6 +16,9 @@ import { DevtoolRequestHandler } from './agent/request-handler.js';
 import { Supervisor } from './agent/supervisor.js';
 import { TaskCache } from './agent/task-cache.js';
 import type { TaskStore } from './agent/task-store.js';
+import { SlashCommands } from './agent/slash-commands.js';
+import { Toolbox } from './agent/toolbox.js';
+import type { McpConnector } from './agent/toolbox.js';
 import { TurnLoop } from './agent/turn-loop.js';
 import { WriteQueue } from './agent/write-queue.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
@@ -48,8 +53,11 @@ const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', impo
 
 const SYSTEM_INSTRUCTION = [
   'You are a software development agent working inside one workspace directory.',
-  'Use the tools to read, list, write files and run shell commands there; paths are relative to the workspace.',
-  'Read before you change things. Tools that change files or run commands wait for the user to approve them;',
+  'Use the tools to find (glob, search_file_content, list_directory), read (read_file, read_many_files),',
+  'change (replace for targeted edits, write_file for new or rewritten files) and run (run_shell_command) things there;',
+  'paths are relative to the workspace. Tools named <server>__<tool> come from MCP servers.',
+  'Read before you change things: replace needs old_string copied exactly from the file, with enough context to be unique.',
+  'Tools that change files or run commands may wait for the user to approve them;',
   'if the user declines a call, do not retry it unless asked. Keep answers short and concrete.',
 ].join(' ');
 
@@ -71,6 +79,21 @@ export function createModel(config: Readonly<Config>): { model: ModelClient; dem
     };
   }
   return { model: new ScriptedModelClient(loadModelScript(m.scriptFile ?? DEMO_SCRIPT_FILE)), demo: m.scriptFile === undefined };
+}
+
+/** The MCP port over @modelcontextprotocol/sdk (src/mcp/). */
+function mcpConnector(): McpConnector {
+  return {
+    check: (servers, at) => {
+      const parsed = parseMcpServers(servers, at);
+      return parsed.ok ? undefined : parsed.message;
+    },
+    connect: (servers, { cwd }) => {
+      const parsed = parseMcpServers(servers, 'mcpServers');
+      if (!parsed.ok) throw new Error(parsed.message); // checked before it was stored
+      return new McpManager(parsed.value, { cwd });
+    },
+  };
 }
 
 function isLoopback(host: string): boolean {
@@ -107,13 +130,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   }
   const schema = loadDevtoolSchema();
   const tools = options.tools ?? createDefaultTools({ shell: config.shell });
+  const mcp = mcpConnector();
+  const serverMcp = config.settings.mcpServers;
+  if (serverMcp !== undefined) {
+    const bad = mcp.check(serverMcp, `SETTINGS_FILE ${config.settings.file}: mcpServers`);
+    if (bad !== undefined) throw new ConfigError(bad);
+  }
+  const toolbox = new Toolbox({ builtin: tools, mcp, serverMcp, defaultCwd: config.workspaceDir, logger: app.log });
+  await toolbox.start();
+  app.addHook('onClose', async () => toolbox.close());
   const { instanceId, leaseMs } = config.store;
   const store: TaskStore = options.store ?? (await openStore(app, config));
   const hub = new EventHub(store);
   await hub.start();
   const loop = new TurnLoop({
     model: created.model,
-    tools,
+    toolbox,
     store,
     systemInstruction: SYSTEM_INSTRUCTION,
     logger: app.log,
@@ -130,7 +162,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     logger: app.log,
     instanceId,
     leaseMs,
-    toolNamed: (name) => loop.toolNamed(name),
+    toolbox,
   });
   const supervisor = new Supervisor({ store, cache, loop, logger: app.log, instanceId, leaseMs, sweepMs: options.sweepMs });
   await supervisor.start();
@@ -161,6 +193,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     store,
     cache,
     hub,
+    toolbox,
     defaultWorkspace: config.workspaceDir,
     instanceId,
     leaseMs,
@@ -171,6 +204,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     app.addHook('onRequest', createHostGuard({ allowedHosts: extra }));
   }
   await app.register(agentCardRoutes, { card: currentCard });
-  await app.register(jsonRpcRoutes, { handler, heartbeatMs: config.sseHeartbeatMs });
+  const commands = new SlashCommands({ schema, router: handler.router, loop });
+  await app.register(jsonRpcRoutes, {
+    handler,
+    heartbeatMs: config.sseHeartbeatMs,
+    extensionMethods: {
+      'commands/get': async () => commands.list(),
+      'command/execute': async (params) => commands.execute(params),
+    },
+  });
   return app;
 }

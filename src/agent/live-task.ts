@@ -7,10 +7,12 @@
 import { createHash } from 'node:crypto';
 import type { Message, Task } from '@a2a-js/sdk';
 import { stateName, STATE_TO_V1 } from '../protocol/a2a.js';
+import { DEVTOOL_EXTENSION_URI } from '../protocol/extension.js';
 import type { ModelContent, ModelPart } from './model/model-client.js';
 import type { AnyTool } from '../tools/tool.js';
 import type { EventHub } from './event-hub.js';
-import type { AuditEntry, CallPhase, StoredCall, TaskStore } from './task-store.js';
+import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } from './task-store.js';
+import type { ToolSet } from './toolbox.js';
 import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './wire/agent-events.js';
 import type { WireEncoder } from './wire/wire-encoder.js';
@@ -25,7 +27,11 @@ export interface ContextState {
   /** Absolute real path; every tool call of the context is confined to it. */
   workspace: string;
   history: ModelContent[];
+  /** Grant keys from `proceed_always…` answers (approval-policy.ts). */
   trustedTools: Set<string>;
+  settings: ContextSettings;
+  /** The tools the context can call (built-in and MCP), resolved when it is loaded. */
+  tools: ToolSet;
 }
 
 export interface TurnCall {
@@ -73,6 +79,15 @@ export class LiveTask {
   turnNo = -1;
   /** Model steps since the last user message (bounded, see TurnLoopOptions.maxModelSteps). */
   steps = 0;
+  /**
+   * Set on a task that runs a slash command's own calls (no model): the command, e.g. "/memory add".
+   * Kept in the Task's metadata under the extension URI, so it survives a reload.
+   */
+  get slashCommand(): string | undefined {
+    const meta = this.task.metadata?.[DEVTOOL_EXTENSION_URI] as { slash_command?: unknown } | undefined;
+    return typeof meta?.slash_command === 'string' ? meta.slash_command : undefined;
+  }
+
   /** True while the model loop runs (between a user message and the next pause or end). */
   modelRunning = false;
   /** The last committed sequence number (advanced as the write queue drains). */

@@ -13,9 +13,12 @@ import type { LiveTask, TurnCall } from './live-task.js';
 import type { ModelPart } from './model/model-client.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
 import type { KnownCalls } from './resume-handler.js';
-import { checkSameWorkspace, resolveWorkspace } from './settings.js';
+import { checkSameWorkspace, mergeSettings, readSettings } from './settings.js';
+import type { RequestedSettings } from './settings.js';
+import type { ContextState } from './live-task.js';
 import type { TaskCache } from './task-cache.js';
 import type { TaskStore } from './task-store.js';
+import type { Toolbox } from './toolbox.js';
 import type { TurnLoop } from './turn-loop.js';
 import type { WireEncoder } from './wire/wire-encoder.js';
 
@@ -25,6 +28,7 @@ export interface MessageRouterOptions {
   encoder: WireEncoder;
   store: TaskStore;
   cache: TaskCache;
+  toolbox: Toolbox;
   /** Workspace of a context whose first message names none. */
   defaultWorkspace: string;
   instanceId: string;
@@ -69,12 +73,14 @@ export class MessageRouter {
     if (message.contextId && message.contextId !== task.task.contextId) {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
-    checkSameWorkspace(message, schema, task.context.workspace);
+    const requested = this.requestedSettings(message);
+    checkSameWorkspace(requested, task.context.workspace);
     await task.flush();
     const afterSeq = task.lastSeq;
     const stamped = { ...message, contextId: task.task.contextId };
     if (task.awaiting().length > 0) {
       const plan = planResume(task, stamped, schema, await this.knownCalls(task, stamped));
+      await this.applySettings(task.context, requested);
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
       await applyResume(task, plan, this.opts.loop, stamped, async (claims) => {
         const claimed = await this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil());
@@ -94,6 +100,7 @@ export class MessageRouter {
           : `Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${task.task.contextId}`,
       );
     }
+    await this.applySettings(task.context, requested);
     task.addUserMessage(stamped);
     this.opts.cache.hold(task);
     await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
@@ -108,34 +115,68 @@ export class MessageRouter {
     for (const id of namedCallIds(message, this.opts.schema)) {
       if (known.has(id)) continue;
       const stored = await this.opts.store.loadCall(id);
-      if (stored && stored.taskId === task.id) known.set(id, this.opts.cache.fromStored(stored));
+      if (stored && stored.taskId === task.id) known.set(id, this.opts.cache.fromStored(stored, task.context));
     }
     return known;
   }
 
+  /** The AgentSettings a message carries, checked (workspace on disk, MCP configs). Throws invalidParams. */
+  requestedSettings(message: Pick<Message, 'metadata'>, at?: string): RequestedSettings | undefined {
+    return readSettings(message.metadata, this.opts.schema, (servers, where) => this.opts.toolbox.checkServers(servers, where), at);
+  }
+
+  /** Loads a context, or creates it with the requested settings; applies changed settings. */
+  async openContext(contextId: string, requested: RequestedSettings | undefined): Promise<ContextState> {
+    const { store, cache } = this.opts;
+    let context = await cache.loadContext(contextId);
+    if (context) {
+      checkSameWorkspace(requested, context.workspace);
+      await this.applySettings(context, requested);
+      return context;
+    }
+    const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
+    await store.createContext({ id: contextId, workspace, settings: requested?.settings ?? {} });
+    context = await cache.loadContext(contextId);
+    if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
+    checkSameWorkspace(requested, context.workspace); // another process created it first
+    return context;
+  }
+
+  /** A later message changed the approval mode, allowed tools or MCP servers: store, and re-resolve tools. */
+  private async applySettings(context: ContextState, requested: RequestedSettings | undefined): Promise<void> {
+    const next = mergeSettings(context.settings, requested);
+    if (next === undefined) return;
+    await this.opts.store.updateContextSettings(context.id, next);
+    context.settings = next;
+    context.tools = await this.opts.toolbox.forContext(context);
+  }
+
   private async startTask(message: Message): Promise<Routed> {
-    const { schema, store, cache } = this.opts;
-    if (carriesConfirmation(message, schema)) {
+    if (carriesConfirmation(message, this.opts.schema)) {
       throw invalidParams('message.taskId is required to answer a tool call (the ToolCallConfirmation names no task)');
     }
     const contextId = message.contextId || randomUUID();
-    let context = await cache.loadContext(contextId);
-    if (context) {
-      checkSameWorkspace(message, schema, context.workspace);
-    } else {
-      const workspace = resolveWorkspace(message, schema, this.opts.defaultWorkspace);
-      await store.createContext({ id: contextId, workspace });
-      context = (await cache.loadContext(contextId)) ?? { id: contextId, workspace, history: [], trustedTools: new Set() };
-    }
+    const context = await this.openContext(contextId, this.requestedSettings(message));
+    const task = await this.createTask(context, message);
+    this.opts.loop.startTurn(task, userParts(task.task.history[0] ?? message));
+    return { task, afterSeq: 0 };
+  }
+
+  /**
+   * Creates a task in `context` for `message` (its first history entry) and publishes its
+   * snapshot and `working`; the caller sets it moving. `taskMetadata` goes on the Task.
+   */
+  async createTask(context: ContextState, message: Message, taskMetadata?: Record<string, unknown>): Promise<LiveTask> {
+    const { store, cache } = this.opts;
     const taskId = randomUUID();
-    const stamped: Message = { ...message, taskId, contextId };
-    const snapshot = newTask(taskId, contextId, stamped);
+    const stamped: Message = { ...message, taskId, contextId: context.id };
+    const snapshot = newTask(taskId, context.id, stamped);
+    if (taskMetadata !== undefined) snapshot.metadata = taskMetadata;
     await store.createTask(snapshot);
     await store.leaseTasks([taskId], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
     const task = cache.create(snapshot, context);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });
-    this.opts.loop.startTurn(task, userParts(stamped));
-    return { task, afterSeq: 0 };
+    return task;
   }
 }

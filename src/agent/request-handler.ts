@@ -52,7 +52,7 @@ function tagId(ctx: ServerCallContext, seq: number | undefined): void {
 }
 
 export class DevtoolRequestHandler implements A2ARequestHandler {
-  private readonly router: MessageRouter;
+  readonly router: MessageRouter;
 
   constructor(private readonly opts: DevtoolRequestHandlerOptions) {
     this.router = new MessageRouter(opts);

@@ -14,7 +14,8 @@ import type { DevtoolSchema } from '../protocol/devtool-schema.js';
 import { invalidParams } from '../protocol/errors.js';
 import { ConfirmationOptionId } from '../protocol/extension.js';
 import type { LiveTask, TurnCall } from './live-task.js';
-import { declineCall, executeCall } from './tool-runner.js';
+import { grantsFor, needsApproval } from './approval-policy.js';
+import { declineCall } from './tool-runner.js';
 import type { TurnLoop } from './turn-loop.js';
 import { pausePrompt } from './turn-loop.js';
 
@@ -137,13 +138,21 @@ export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLo
     return;
   }
   const answers = new Map<TurnCall, { option: string; newContent?: string }>();
-  for (const { call, option, newContent } of plan.decisions) {
-    answers.set(call, { option, newContent });
-    // proceed_always covers the rest of the context, so waiting calls of that tool run too.
-    if (option === ConfirmationOptionId.proceedAlways && call.tool) {
-      for (const sibling of task.awaiting()) {
-        if (sibling.tool === call.tool && !answers.has(sibling)) answers.set(sibling, { option });
-      }
+  for (const { call, option, newContent } of plan.decisions) answers.set(call, { option, newContent });
+  // An "always" answer covers the rest of the context, so waiting calls it covers run too.
+  const grants = new Set(task.context.trustedTools);
+  let granting: string | undefined;
+  for (const { call, option } of plan.decisions) {
+    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
+      grants.add(g);
+      granting ??= option;
+    }
+  }
+  if (granting !== undefined) {
+    const scope = { settings: task.context.settings, trustedTools: grants };
+    for (const sibling of task.awaiting()) {
+      if (answers.has(sibling) || !sibling.tool || !sibling.args || needsApproval(sibling.tool, sibling.args, scope)) continue;
+      answers.set(sibling, { option: granting });
     }
   }
   for (const [call, { option, newContent }] of answers) {
@@ -166,20 +175,13 @@ export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLo
       continue;
     }
     task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', optionId: option, shownHash: call.shownHash });
-    if (option === ConfirmationOptionId.proceedAlways && call.tool) task.trust(call.tool.name);
+    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
+      if (!task.context.trustedTools.has(g)) task.trust(g);
+    }
     call.phase = 'ready';
     toRun.push(call);
   }
-  void runAll(task, toRun, loop);
+  void loop.runCalls(task, toRun);
 }
 
 export type ClaimFn = (claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>) => Promise<{ ok: true } | { ok: false; notAwaiting: string[] }>;
-
-async function runAll(task: LiveTask, calls: TurnCall[], loop: TurnLoop): Promise<void> {
-  // Each approved call starts as soon as its answer arrives; calls in one message run in order.
-  for (const call of calls) {
-    if (task.isCanceled) return;
-    await executeCall(task, call);
-  }
-  await loop.settle(task);
-}

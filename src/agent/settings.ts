@@ -1,40 +1,72 @@
 /**
- * AgentSettings (RFC §3.2 "Initialization & Configuration"): read from the first
- * message's metadata under the extension URI, and checked against the filesystem.
+ * AgentSettings (RFC §3.2 "Initialization & Configuration", plus this server's extension
+ * fields approval_mode, allowed_tools and mcp_servers): read from a message's metadata
+ * under the extension URI, checked against the filesystem and the MCP layer before
+ * anything is stored. The first message of a context sets them; a later message may
+ * change the approval mode, the allowed tools and the MCP servers, never the workspace.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Message } from '@a2a-js/sdk';
 import type { DevtoolSchema } from '../protocol/devtool-schema.js';
 import { invalidParams } from '../protocol/errors.js';
 import { DEVTOOL_EXTENSION_URI } from '../protocol/extension.js';
+import type { ContextSettings } from './task-store.js';
 
-const AT = `message.metadata["${DEVTOOL_EXTENSION_URI}"]`;
+export const SETTINGS_AT = `message.metadata["${DEVTOOL_EXTENSION_URI}"]`;
 
-/** The workspace a new context works in: AgentSettings.workspace_path, else the default. */
-export function resolveWorkspace(message: Message, schema: DevtoolSchema, fallback: string): string {
-  const raw = message.metadata?.[DEVTOOL_EXTENSION_URI];
-  if (raw === undefined) return fallback;
-  const parsed = schema.parseAgentSettings(raw, AT);
+/** What one message asks for; only the fields it set. */
+export interface RequestedSettings {
+  /** Absolute real path, checked to be a directory. */
+  workspace?: string;
+  settings: ContextSettings;
+}
+
+/** Reads AgentSettings from `metadata` (undefined when it carries none). Throws invalidParams. */
+export function readSettings(
+  metadata: Record<string, unknown> | undefined,
+  schema: DevtoolSchema,
+  checkServers: (servers: NonNullable<ContextSettings['mcpServers']>, at: string) => string | undefined,
+  at = SETTINGS_AT,
+): RequestedSettings | undefined {
+  const raw = metadata?.[DEVTOOL_EXTENSION_URI];
+  if (raw === undefined) return undefined;
+  const parsed = schema.parseAgentSettings(raw, at);
   if (!parsed.ok) throw invalidParams(parsed.message);
-  const wanted = parsed.value.workspace_path;
-  if (wanted === undefined || wanted === '') return fallback;
-  if (!path.isAbsolute(wanted)) throw invalidParams(`${AT}.workspace_path must be an absolute path, got "${wanted}"`);
+  const v = parsed.value;
+  const out: RequestedSettings = { settings: {} };
+  if (v.workspace_path !== undefined) out.workspace = checkWorkspace(v.workspace_path, at);
+  if (v.approval_mode !== undefined) out.settings.approvalMode = v.approval_mode;
+  if (v.allowed_tools !== undefined) out.settings.allowedTools = v.allowed_tools;
+  if (v.mcp_servers !== undefined) {
+    const bad = checkServers(v.mcp_servers, `${at}.mcp_servers`);
+    if (bad !== undefined) throw invalidParams(bad);
+    out.settings.mcpServers = v.mcp_servers;
+  }
+  return out;
+}
+
+function checkWorkspace(wanted: string, at: string): string {
+  if (!path.isAbsolute(wanted)) throw invalidParams(`${at}.workspace_path must be an absolute path, got "${wanted}"`);
   let stat: fs.Stats;
   try {
     stat = fs.statSync(wanted);
   } catch {
-    throw invalidParams(`${AT}.workspace_path "${wanted}" does not exist on the server`);
+    throw invalidParams(`${at}.workspace_path "${wanted}" does not exist on the server`);
   }
-  if (!stat.isDirectory()) throw invalidParams(`${AT}.workspace_path "${wanted}" is not a directory`);
+  if (!stat.isDirectory()) throw invalidParams(`${at}.workspace_path "${wanted}" is not a directory`);
   return fs.realpathSync(wanted);
 }
 
-/** Later messages of a context may repeat the settings, but may not move the workspace. */
-export function checkSameWorkspace(message: Message, schema: DevtoolSchema, current: string): void {
-  if (message.metadata?.[DEVTOOL_EXTENSION_URI] === undefined) return;
-  const wanted = resolveWorkspace(message, schema, current);
-  if (wanted !== current) {
-    throw invalidParams(`${AT}.workspace_path cannot change within a context (it is ${current}); start a new context`);
+/** A later message may repeat the workspace but not move it. Throws invalidParams. */
+export function checkSameWorkspace(requested: RequestedSettings | undefined, current: string, at = SETTINGS_AT): void {
+  if (requested?.workspace !== undefined && requested.workspace !== current) {
+    throw invalidParams(`${at}.workspace_path cannot change within a context (it is ${current}); start a new context`);
   }
+}
+
+/** The context's settings after a message that set `requested` (undefined when nothing changes). */
+export function mergeSettings(current: ContextSettings, requested: RequestedSettings | undefined): ContextSettings | undefined {
+  if (requested === undefined) return undefined;
+  const next = { ...current, ...requested.settings };
+  return JSON.stringify(next) === JSON.stringify(current) ? undefined : next;
 }

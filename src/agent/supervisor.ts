@@ -74,7 +74,7 @@ export class Supervisor {
     if (!task || !['working', 'submitted', 'input-required'].includes(task.state)) return;
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
     for (const stored of calls) {
-      const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored);
+      const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
       const message = `The server stopped while ${stored.toolName} was running (lease of ${stored.leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.`;
       call.snapshot.status = 'FAILED';
       delete call.snapshot.liveContent;

@@ -5,14 +5,14 @@
  */
 import type { Task } from '@a2a-js/sdk';
 import { stateName } from '../protocol/a2a.js';
-import type { AnyTool } from '../tools/tool.js';
 import { LiveTask } from './live-task.js';
 import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
 import type { StoredCall } from './task-store.js';
+import type { Toolbox } from './toolbox.js';
 import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
 
 export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal'> {
-  toolNamed(name: string): AnyTool | undefined;
+  toolbox: Toolbox;
 }
 
 export class TaskCache {
@@ -67,9 +67,12 @@ export class TaskCache {
     return this.active.get(id);
   }
 
+  /** The context with its tools (its own MCP servers are started here on first use). */
   async loadContext(id: string): Promise<ContextState | undefined> {
     const ctx = await this.opts.store.loadContext(id);
-    return ctx && { id: ctx.id, workspace: ctx.workspace, history: ctx.history, trustedTools: new Set(ctx.trustedTools) };
+    if (ctx === undefined) return undefined;
+    const tools = await this.opts.toolbox.forContext(ctx);
+    return { id: ctx.id, workspace: ctx.workspace, history: ctx.history, trustedTools: new Set(ctx.trustedTools), settings: ctx.settings, tools };
   }
 
   create(task: Task, context: ContextState): LiveTask {
@@ -88,14 +91,14 @@ export class TaskCache {
     if (task.idle && PAUSE_OR_TERMINAL.has(task.state) && this.active.get(task.id) === task) this.active.delete(task.id);
   }
 
-  fromStored(c: StoredCall): TurnCall {
+  fromStored(c: StoredCall, context: ContextState): TurnCall {
     return {
       snapshot: c.snapshot,
       phase: c.phase,
       turn: c.turn,
       position: c.position,
       modelCallId: c.modelCallId,
-      tool: this.opts.toolNamed(c.toolName),
+      tool: context.tools.byName.get(c.toolName),
       args: c.args,
       answer: c.answer,
       response: c.response,
@@ -111,7 +114,7 @@ export class TaskCache {
     const [context, turn] = await Promise.all([this.loadContext(stored.task.contextId), this.opts.store.loadTurn(id)]);
     if (!context) throw new Error(`task ${id} names context ${stored.task.contextId}, which is not stored`);
     const live = new LiveTask(stored.task, context, this.deps, stored.lastSeq);
-    live.turn = turn.map((c) => this.fromStored(c));
+    live.turn = turn.map((c) => this.fromStored(c, context));
     live.turnNo = turn.length > 0 ? turn[0].turn : -1;
     const raced = this.active.get(id);
     if (raced) return raced;

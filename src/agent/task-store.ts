@@ -72,6 +72,15 @@ export interface StoredContext {
   history: ModelContent[];
   /** Tools trusted by `proceed_always` for the rest of the context. */
   trustedTools: string[];
+  settings: ContextSettings;
+}
+
+/** How a context's tool calls are approved, and its own MCP servers (AgentSettings, extension fields). */
+export interface ContextSettings {
+  approvalMode?: 'DEFAULT' | 'AUTO_EDIT' | 'YOLO';
+  allowedTools?: string[];
+  /** McpServerConfig JSON by server name, as the client sent it (checked by the MCP layer). */
+  mcpServers?: Record<string, Record<string, unknown>>;
 }
 
 export type AuditDecision =
@@ -137,7 +146,9 @@ export interface WriteBatch {
 export type EventListener = (taskId: string, seq: number, final: boolean) => void;
 
 export interface TaskStore {
-  createContext(ctx: { id: string; workspace: string }): Promise<void>;
+  createContext(ctx: { id: string; workspace: string; settings?: ContextSettings }): Promise<void>;
+  /** Replaces a context's settings (a later message changed its approval mode or allowed tools). */
+  updateContextSettings(id: string, settings: ContextSettings): Promise<void>;
   loadContext(id: string): Promise<StoredContext | undefined>;
   /** Appends to the context's model conversation (in order). */
   appendHistory(contextId: string, contents: ModelContent[]): Promise<void>;

@@ -37,6 +37,45 @@ export interface Config {
   store: StoreConfig;
   /** Unanswered tool calls are cancelled after this many ms; undefined = never. */
   approvalTimeoutMs?: number;
+  /** The operator's settings file (SETTINGS_FILE), Gemini CLI's settings.json shape. */
+  settings: ServerSettings;
+}
+
+/** What SETTINGS_FILE may hold. MCP server entries are checked by the MCP layer at boot. */
+export interface ServerSettings {
+  /** Absolute path of the file, when one was given. */
+  file?: string;
+  /** Gemini CLI's `mcpServers`: servers every context can use. */
+  mcpServers?: Record<string, Record<string, unknown>>;
+}
+
+/** Reads SETTINGS_FILE: `{"mcpServers": {...}}` (other Gemini CLI settings keys are ignored). */
+function loadServerSettings(env: Env, cwd: string): ServerSettings {
+  const raw = str(env, 'SETTINGS_FILE');
+  if (raw === undefined) return {};
+  const file = path.resolve(cwd, raw);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`SETTINGS_FILE=${raw}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`SETTINGS_FILE=${raw}: not valid JSON (${(err as Error).message})`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new ConfigError(`SETTINGS_FILE=${raw}: must hold a JSON object`);
+  const servers = (json as Record<string, unknown>).mcpServers;
+  if (servers === undefined) return { file };
+  if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) {
+    throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers must be an object mapping server names to their settings`);
+  }
+  for (const [name, cfg] of Object.entries(servers)) {
+    if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers.${name} must be an object`);
+  }
+  return { file, mcpServers: servers as Record<string, Record<string, unknown>> };
 }
 
 export interface StoreConfig {
@@ -166,6 +205,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
     store: Object.freeze(loadStoreConfig(env, cwd)),
     approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),
+    settings: Object.freeze(loadServerSettings(env, cwd)),
   };
   return Object.freeze(config);
 }

@@ -62,6 +62,11 @@ export function agentMessage(taskId: string, contextId: string, parts: Part[]): 
   };
 }
 
+/** A user message (e.g. the command line of a slash command, recorded as its task's first message). */
+export function userMessage(contextId: string, parts: Part[]): Message {
+  return { messageId: randomUUID(), contextId, taskId: '', role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
 export function statusUpdate(
   taskId: string,
   contextId: string,

@@ -89,16 +89,35 @@ export type GetAllSlashCommandsResponseJson = {
   commands: SlashCommandJson[];
 };
 export type ExecuteSlashCommandResponseJson = {
-  execution_id: string;
+  /** Absent when the command failed to start (no task was created). */
+  execution_id?: string;
   status: CommandExecutionStatusName;
   message?: string;
 };
 export type ExecuteSlashCommandRequestJson = {
   command_path: string[];
   args: string;
+  /** Extension: the conversation to run the command in (absent = a new one). */
+  context_id?: string;
+};
+/** Extension enum ApprovalMode (AgentSettings.approval_mode). */
+export type ApprovalModeName = 'DEFAULT' | 'AUTO_EDIT' | 'YOLO';
+/** Extension message McpServerConfig; `http_url` is folded into `url` by the parser. */
+export type McpServerConfigJson = {
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  url?: string;
+  headers?: Record<string, string>;
+  timeout?: number;
 };
 export type AgentSettingsJson = {
   workspace_path?: string;
+  /** Absent when the client did not set it. */
+  approval_mode?: ApprovalModeName;
+  allowed_tools?: string[];
+  mcp_servers?: Record<string, McpServerConfigJson>;
 };
 
 /** The loaded schema. Builders throw Error naming the field on input the schema does not allow. */
@@ -114,7 +133,7 @@ export interface DevtoolSchema {
   developmentToolEvent(o: DevelopmentToolEventJson): DevelopmentToolEventJson;
   /** Builds a GetAllSlashCommandsResponse and returns its proto3 JSON (empty strings/lists and false omitted). */
   getAllSlashCommandsResponse(o: GetAllSlashCommandsResponseJson): GetAllSlashCommandsResponseJson;
-  /** Builds an ExecuteSlashCommandResponse (execution_id, status required); returns proto3 JSON, an empty message omitted. */
+  /** Builds an ExecuteSlashCommandResponse (status required; execution_id unless FAILED_TO_START); returns proto3 JSON, an empty message omitted. */
   executeSlashCommandResponse(o: ExecuteSlashCommandResponseJson): ExecuteSlashCommandResponseJson;
   /**
    * Strictly parses a client's ToolCallConfirmation (snake_case or lowerCamelCase keys at every level).
@@ -123,7 +142,11 @@ export interface DevtoolSchema {
    * not both; new_content must then be present and a string. Errors name the field as `<path>.<key>`.
    */
   parseToolCallConfirmation(data: unknown, path: string): ParseResult<ToolCallConfirmationJson>;
-  /** Strictly parses AgentSettings; workspace_path, if given, must be a string ("" counts as unset). No filesystem check. */
+  /**
+   * Strictly parses AgentSettings; workspace_path, if given, must be a string ("" counts as unset). No filesystem
+   * check. approval_mode is an ApprovalMode name (any case); mcp_servers values are McpServerConfig with field types
+   * checked (which fields go together is checked by the MCP layer); `http_url` is returned as `url`.
+   */
   parseAgentSettings(data: unknown, path: string): ParseResult<AgentSettingsJson>;
   /** Strictly parses ExecuteSlashCommandRequest: command_path a non-empty array of non-empty strings, args a string (default ""). */
   parseExecuteSlashCommandRequest(data: unknown, path: string): ParseResult<ExecuteSlashCommandRequestJson>;
@@ -139,9 +162,11 @@ const CONFIRMATION_KEYS = ['tool_call_id', 'toolCallId', 'selected_option_id', '
 const INBOUND_FIELDS: Record<string, string[]> = {
   ToolCallConfirmation: ['tool_call_id', 'selected_option_id', 'file_details'],
   ModifiedFileDetails: ['new_content'],
-  AgentSettings: ['workspace_path'],
-  ExecuteSlashCommandRequest: ['command_path', 'args'],
+  AgentSettings: ['workspace_path', 'approval_mode', 'allowed_tools', 'mcp_servers'],
+  McpServerConfig: ['command', 'args', 'env', 'cwd', 'url', 'http_url', 'headers', 'timeout'],
+  ExecuteSlashCommandRequest: ['command_path', 'args', 'context_id'],
 };
+const APPROVAL_MODES: readonly ApprovalModeName[] = ['DEFAULT', 'AUTO_EDIT', 'YOLO'];
 const cache = new Map<string, DevtoolSchema>();
 
 // Must be registered before any Struct type is set up (protobufjs reads wrappers in Type#setup).
@@ -189,14 +214,95 @@ function parseToolCallConfirmation(data: unknown, path: string): ParseResult<Too
   return { ok: true, value };
 }
 
+function stringList(f: FieldRead): string[] | { error: string } {
+  if (!Array.isArray(f.value)) return { error: `${f.path} must be an array of strings` };
+  const bad = f.value.findIndex((v) => typeof v !== 'string');
+  return bad >= 0 ? { error: `${f.path}[${bad}] must be a string` } : [...(f.value as string[])];
+}
+
+function stringMap(f: FieldRead): ParseResult<Record<string, string>> {
+  if (!isPlainObject(f.value)) return fail(`${f.path} must be a JSON object of strings`);
+  for (const [k, v] of Object.entries(f.value)) if (typeof v !== 'string') return fail(`${fieldPath(f.path, k)} must be a string`);
+  return { ok: true, value: { ...(f.value as Record<string, string>) } };
+}
+
+/** One McpServerConfig: field types only (which fields make sense together is the MCP layer's check). */
+function parseMcpServer(data: unknown, path: string): ParseResult<McpServerConfigJson> {
+  const r = readFields(data, path, 'McpServerConfig', INBOUND_FIELDS.McpServerConfig);
+  if (!r.ok) return r;
+  const out: McpServerConfigJson = {};
+  for (const name of ['command', 'cwd', 'url', 'http_url'] as const) {
+    const f = r.value.get(name);
+    if (f === undefined) continue;
+    const v = stringField(f, name, path, true);
+    if (typeof v !== 'string') return fail(v.error);
+    if (name === 'http_url') {
+      if (out.url !== undefined) return fail(`${path} sets both url and ${f.key}; use one`);
+      out.url = v;
+    } else if (name === 'url' && out.url !== undefined) return fail(`${path} sets both url and http_url; use one`);
+    else out[name] = v;
+  }
+  const args = r.value.get('args');
+  if (args) {
+    const v = stringList(args);
+    if (!Array.isArray(v)) return fail(v.error);
+    out.args = v;
+  }
+  for (const name of ['env', 'headers'] as const) {
+    const f = r.value.get(name);
+    if (f === undefined) continue;
+    const v = stringMap(f);
+    if (!v.ok) return v;
+    out[name] = v.value;
+  }
+  const timeout = r.value.get('timeout');
+  if (timeout) {
+    if (!Number.isInteger(timeout.value) || (timeout.value as number) < 1 || (timeout.value as number) > 2147483647) {
+      return fail(`${timeout.path} must be a positive integer (milliseconds)`);
+    }
+    out.timeout = timeout.value as number;
+  }
+  return { ok: true, value: out };
+}
+
 function parseAgentSettings(data: unknown, path: string): ParseResult<AgentSettingsJson> {
   const r = readFields(data, path, 'AgentSettings', INBOUND_FIELDS.AgentSettings);
   if (!r.ok) return r;
+  const value: AgentSettingsJson = {};
   const f = r.value.get('workspace_path');
-  if (f === undefined) return { ok: true, value: {} };
-  const ws = stringField(f, 'workspace_path', path, false);
-  if (typeof ws !== 'string') return fail(ws.error);
-  return { ok: true, value: ws === '' ? {} : { workspace_path: ws } };
+  if (f !== undefined) {
+    const ws = stringField(f, 'workspace_path', path, false);
+    if (typeof ws !== 'string') return fail(ws.error);
+    if (ws !== '') value.workspace_path = ws;
+  }
+  const mode = r.value.get('approval_mode');
+  if (mode !== undefined) {
+    const name = typeof mode.value === 'string' ? mode.value.toUpperCase() : undefined;
+    if (name === 'APPROVAL_MODE_UNSPECIFIED') {
+      // proto3 default: same as not setting it
+    } else if (name === undefined || !APPROVAL_MODES.includes(name as ApprovalModeName)) {
+      return fail(`${mode.path} must be one of ${APPROVAL_MODES.join(', ')} (lowercase accepted), got ${JSON.stringify(mode.value)}`);
+    } else value.approval_mode = name as ApprovalModeName;
+  }
+  const allowed = r.value.get('allowed_tools');
+  if (allowed !== undefined) {
+    const list = stringList(allowed);
+    if (!Array.isArray(list)) return fail(list.error);
+    const empty = list.findIndex((s) => s.trim() === '');
+    if (empty >= 0) return fail(`${allowed.path}[${empty}] must be a non-empty tool name or "run_shell_command(<command prefix>)"`);
+    value.allowed_tools = list.map((s) => s.trim());
+  }
+  const servers = r.value.get('mcp_servers');
+  if (servers !== undefined) {
+    if (!isPlainObject(servers.value)) return fail(`${servers.path} must be a JSON object mapping server names to McpServerConfig`);
+    value.mcp_servers = {};
+    for (const [name, cfg] of Object.entries(servers.value)) {
+      const parsed = parseMcpServer(cfg, fieldPath(servers.path, name));
+      if (!parsed.ok) return parsed;
+      value.mcp_servers[name] = parsed.value;
+    }
+  }
+  return { ok: true, value };
 }
 
 function parseExecuteSlashCommandRequest(data: unknown, path: string): ParseResult<ExecuteSlashCommandRequestJson> {
@@ -210,7 +316,14 @@ function parseExecuteSlashCommandRequest(data: unknown, path: string): ParseResu
   const argsField = r.value.get('args');
   const args = argsField === undefined ? '' : stringField(argsField, 'args', path, false);
   if (typeof args !== 'string') return fail(args.error);
-  return { ok: true, value: { command_path: [...(cp.value as string[])], args } };
+  const value: ExecuteSlashCommandRequestJson = { command_path: [...(cp.value as string[])], args };
+  const ctxField = r.value.get('context_id');
+  if (ctxField !== undefined) {
+    const id = stringField(ctxField, 'context_id', path, false);
+    if (typeof id !== 'string') return fail(id.error);
+    if (id !== '') value.context_id = id;
+  }
+  return { ok: true, value };
 }
 
 function lookupType(root: protobuf.Root, name: string, file: string): protobuf.Type {
@@ -268,15 +381,18 @@ export function loadDevtoolSchema(protoFile: string = DEFAULT_PROTO): DevtoolSch
     }
   }
   const t = (name: string) => lookupType(root, name, file);
+  const executeResponse = builder<ExecuteSlashCommandResponseJson>(t('ExecuteSlashCommandResponse'), ['status']);
   const schema: DevtoolSchema = {
     toolCall: builder<ToolCallJson>(t('ToolCall'), ['tool_call_id', 'status', 'tool_name']),
     agentThought: builder<AgentThoughtJson>(t('AgentThought')),
     developmentToolEvent: builder<DevelopmentToolEventJson>(t('DevelopmentToolEvent'), ['kind']),
     getAllSlashCommandsResponse: builder<GetAllSlashCommandsResponseJson>(t('GetAllSlashCommandsResponse')),
-    executeSlashCommandResponse: builder<ExecuteSlashCommandResponseJson>(t('ExecuteSlashCommandResponse'), [
-      'execution_id',
-      'status',
-    ]),
+    executeSlashCommandResponse: (o) => {
+      if (o.status !== 'FAILED_TO_START' && !o.execution_id) {
+        throw new Error(`development-tool schema: ExecuteSlashCommandResponse.execution_id is required when status is ${o.status}`);
+      }
+      return executeResponse(o);
+    },
     parseToolCallConfirmation,
     parseAgentSettings,
     parseExecuteSlashCommandRequest,

@@ -12,6 +12,10 @@ export const DEVTOOL_EXTENSION_DESCRIPTION =
 export const ConfirmationOptionId = {
   proceedOnce: 'proceed_once',
   proceedAlways: 'proceed_always',
+  /** MCP: always allow this tool of the server. */
+  proceedAlwaysTool: 'proceed_always_tool',
+  /** MCP: always allow every tool of the server. */
+  proceedAlwaysServer: 'proceed_always_server',
   modifyWithEditor: 'modify_with_editor',
   cancel: 'cancel',
 } as const;

@@ -15,6 +15,7 @@ import type {
   ClaimResult,
   EventListener,
   StoredCall,
+  ContextSettings,
   StoredContext,
   StoredEvent,
   StoredTask,
@@ -44,8 +45,15 @@ export class PgTaskStore implements TaskStore {
   }
 
   /** Idempotent: a context that exists keeps its first workspace (two processes may race here). */
-  async createContext(ctx: { id: string; workspace: string }): Promise<void> {
-    await this.db.insert(contexts).values(ctx).onConflictDoNothing();
+  async createContext(ctx: { id: string; workspace: string; settings?: ContextSettings }): Promise<void> {
+    await this.db
+      .insert(contexts)
+      .values({ id: ctx.id, workspace: ctx.workspace, settings: ctx.settings ?? {} })
+      .onConflictDoNothing();
+  }
+
+  async updateContextSettings(id: string, settings: ContextSettings): Promise<void> {
+    await this.db.update(contexts).set({ settings, updatedAt: new Date() }).where(eq(contexts.id, id));
   }
 
   async loadContext(id: string): Promise<StoredContext | undefined> {
@@ -66,6 +74,7 @@ export class PgTaskStore implements TaskStore {
       workspace: row.workspace,
       history: history.map((h) => h.content as ModelContent),
       trustedTools: trust.map((g) => g.toolName),
+      settings: row.settings as ContextSettings,
     };
   }
 

@@ -14,6 +14,8 @@ const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' 
 export const contexts = pgTable('contexts', {
   id: text('id').primaryKey(),
   workspace: text('workspace').notNull(),
+  /** AgentSettings beyond the workspace: approval mode, allowed tools, MCP servers (ContextSettings). */
+  settings: jsonb('settings').notNull().default({}),
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 });

@@ -44,7 +44,13 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     const id = uid('ctx');
     await s.createContext({ id, workspace: '/ws/one' });
     await s.createContext({ id, workspace: '/ws/two' });
-    t.same(await s.loadContext(id), { id, workspace: '/ws/one', history: [], trustedTools: [] });
+    t.same(await s.loadContext(id), { id, workspace: '/ws/one', history: [], trustedTools: [], settings: {} });
+    const other = uid('ctx');
+    const settings = { approvalMode: 'AUTO_EDIT' as const, allowedTools: ['run_shell_command(git status)'], mcpServers: { fs: { command: 'node', args: ['x.js'] } } };
+    await s.createContext({ id: other, workspace: '/ws', settings });
+    t.same((await s.loadContext(other))?.settings, settings, 'settings stored with the context');
+    await s.updateContextSettings(other, { approvalMode: 'YOLO' });
+    t.same((await s.loadContext(other))?.settings, { approvalMode: 'YOLO' }, 'settings replaced');
     const turn = (text: string) => ({ role: 'user' as const, parts: [{ text }] });
     await s.appendHistory(id, [turn('a'), { role: 'model', parts: [{ functionCall: { id: 'f1', name: 'ls', args: { deep: { x: [1] } } }, thoughtSignature: 'sig' }] }]);
     await s.appendHistory(id, []);

@@ -45,6 +45,8 @@ function details(p: ToolProposal): Partial<NonNullable<ToolCallJson['confirmatio
           ...(p.workingDirectory !== undefined ? { working_directory: p.workingDirectory } : {}),
         },
       };
+    case 'mcp':
+      return { mcp_details: { server_name: p.serverName, tool_name: p.toolName } };
     case 'generic':
       return { generic_details: { description: p.description } };
   }

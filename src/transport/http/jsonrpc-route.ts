@@ -14,9 +14,14 @@ import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
 
+/** A JSON-RPC method outside A2A (extension methods such as `commands/get`), the same under both versions. */
+export type ExtensionMethod = (params: unknown) => Promise<unknown>;
+
 export interface JsonRpcRoutesOptions {
   handler: A2ARequestHandler;
   heartbeatMs: number;
+  /** Extension methods by name; they answer plain JSON results (no SSE). */
+  extensionMethods?: Readonly<Record<string, ExtensionMethod>>;
 }
 
 type Envelope = { jsonrpc: '2.0'; id: string | number | null; result?: unknown; error?: { code: number; message: string; data?: unknown } };
@@ -66,6 +71,7 @@ function pickVersion(request: FastifyRequest): WireVersion | undefined {
 export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOptions): Promise<void> {
   const v1 = new JsonRpcTransportHandler(opts.handler);
   const legacy = new LegacyJsonRpcTransportHandler(opts.handler);
+  const extensionMethods = opts.extensionMethods ?? {};
   const mapError = (version: WireVersion, err: unknown) =>
     version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
 
@@ -81,6 +87,16 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
       return rpcError(id, -32600, 'Invalid Request: the body must be one JSON-RPC request object (batches are not supported)');
     }
     const method = typeof body.method === 'string' ? body.method : '';
+    const extension = Object.hasOwn(extensionMethods, method) ? extensionMethods[method] : undefined;
+    if (extension !== undefined) {
+      if (body.jsonrpc !== '2.0') return rpcError(id, -32600, 'Invalid Request: jsonrpc must be "2.0"');
+      try {
+        return { jsonrpc: '2.0', id, result: await extension(body.params ?? {}) };
+      } catch (err) {
+        if (mapError(version, err).code === -32603) request.log.error({ err, method }, 'extension method failed');
+        return { jsonrpc: '2.0', id, error: mapError(version, err) };
+      }
+    }
     const unknown = unknownMethod(method, version);
     if (unknown !== undefined) return rpcError(id, -32601, unknown);
     const bad = validateParams(method, body.params, version);

@@ -9,7 +9,13 @@ import { readFileSync } from 'node:fs';
 const proto = readFileSync(new URL('../../../proto/development_tool.proto', import.meta.url), 'utf8');
 
 const RFC: Record<string, string[]> = {
-  AgentSettings: ['string workspace_path = 1'],
+  // Fields 2-4 and McpServerConfig/ApprovalMode are this server's extension (issue 4), checked in EXTENSION below.
+  AgentSettings: [
+    'string workspace_path = 1',
+    'ApprovalMode approval_mode = 2',
+    'repeated string allowed_tools = 3',
+    'map<string, McpServerConfig> mcp_servers = 4',
+  ],
   ToolCall: [
     'string tool_call_id = 1',
     'ToolCallStatus status = 2',
@@ -62,11 +68,27 @@ const RFC: Record<string, string[]> = {
     'repeated SlashCommand sub_commands = 4',
   ],
   SlashCommandArgument: ['string name = 1', 'string description = 2', 'bool is_required = 3'],
-  ExecuteSlashCommandRequest: ['repeated string command_path = 1', 'string args = 2'],
+  ExecuteSlashCommandRequest: ['repeated string command_path = 1', 'string args = 2', 'string context_id = 3'],
   ExecuteSlashCommandResponse: ['string execution_id = 1', 'CommandExecutionStatus status = 2', 'string message = 3'],
 };
 
+/** This server's additions (not in RFC v0); the RFC's own field numbers above are untouched. */
+const EXTENSION: Record<string, string[]> = {
+  McpServerConfig: [
+    'string command = 1',
+    'repeated string args = 2',
+    'map<string, string> env = 3',
+    'string cwd = 4',
+    'string url = 5',
+    'string http_url = 6',
+    'map<string, string> headers = 7',
+    'int32 timeout = 8',
+  ],
+};
+Object.assign(RFC, EXTENSION);
+
 const ENUMS: Record<string, string[]> = {
+  ApprovalMode: ['APPROVAL_MODE_UNSPECIFIED = 0', 'DEFAULT = 1', 'AUTO_EDIT = 2', 'YOLO = 3'],
   ToolCallStatus: ['STATUS_UNSPECIFIED = 0', 'PENDING = 1', 'EXECUTING = 2', 'SUCCEEDED = 3', 'FAILED = 4', 'CANCELLED = 5'],
   DevelopmentToolEventKind: [
     'DEVELOPMENT_TOOL_EVENT_KIND_UNSPECIFIED = 0',

@@ -96,13 +96,58 @@ t.test('AgentSettings', async (t) => {
   t.strictSame(schema.parseAgentSettings({ workspacePath: ['/ws'] }, M), { ok: false, message: `${M}.workspacePath must be a string` });
   t.strictSame(schema.parseAgentSettings({ workspace: '/ws' }, M), {
     ok: false,
-    message: `${M}.workspace is not a field of AgentSettings (expected workspace_path)`,
+    message: `${M}.workspace is not a field of AgentSettings (expected workspace_path, approval_mode, allowed_tools, mcp_servers)`,
   });
   t.strictSame(schema.parseAgentSettings({ workspace_path: '/a', workspacePath: '/b' }, M), {
     ok: false,
     message: `${M} sets both workspace_path and workspacePath`,
   });
   t.strictSame(schema.parseAgentSettings('/ws', M), { ok: false, message: `${M} must be a JSON object (AgentSettings)` });
+});
+
+t.test('AgentSettings extension fields: approval_mode, allowed_tools, mcp_servers', async (t) => {
+  const M = 'm';
+  const ok = (data: unknown) => schema.parseAgentSettings(data, M);
+  t.strictSame(ok({ approval_mode: 'YOLO' }), { ok: true, value: { approval_mode: 'YOLO' } });
+  t.strictSame(ok({ approvalMode: 'auto_edit' }), { ok: true, value: { approval_mode: 'AUTO_EDIT' } }, 'camelCase key, lowercase value');
+  t.strictSame(ok({ approval_mode: 'default' }), { ok: true, value: { approval_mode: 'DEFAULT' } });
+  t.strictSame(ok({ approval_mode: 'APPROVAL_MODE_UNSPECIFIED' }), { ok: true, value: {} }, 'the proto3 default counts as unset');
+  for (const bad of ['sometimes', 3, null, '']) {
+    t.match(ok({ approval_mode: bad }), { ok: false, message: /^m\.approval_mode must be one of DEFAULT, AUTO_EDIT, YOLO/ }, String(bad));
+  }
+  t.strictSame(ok({ allowed_tools: ['write_file', ' run_shell_command(git status) '] }), {
+    ok: true,
+    value: { allowed_tools: ['write_file', 'run_shell_command(git status)'] },
+  });
+  t.strictSame(ok({ allowedTools: 'write_file' }), { ok: false, message: 'm.allowedTools must be an array of strings' });
+  t.strictSame(ok({ allowed_tools: ['a', 1] }), { ok: false, message: 'm.allowed_tools[1] must be a string' });
+  t.match(ok({ allowed_tools: [' '] }), { ok: false, message: /^m\.allowed_tools\[0\] must be a non-empty tool name/ });
+
+  t.strictSame(
+    ok({ mcp_servers: { fs: { command: 'node', args: ['s.js'], env: { A: '1' }, cwd: '/w', timeout: 5000 }, web: { httpUrl: 'http://x/mcp', headers: { Authorization: 'Bearer t' } } } }),
+    {
+      ok: true,
+      value: {
+        mcp_servers: {
+          fs: { command: 'node', cwd: '/w', args: ['s.js'], env: { A: '1' }, timeout: 5000 },
+          web: { url: 'http://x/mcp', headers: { Authorization: 'Bearer t' } },
+        },
+      },
+    },
+    'http_url folds into url; camelCase accepted',
+  );
+  const bad: [unknown, string][] = [
+    [{ mcp_servers: [] }, 'm.mcp_servers must be a JSON object mapping server names to McpServerConfig'],
+    [{ mcpServers: { a: 'node' } }, 'm.mcpServers.a must be a JSON object (McpServerConfig)'],
+    [{ mcp_servers: { a: { command: 1 } } }, 'm.mcp_servers.a.command must be a non-empty string'],
+    [{ mcp_servers: { a: { command: 'x', args: 'y' } } }, 'm.mcp_servers.a.args must be an array of strings'],
+    [{ mcp_servers: { a: { command: 'x', env: { A: 1 } } } }, 'm.mcp_servers.a.env.A must be a string'],
+    [{ mcp_servers: { a: { url: 'http://x', headers: [] } } }, 'm.mcp_servers.a.headers must be a JSON object of strings'],
+    [{ mcp_servers: { a: { url: 'http://x', http_url: 'http://y' } } }, 'm.mcp_servers.a sets both url and http_url; use one'],
+    [{ mcp_servers: { a: { command: 'x', timeout: -1 } } }, 'm.mcp_servers.a.timeout must be a positive integer (milliseconds)'],
+    [{ mcp_servers: { a: { command: 'x', trust: true } } }, 'm.mcp_servers.a.trust is not a field of McpServerConfig (expected command, args, env, cwd, url, http_url, headers, timeout)'],
+  ];
+  for (const [data, message] of bad) t.strictSame(ok(data), { ok: false, message }, message);
 });
 
 t.test('ExecuteSlashCommandRequest', async (t) => {
@@ -115,6 +160,10 @@ t.test('ExecuteSlashCommandRequest', async (t) => {
     ok: true,
     value: { command_path: ['about'], args: '' },
   });
+  t.strictSame(schema.parseExecuteSlashCommandRequest({ commandPath: ['tools'], contextId: 'c-1' }, R), {
+    ok: true,
+    value: { command_path: ['tools'], args: '', context_id: 'c-1' },
+  });
   const bad: [unknown, string][] = [
     [{}, `${R}.command_path must be a non-empty array of strings`],
     [{ command_path: [] }, `${R}.command_path must be a non-empty array of strings`],
@@ -122,7 +171,8 @@ t.test('ExecuteSlashCommandRequest', async (t) => {
     [{ command_path: ['memory', 3] }, `${R}.command_path[1] must be a non-empty string`],
     [{ commandPath: [''] }, `${R}.commandPath[0] must be a non-empty string`],
     [{ command_path: ['memory'], args: ['a'] }, `${R}.args must be a string`],
-    [{ command_path: ['memory'], argv: 'a' }, `${R}.argv is not a field of ExecuteSlashCommandRequest (expected command_path, args)`],
+    [{ command_path: ['memory'], argv: 'a' }, `${R}.argv is not a field of ExecuteSlashCommandRequest (expected command_path, args, context_id)`],
+    [{ command_path: ['tools'], context_id: 7 }, `${R}.context_id must be a string`],
     [{ command_path: ['a'], commandPath: ['b'] }, `${R} sets both command_path and commandPath`],
     [null, `${R} must be a JSON object (ExecuteSlashCommandRequest)`],
   ];

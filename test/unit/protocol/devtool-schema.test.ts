@@ -254,6 +254,11 @@ t.test('slash command responses', async (t) => {
   for (const status of ['AWAITING_SHELL_CONFIRMATION', 'AWAITING_ACTION_CONFIRMATION'] as const) {
     t.equal(schema.executeSlashCommandResponse({ execution_id: 'e', status }).status, status);
   }
+  t.strictSame(schema.executeSlashCommandResponse({ status: 'FAILED_TO_START', message: 'unknown' }), { status: 'FAILED_TO_START', message: 'unknown' });
+  t.equal(
+    thrown(() => schema.executeSlashCommandResponse({ status: 'STARTED' })),
+    'development-tool schema: ExecuteSlashCommandResponse.execution_id is required when status is STARTED',
+  );
   t.equal(
     thrown(() => schema.executeSlashCommandResponse({ execution_id: 'e', status: 'COMMAND_EXECUTION_STATUS_UNSPECIFIED' as 'STARTED' })),
     'development-tool schema: ExecuteSlashCommandResponse.status is required (got "COMMAND_EXECUTION_STATUS_UNSPECIFIED")',
@@ -282,9 +287,9 @@ t.test('loadDevtoolSchema', async (t) => {
     fs.readFileSync(new URL('../../../proto/development_tool.proto', import.meta.url), 'utf8'),
   );
   const drifted = join(dir, 'drifted.proto');
-  writeFileSync(drifted, real.replace('string workspace_path = 1;', 'string workspace_path = 1;\n  string model = 2;'));
+  writeFileSync(drifted, real.replace('string workspace_path = 1;', 'string workspace_path = 1;\n  string model = 9;'));
   t.equal(
     thrown(() => loadDevtoolSchema(drifted)),
-    'development-tool schema: development_tool.v0.AgentSettings has fields workspace_path, model; the parsers expect workspace_path',
+    'development-tool schema: development_tool.v0.AgentSettings has fields workspace_path, model, approval_mode, allowed_tools, mcp_servers; the parsers expect workspace_path, approval_mode, allowed_tools, mcp_servers',
   );
 });

@@ -1,0 +1,1 @@
+ALTER TABLE "contexts" ADD COLUMN "settings" jsonb DEFAULT '{}'::jsonb NOT NULL;

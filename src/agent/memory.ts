@@ -1,0 +1,59 @@
+/**
+ * The workspace's context file (GEMINI.md, as Gemini CLI names it): project notes the
+ * model reads with every step, shown by `/memory show`, extended by `/memory add` and
+ * drafted by `/init`. It is an ordinary workspace file: writing it asks like any edit.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { resolveInWorkspace } from '../tools/index.js';
+
+export const MEMORY_FILE = 'GEMINI.md';
+/** The heading `/memory add` appends under (Gemini CLI's). */
+export const MEMORY_SECTION = '## Gemini Added Memories';
+/** Larger context files are cut (the model's context is precious). */
+export const MAX_MEMORY_BYTES = 64 * 1024;
+
+/** The context file's text, or undefined when there is none (or it is not a readable file inside the workspace). */
+export async function readMemory(workspace: string): Promise<string | undefined> {
+  const resolved = resolveInWorkspace(workspace, MEMORY_FILE, 'file_path');
+  if (!resolved.ok) return undefined;
+  try {
+    const handle = await fs.open(resolved.path, 'r');
+    try {
+      const buf = Buffer.alloc(MAX_MEMORY_BYTES + 1);
+      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+      const text = buf.subarray(0, Math.min(bytesRead, MAX_MEMORY_BYTES)).toString('utf8');
+      return bytesRead > MAX_MEMORY_BYTES ? `${text}\n[… ${MEMORY_FILE} truncated at ${MAX_MEMORY_BYTES} bytes]` : text;
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** The system-instruction block carrying the context file, or undefined when there is none. */
+export async function memoryInstruction(workspace: string): Promise<string | undefined> {
+  const text = await readMemory(workspace);
+  if (text === undefined || text.trim() === '') return undefined;
+  return `The project's context file ${MEMORY_FILE} (notes from the user; follow them):\n--- ${MEMORY_FILE} ---\n${text.trim()}\n--- end of ${MEMORY_FILE} ---`;
+}
+
+/** The context file's new content with `fact` added as a bullet under {@link MEMORY_SECTION}. */
+export function withMemory(existing: string | undefined, fact: string): string {
+  const bullet = `- ${fact.replace(/\s*\n\s*/g, ' ').trim()}`;
+  const text = existing ?? '';
+  const at = text.indexOf(MEMORY_SECTION);
+  if (at < 0) {
+    const sep = text === '' ? '' : text.endsWith('\n\n') ? '' : text.endsWith('\n') ? '\n' : '\n\n';
+    return `${text}${sep}${MEMORY_SECTION}\n\n${bullet}\n`;
+  }
+  // Append at the end of the section (before the next heading of the same or higher level).
+  const after = at + MEMORY_SECTION.length;
+  const next = text.slice(after).search(/\n#{1,2} /);
+  const end = next < 0 ? text.length : after + next + 1;
+  const head = text.slice(0, end).replace(/\n*$/, '\n');
+  return `${head}${bullet}\n${next < 0 ? '' : `\n${text.slice(end)}`}`;
+}
+
+export const memoryPath = (workspace: string): string => path.join(workspace, MEMORY_FILE);

@@ -1,0 +1,176 @@
+/**
+ * The tools a conversation may use: the built-in workspace tools, the tools of the MCP
+ * servers the operator configured (shared by every context), and those of the servers a
+ * context's AgentSettings name (started for that context, in its workspace, and stopped
+ * when it has been idle for a while). The agent sees MCP only through the McpConnector
+ * port; app.ts plugs in the @modelcontextprotocol/sdk implementation.
+ */
+import type { AnyTool } from '../tools/tool.js';
+import type { FunctionDeclaration } from './model/model-client.js';
+import type { ContextSettings } from './task-store.js';
+
+export interface McpServerStatus {
+  name: string;
+  transport: 'stdio' | 'http';
+  status: 'connected' | 'failed' | 'disconnected';
+  error?: string;
+  /** The server's own tool names. */
+  tools: string[];
+}
+
+/** A started set of MCP servers. */
+export interface McpConnection {
+  start(): Promise<void>;
+  tools(): AnyTool[];
+  status(): McpServerStatus[];
+  close(): Promise<void>;
+}
+
+export type McpServersJson = NonNullable<ContextSettings['mcpServers']>;
+
+/** The MCP port. */
+export interface McpConnector {
+  /** Checks server configs (which fields go together, names); a message naming the field, or undefined. */
+  check(servers: McpServersJson, at: string): string | undefined;
+  connect(servers: McpServersJson, opts: { cwd: string }): McpConnection;
+}
+
+export interface ToolboxLogger {
+  warn(obj: object, msg: string): void;
+}
+
+export interface ToolboxOptions {
+  builtin: readonly AnyTool[];
+  mcp?: McpConnector;
+  /** Servers from the operator's settings file; they run in `defaultCwd` unless they name a cwd. */
+  serverMcp?: McpServersJson;
+  defaultCwd: string;
+  logger: ToolboxLogger;
+  /** A context's own servers stop after this long without use (ms). */
+  idleMs?: number;
+}
+
+/** What one context can call right now. */
+export interface ToolSet {
+  byName: ReadonlyMap<string, AnyTool>;
+  declarations: FunctionDeclaration[];
+  /** Every MCP server the context sees: the operator's, then its own. */
+  servers: McpServerStatus[];
+}
+
+interface ContextServers {
+  key: string;
+  connection: McpConnection;
+  started: Promise<void>;
+  lastUsed: number;
+}
+
+const declaration = (t: AnyTool): FunctionDeclaration => ({ name: t.name, description: t.description, parameters: { ...t.parameters } });
+
+export class Toolbox {
+  private global?: McpConnection;
+  /** Failed servers already reported to each context (each is reported once). */
+  private readonly reported = new Map<string, Set<string>>();
+  private readonly contexts = new Map<string, ContextServers>();
+  private readonly builtinDeclarations: FunctionDeclaration[];
+  private sweeper?: NodeJS.Timeout;
+
+  constructor(private readonly opts: ToolboxOptions) {
+    this.builtinDeclarations = opts.builtin.map(declaration);
+  }
+
+  /** Starts the operator's servers (a failed one is logged and reported to each context once). */
+  async start(): Promise<void> {
+    const { mcp, serverMcp } = this.opts;
+    if (mcp !== undefined && serverMcp !== undefined && Object.keys(serverMcp).length > 0) {
+      this.global = mcp.connect(serverMcp, { cwd: this.opts.defaultCwd });
+      await this.global.start();
+      for (const s of this.global.status()) {
+        if (s.status === 'failed') this.opts.logger.warn({ server: s.name, error: s.error }, 'MCP server failed to start');
+      }
+    }
+    const idle = this.opts.idleMs ?? 10 * 60_000;
+    this.sweeper = setInterval(() => void this.sweep(idle), Math.min(idle, 60_000));
+    this.sweeper.unref();
+  }
+
+  /** Checks a client's mcp_servers before anything is stored. */
+  checkServers(servers: McpServersJson, at: string): string | undefined {
+    if (this.opts.mcp === undefined) return Object.keys(servers).length > 0 ? `${at}: MCP is not available on this server` : undefined;
+    return this.opts.mcp.check(servers, at);
+  }
+
+  /** The context's tools, starting its own MCP servers on first use. */
+  async forContext(ctx: { id: string; workspace: string; settings: ContextSettings }): Promise<ToolSet> {
+    const own = this.ownServers(ctx);
+    if (own !== undefined) {
+      own.lastUsed = Date.now();
+      await own.started;
+    }
+    const tools = new Map<string, AnyTool>(this.opts.builtin.map((t) => [t.name, t]));
+    const declarations = [...this.builtinDeclarations];
+    const ownNames = new Set(own ? own.connection.status().map((s) => s.name) : []);
+    const add = (t: AnyTool) => {
+      if (tools.has(t.name)) return;
+      tools.set(t.name, t);
+      declarations.push(declaration(t));
+    };
+    // A context's own server replaces an operator server of the same name.
+    for (const t of own?.connection.tools() ?? []) add(t);
+    for (const t of this.global?.tools() ?? []) if (!ownNames.has(t.mcp?.serverName ?? '')) add(t);
+    const servers = [
+      ...(this.global?.status() ?? []).filter((s) => !ownNames.has(s.name)),
+      ...(own?.connection.status() ?? []),
+    ];
+    return { byName: tools, declarations, servers };
+  }
+
+  /** Failed servers this context has not been told about yet; marks them told. */
+  unreportedFailures(contextId: string, set: ToolSet): McpServerStatus[] {
+    if (!set.servers.some((s) => s.status === 'failed')) return [];
+    let told = this.reported.get(contextId);
+    if (told === undefined) this.reported.set(contextId, (told = new Set()));
+    const fresh = set.servers.filter((s) => s.status === 'failed' && !told.has(s.name));
+    for (const s of fresh) told.add(s.name);
+    return fresh;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    const all = [...this.contexts.values()].map((c) => c.connection.close().catch(() => undefined));
+    this.contexts.clear();
+    await Promise.all([...all, this.global?.close().catch(() => undefined)]);
+  }
+
+  private ownServers(ctx: { id: string; workspace: string; settings: ContextSettings }): ContextServers | undefined {
+    const servers = ctx.settings.mcpServers;
+    const mcp = this.opts.mcp;
+    if (mcp === undefined || servers === undefined || Object.keys(servers).length === 0) return undefined;
+    const key = JSON.stringify(servers);
+    const current = this.contexts.get(ctx.id);
+    if (current?.key === key) return current;
+    if (current) void current.connection.close().catch(() => undefined);
+    const connection = mcp.connect(servers, { cwd: ctx.workspace });
+    const entry: ContextServers = {
+      key,
+      connection,
+      lastUsed: Date.now(),
+      started: connection.start().then(() => {
+        for (const s of connection.status()) {
+          if (s.status === 'failed') this.opts.logger.warn({ contextId: ctx.id, server: s.name, error: s.error }, 'MCP server failed to start');
+        }
+      }),
+    };
+    this.contexts.set(ctx.id, entry);
+    return entry;
+  }
+
+  private async sweep(idleMs: number): Promise<void> {
+    const now = Date.now();
+    for (const [id, entry] of this.contexts) {
+      if (now - entry.lastUsed < idleMs) continue;
+      this.contexts.delete(id);
+      await entry.connection.close().catch(() => undefined);
+    }
+  }
+}
