@@ -26,6 +26,16 @@ import type { ModelClient } from './agent/model/model-client.js';
 import { GenaiModelClient } from './agent/model/genai-model-client.js';
 import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
 import { openDatabase } from './store/db.js';
+import { Access, OPEN_ACCESS } from './agent/access.js';
+import { toolCallJson } from './agent/wire/rfc-encoder.js';
+import { loadAuthConfig } from './auth/auth-config.js';
+import { createAuthenticator } from './auth/authenticator.js';
+import { dataPart } from './protocol/a2a.js';
+import type { JsonObject } from './protocol/a2a.js';
+import { PushDispatcher } from './push/push-dispatcher.js';
+import { PushRegistry } from './push/push-registry.js';
+import { PushSigner } from './push/push-signer.js';
+import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
 import { createDefaultTools } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
@@ -44,7 +54,7 @@ export interface AppOptions {
   /** First model retry delay, ms (tests shorten it). */
   retryBaseDelayMs?: number;
   /** Use this store instead of opening the configured database (the caller closes it). */
-  store?: TaskStore;
+  store?: TaskStore & PushStore;
   /** Supervisor sweep interval, ms (tests shorten it). */
   sweepMs?: number;
 }
@@ -101,7 +111,7 @@ function isLoopback(host: string): boolean {
 }
 
 /** Opens the configured database (migrating it) and closes it with the app. */
-async function openStore(app: FastifyInstance, config: Readonly<Config>): Promise<TaskStore> {
+async function openStore(app: FastifyInstance, config: Readonly<Config>): Promise<TaskStore & PushStore> {
   const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: config.store.dataDir });
   app.log.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.store.dataDir } : {}) }, 'store open');
   const store = new PgTaskStore(database);
@@ -140,9 +150,23 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await toolbox.start();
   app.addHook('onClose', async () => toolbox.close());
   const { instanceId, leaseMs } = config.store;
-  const store: TaskStore = options.store ?? (await openStore(app, config));
+  const store = options.store ?? (await openStore(app, config));
   const hub = new EventHub(store);
   await hub.start();
+
+  // Authentication (AUTH_CONFIG) and who may do what.
+  const auth = config.authConfigFile !== undefined ? loadAuthConfig(config.authConfigFile) : undefined;
+  const authenticator = auth && createAuthenticator(auth);
+  const access = new Access(auth ? { enabled: true, approverRoles: auth.approverRoles, adminRoles: auth.adminRoles } : OPEN_ACCESS);
+  if (auth) {
+    app.log.info({ apiKeys: auth.apiKeys.length, jwt: auth.jwt !== undefined, approverRoles: auth.approverRoles, adminRoles: auth.adminRoles }, 'authentication on');
+  } else {
+    app.log.warn({ host: config.host }, 'authentication off (no AUTH_CONFIG): anyone who can reach this address may use the agent');
+  }
+
+  // Push notifications: the event log is the outbox; the dispatcher posts what each config has not had.
+  const signer = await PushSigner.create(store, { issuer: config.publicUrl });
+  const registry = new PushRegistry({ store, allowPrivate: config.push.allowPrivate, onSaved: () => dispatcher.kick() });
   const loop = new TurnLoop({
     model: created.model,
     toolbox,
@@ -164,11 +188,40 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     leaseMs,
     toolbox,
   });
-  const supervisor = new Supervisor({ store, cache, loop, logger: app.log, instanceId, leaseMs, sweepMs: options.sweepMs });
+  const dispatcher: PushDispatcher = new PushDispatcher({
+    store,
+    signer,
+    owner: instanceId,
+    allowPrivate: config.push.allowPrivate,
+    logger: app.log,
+    maxAttempts: config.push.maxAttempts,
+    retryBaseMs: config.push.retryBaseMs,
+    retryMaxMs: config.push.retryMaxMs,
+    timeoutMs: config.push.timeoutMs,
+    sources: {
+      eventsAfter: (taskId, seq) => store.eventsAfter(taskId, seq),
+      loadTask: (taskId) => store.loadTask(taskId),
+      pendingParts: async (taskId) =>
+        (await store.loadTurn(taskId)).filter((c) => c.phase === 'awaiting').map((c) => dataPart(schema.toolCall(toolCallJson(c.snapshot)) as JsonObject)),
+    },
+  });
+  hub.onEvent = () => dispatcher.kick();
+  dispatcher.start();
+  const supervisor = new Supervisor({
+    store,
+    cache,
+    loop,
+    logger: app.log,
+    instanceId,
+    leaseMs,
+    sweepMs: options.sweepMs,
+    reminderMs: config.push.reminderMs,
+  });
   await supervisor.start();
   // Runs before the store's own onClose hook (hooks run in reverse order of registration).
   app.addHook('onClose', async () => {
     await supervisor.stop();
+    await dispatcher.stop();
     await hub.stop();
   });
   const description = created.demo
@@ -181,7 +234,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    const built = buildAgentCard({ url: config.publicUrl ?? `http://${host}:${port}/`, version: PACKAGE_VERSION, description });
+    const built = buildAgentCard({
+      url: config.publicUrl ?? `http://${host}:${port}/`,
+      version: PACKAGE_VERSION,
+      description,
+      pushNotifications: true,
+      security: authenticator?.securitySchemesV1(),
+    });
     if (port !== 0) card = built;
     return built;
   };
@@ -194,6 +253,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     cache,
     hub,
     toolbox,
+    access,
+    push: registry,
     defaultWorkspace: config.workspaceDir,
     instanceId,
     leaseMs,
@@ -203,15 +264,27 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const extra = config.publicUrl ? [new URL(config.publicUrl).hostname] : [];
     app.addHook('onRequest', createHostGuard({ allowedHosts: extra }));
   }
-  await app.register(agentCardRoutes, { card: currentCard });
+  const v03 = authenticator?.securitySchemesV03();
+  await app.register(agentCardRoutes, {
+    card: currentCard,
+    securityV03: v03 && { securitySchemes: v03.securitySchemes as Record<string, unknown>, security: v03.security },
+    jwks: () => signer.jwks(),
+  });
   const commands = new SlashCommands({ schema, router: handler.router, loop });
   await app.register(jsonRpcRoutes, {
     handler,
     heartbeatMs: config.sseHeartbeatMs,
     extensionMethods: {
       'commands/get': async () => commands.list(),
-      'command/execute': async (params) => commands.execute(params),
+      'command/execute': async (params, caller) => commands.execute(params, caller),
+      'audit/list': async (params, caller) => handler.listAudit(params, caller),
     },
+    authenticate:
+      authenticator &&
+      (async (headers) => {
+        const r = await authenticator.authenticate(headers);
+        return r.ok ? { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } } : { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
+      }),
   });
   return app;
 }

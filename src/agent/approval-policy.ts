@@ -5,13 +5,13 @@
  * - approval mode DEFAULT: reads run; edits, shell commands, MCP tools and anything else ask.
  *   AUTO_EDIT: file edits run too. YOLO: nothing asks.
  * - allowed_tools: a tool name runs without asking; `run_shell_command(git status)` lets
- *   commands whose every part starts with `git status` run.
+ *   commands whose every part starts with `git status` run (not with an output redirection).
  * - Grants (`proceed_always…` answers) last for the rest of the context, its later tasks
  *   included: a tool; for shell, each root command of the approved line (`echo a` trusts
  *   `echo b`, not `pwd`); for MCP, one tool or the whole server.
  */
 import { ConfirmationOptionId } from '../protocol/extension.js';
-import { matchesCommandPrefix, rootCommands } from '../tools/index.js';
+import { matchesCommandPrefix, redirectsOutput, rootCommands } from '../tools/index.js';
 import type { AnyTool } from '../tools/tool.js';
 import type { ContextSettings } from './task-store.js';
 import type { OfferedOption } from './wire/agent-events.js';
@@ -38,7 +38,8 @@ function allowedByList(tool: AnyTool, args: Record<string, unknown>, allowed: re
     const m = SHELL_PREFIX.exec(entry);
     if (m === null || m[1] !== tool.name || tool.commandLine === undefined) continue;
     const prefix = m[2].trim();
-    if (prefix !== '' && matchesCommandPrefix(tool.commandLine(args), prefix)) return true;
+    const line = tool.commandLine(args);
+    if (prefix !== '' && !redirectsOutput(line) && matchesCommandPrefix(line, prefix)) return true;
   }
   return false;
 }
@@ -47,7 +48,9 @@ function trusted(tool: AnyTool, args: Record<string, unknown>, grants: ReadonlyS
   if (grants.has(tool.name)) return true;
   if (tool.mcp !== undefined && grants.has(serverGrant(tool.mcp.serverName))) return true;
   if (tool.commandLine !== undefined) {
-    const roots = rootCommands(tool.commandLine(args));
+    const line = tool.commandLine(args);
+    if (redirectsOutput(line)) return false; // writes wherever it points: asks every time
+    const roots = rootCommands(line);
     return roots !== undefined && roots.length > 0 && roots.every((r) => grants.has(shellGrant(tool.name, r)));
   }
   return false;

@@ -42,8 +42,11 @@ export class EventHub {
 
   /** Called with every store notification (any process), after followers are woken. */
   onFinal?: (taskId: string, seq: number) => void;
+  /** Called with every committed event this process learns of (push delivery looks for work). */
+  onEvent?: (taskId: string, seq: number) => void;
 
   private notified(taskId: string, seq: number, final: boolean): void {
+    this.onEvent?.(taskId, seq);
     if (final) this.onFinal?.(taskId, seq);
     for (const w of this.watchers.get(taskId) ?? []) {
       w.stale = true;

@@ -32,6 +32,8 @@ export interface ContextState {
   settings: ContextSettings;
   /** The tools the context can call (built-in and MCP), resolved when it is loaded. */
   tools: ToolSet;
+  /** The principal that started the conversation (undefined without authentication). */
+  principal?: string;
 }
 
 export interface TurnCall {
@@ -103,6 +105,8 @@ export class LiveTask {
     readonly context: ContextState,
     private readonly deps: LiveTaskDeps,
     lastSeq = 0,
+    /** The principal that started the task (undefined without authentication). */
+    readonly principal?: string,
   ) {
     this.lastSeq = lastSeq;
   }

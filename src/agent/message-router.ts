@@ -7,8 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest } from '@a2a-js/sdk';
 import { messageData, messageText, newTask } from '../protocol/a2a.js';
+import type { Caller } from '../protocol/caller.js';
+import { ConfirmationOptionId } from '../protocol/extension.js';
+import type { Access } from './access.js';
 import type { DevtoolSchema } from '../protocol/devtool-schema.js';
-import { invalidParams, taskNotFound, unsupported } from '../protocol/errors.js';
+import { forbidden, invalidParams, taskNotFound, unsupported } from '../protocol/errors.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import type { ModelPart } from './model/model-client.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
@@ -29,6 +32,7 @@ export interface MessageRouterOptions {
   store: TaskStore;
   cache: TaskCache;
   toolbox: Toolbox;
+  access: Access;
   /** Workspace of a context whose first message names none. */
   defaultWorkspace: string;
   instanceId: string;
@@ -53,36 +57,52 @@ function userParts(message: Message): ModelPart[] {
 export class MessageRouter {
   constructor(private readonly opts: MessageRouterOptions) {}
 
-  async route(params: SendMessageRequest): Promise<Routed> {
+  async route(params: SendMessageRequest, caller?: Caller): Promise<Routed> {
     const message = params.message;
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
-    if (!message.taskId) return this.startTask(message);
+    if (!message.taskId) return this.startTask(message, caller);
     const task = await this.opts.cache.get(message.taskId);
     if (task === undefined) throw taskNotFound(message.taskId);
     try {
-      return await this.continueTask(task, message);
+      return await this.continueTask(task, message, caller);
     } catch (err) {
       this.opts.cache.release(task); // a refused message leaves nothing behind in memory
       throw err;
     }
   }
 
-  private async continueTask(task: LiveTask, message: Message): Promise<Routed> {
-    const { schema } = this.opts;
+  private async continueTask(task: LiveTask, message: Message, caller: Caller | undefined): Promise<Routed> {
+    const { schema, access } = this.opts;
     if (message.contextId && message.contextId !== task.task.contextId) {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
+    const stamped = { ...message, contextId: task.task.contextId };
+    if (!access.isOwner(caller, task.principal)) {
+      // Seed 000: someone else's answer is refused and recorded; the call stays pending.
+      await this.deny(task, caller, 'denied_identity', this.answeredIds(task, stamped));
+      access.checkOwner(caller, task.principal, `task ${task.id}`);
+    }
     const requested = this.requestedSettings(message);
     checkSameWorkspace(requested, task.context.workspace);
+    access.checkSettings(caller, requested);
     await task.flush();
     const afterSeq = task.lastSeq;
-    const stamped = { ...message, contextId: task.task.contextId };
     if (task.awaiting().length > 0) {
       const plan = planResume(task, stamped, schema, await this.knownCalls(task, stamped));
+      if (plan.kind === 'decisions' && !access.canApprove(caller)) {
+        const approving = plan.decisions.filter((d) => d.option !== ConfirmationOptionId.cancel);
+        if (approving.length > 0) {
+          await this.deny(task, caller, 'denied_unauthorized', approving.map((d) => d.call.snapshot.id));
+          throw forbidden(
+            `${caller?.id ?? 'the caller'} may not authorize tool calls (${approving.map((d) => d.call.snapshot.id).join(', ')}); ` +
+              `that needs role ${access.rules.approverRoles.join(' or ')}. The calls are still waiting; "cancel" is allowed.`,
+          );
+        }
+      }
       await this.applySettings(task.context, requested);
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
-      await applyResume(task, plan, this.opts.loop, stamped, async (claims) => {
+      await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), async (claims) => {
         const claimed = await this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil());
         if (claimed.ok) await this.opts.store.leaseTasks([task.id], this.opts.instanceId, leaseUntil());
         return claimed;
@@ -109,6 +129,29 @@ export class MessageRouter {
     return { task, afterSeq };
   }
 
+  /** The calls a message answers: those its confirmations name, or the waiting one a yes/no token answers. */
+  private answeredIds(task: LiveTask, message: Message): string[] {
+    const named = namedCallIds(message, this.opts.schema);
+    if (named.length > 0) return named;
+    return carriesConfirmation(message, this.opts.schema) || /^(yes|no)$/i.test(messageText(message).trim()) ? task.awaiting().map((c) => c.snapshot.id) : [];
+  }
+
+  /** Records refused answers in the audit log (at once: the request fails right after). */
+  private async deny(task: LiveTask, caller: Caller | undefined, decision: 'denied_identity' | 'denied_unauthorized', callIds: string[]): Promise<void> {
+    for (const toolCallId of callIds) {
+      const call = task.turn.find((c) => c.snapshot.id === toolCallId);
+      await this.opts.store.audit({
+        taskId: task.id,
+        contextId: task.task.contextId,
+        toolCallId,
+        decision,
+        principal: caller?.id,
+        shownHash: call?.shownHash,
+        detail: { owner: task.principal ?? null, roles: [...(caller?.roles ?? [])] },
+      });
+    }
+  }
+
   /** The current turn's calls, plus earlier calls of this task that the message names. */
   private async knownCalls(task: LiveTask, message: Message): Promise<KnownCalls> {
     const known = new Map<string, TurnCall>(task.turn.map((c) => [c.snapshot.id, c]));
@@ -125,20 +168,23 @@ export class MessageRouter {
     return readSettings(message.metadata, this.opts.schema, (servers, where) => this.opts.toolbox.checkServers(servers, where), at);
   }
 
-  /** Loads a context, or creates it with the requested settings; applies changed settings. */
-  async openContext(contextId: string, requested: RequestedSettings | undefined): Promise<ContextState> {
-    const { store, cache } = this.opts;
+  /** Loads a context (the caller's own), or creates it with the requested settings; applies changed settings. */
+  async openContext(contextId: string, requested: RequestedSettings | undefined, caller: Caller | undefined): Promise<ContextState> {
+    const { store, cache, access } = this.opts;
+    access.checkSettings(caller, requested);
     let context = await cache.loadContext(contextId);
     if (context) {
+      access.checkOwner(caller, context.principal, `context ${contextId}`);
       checkSameWorkspace(requested, context.workspace);
       await this.applySettings(context, requested);
       return context;
     }
     const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
-    await store.createContext({ id: contextId, workspace, settings: requested?.settings ?? {} });
+    await store.createContext({ id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) });
     context = await cache.loadContext(contextId);
     if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
-    checkSameWorkspace(requested, context.workspace); // another process created it first
+    access.checkOwner(caller, context.principal, `context ${contextId}`); // another process created it first
+    checkSameWorkspace(requested, context.workspace);
     return context;
   }
 
@@ -151,13 +197,13 @@ export class MessageRouter {
     context.tools = await this.opts.toolbox.forContext(context);
   }
 
-  private async startTask(message: Message): Promise<Routed> {
+  private async startTask(message: Message, caller: Caller | undefined): Promise<Routed> {
     if (carriesConfirmation(message, this.opts.schema)) {
       throw invalidParams('message.taskId is required to answer a tool call (the ToolCallConfirmation names no task)');
     }
     const contextId = message.contextId || randomUUID();
-    const context = await this.openContext(contextId, this.requestedSettings(message));
-    const task = await this.createTask(context, message);
+    const context = await this.openContext(contextId, this.requestedSettings(message), caller);
+    const task = await this.createTask(context, message, undefined, caller);
     this.opts.loop.startTurn(task, userParts(task.task.history[0] ?? message));
     return { task, afterSeq: 0 };
   }
@@ -166,15 +212,16 @@ export class MessageRouter {
    * Creates a task in `context` for `message` (its first history entry) and publishes its
    * snapshot and `working`; the caller sets it moving. `taskMetadata` goes on the Task.
    */
-  async createTask(context: ContextState, message: Message, taskMetadata?: Record<string, unknown>): Promise<LiveTask> {
+  async createTask(context: ContextState, message: Message, taskMetadata: Record<string, unknown> | undefined, caller: Caller | undefined): Promise<LiveTask> {
     const { store, cache } = this.opts;
+    const principal = this.opts.access.ownerFor(caller);
     const taskId = randomUUID();
     const stamped: Message = { ...message, taskId, contextId: context.id };
     const snapshot = newTask(taskId, context.id, stamped);
     if (taskMetadata !== undefined) snapshot.metadata = taskMetadata;
-    await store.createTask(snapshot);
+    await store.createTask(snapshot, principal);
     await store.leaseTasks([taskId], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
-    const task = cache.create(snapshot, context);
+    const task = cache.create(snapshot, context, principal);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });
     return task;

@@ -12,7 +12,11 @@
 import type {
   AgentCard,
   CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
   ListTasksRequest,
   ListTasksResponse,
   SendMessageRequest,
@@ -23,7 +27,11 @@ import type {
 } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName, STATE_TO_V1 } from '../protocol/a2a.js';
+import { callerOf } from '../protocol/caller.js';
+import type { Caller } from '../protocol/caller.js';
 import { extendedCardUnsupported, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../protocol/errors.js';
+import type { PushConfigRecord, PushWireVersion } from '../push/push-store.js';
+import type { PushRegistry } from '../push/push-registry.js';
 import type { EventHub } from './event-hub.js';
 import type { LiveTask } from './live-task.js';
 import { MessageRouter } from './message-router.js';
@@ -36,7 +44,28 @@ import type { TaskStateName } from './wire/agent-events.js';
 export interface DevtoolRequestHandlerOptions extends MessageRouterOptions {
   card: () => AgentCard;
   hub: EventHub;
+  /** Push notification configs; absent = push is not offered (-32003). */
+  push?: PushRegistry;
 }
+
+function toWire(c: PushConfigRecord): TaskPushNotificationConfig {
+  return { tenant: '', id: c.id, taskId: c.taskId, url: c.url, token: c.token ?? '', authentication: c.authentication };
+}
+
+/** One `audit/list` entry (snake_case JSON). */
+export interface AuditEntryJson {
+  at: string;
+  task_id: string;
+  context_id: string;
+  principal: string | null;
+  decision: string;
+  tool_call_id: string | null;
+  option_id?: string;
+  shown_hash: string | null;
+  detail?: Record<string, unknown>;
+}
+
+const version = (ctx: ServerCallContext | undefined): PushWireVersion => (ctx?.requestedVersion === '1.0' ? '1.0' : '0.3');
 
 function applyHistoryLength(task: Task, historyLength: number | undefined): Task {
   const copy = structuredClone(task);
@@ -67,15 +96,15 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   }
 
   async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    const { task, afterSeq } = await this.router.route(params);
+    const { task, afterSeq } = await this.routeWithPush(params, ctx);
     for await (const ev of this.opts.hub.follow(task.id, afterSeq)) {
       tagId(ctx, ev.seq);
       yield ev.response;
     }
   }
 
-  async sendMessage(params: SendMessageRequest): Promise<Task> {
-    const { task, afterSeq } = await this.router.route(params);
+  async sendMessage(params: SendMessageRequest, ctx?: ServerCallContext): Promise<Task> {
+    const { task, afterSeq } = await this.routeWithPush(params, ctx);
     const historyLength = params.configuration?.historyLength;
     // returnImmediately: the task as it was accepted (it goes on; poll or resubscribe).
     if (params.configuration?.returnImmediately) return applyHistoryLength(task.task, historyLength);
@@ -83,28 +112,58 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     return applyHistoryLength(await this.snapshot(task.id), historyLength);
   }
 
-  async getTask(params: GetTaskRequest): Promise<Task> {
+  /**
+   * Routes a message; a push config in its configuration is checked first (a refused URL
+   * changes nothing) and registered for the task before the first event can go out.
+   */
+  private async routeWithPush(params: SendMessageRequest, ctx: ServerCallContext | undefined) {
+    const caller = callerOf(ctx);
+    const wanted = params.configuration?.taskPushNotificationConfig;
+    const push = wanted && wanted.url ? this.opts.push : undefined;
+    if (wanted?.url && push === undefined) throw pushUnsupported();
+    if (push && wanted) await push.check(wanted, 'configuration.pushNotificationConfig');
+    const routed = await this.router.route(params, caller);
+    if (push && wanted) {
+      await push.save({ ...wanted, taskId: routed.task.id }, version(ctx), this.opts.access.ownerFor(caller), routed.afterSeq);
+    }
+    return routed;
+  }
+
+  async getTask(params: GetTaskRequest, ctx?: ServerCallContext): Promise<Task> {
     if (params.historyLength !== undefined && params.historyLength < 0) throw invalidParams('historyLength must be >= 0');
+    await this.checkTask(params.id, callerOf(ctx), true);
     return applyHistoryLength(await this.snapshot(params.id), params.historyLength);
   }
 
-  async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+  /** Throws taskNotFound, or forbidden when the caller may not use the task. */
+  private async checkTask(id: string, caller: Caller | undefined, read: boolean): Promise<void> {
+    if (!this.opts.access.enabled) return;
+    if (!id) throw invalidParams('id is required');
+    const stored = this.opts.cache.peek(id) ?? (await this.opts.store.loadTask(id));
+    if (!stored) throw taskNotFound(id);
+    this.opts.access.checkOwner(caller, stored.principal, `task ${id}`, read);
+  }
+
+  async listTasks(params: ListTasksRequest, ctx?: ServerCallContext): Promise<ListTasksResponse> {
     const pageSize = Math.min(Math.max(params.pageSize ?? 50, 1), 100);
     const offset = params.pageToken ? Number.parseInt(params.pageToken, 10) || 0 : 0;
     const state = params.status ? stateName(params.status) : undefined;
-    const { tasks, total } = await this.opts.store.listTasks({ contextId: params.contextId || undefined, state, limit: pageSize, offset });
+    const caller = callerOf(ctx);
+    const principal = this.opts.access.isAdmin(caller) ? undefined : caller?.id;
+    const { tasks, total } = await this.opts.store.listTasks({ contextId: params.contextId || undefined, state, principal, limit: pageSize, offset });
     const next = offset + pageSize < total ? String(offset + pageSize) : '';
     return { tasks: tasks.map((t) => applyHistoryLength(t, params.historyLength)), nextPageToken: next, pageSize, totalSize: total };
   }
 
-  async cancelTask(params: CancelTaskRequest): Promise<Task> {
+  async cancelTask(params: CancelTaskRequest, ctx?: ServerCallContext): Promise<Task> {
+    await this.checkTask(params.id, callerOf(ctx), false);
     const task = await this.load(params.id);
     if (TERMINAL.has(task.state)) {
       this.opts.cache.release(task);
       throw notCancelable(`Task ${task.id} is already ${task.state}; only working or input-required tasks can be canceled`);
     }
     for (const call of task.turn) {
-      if (call.phase !== 'done') declineCall(task, call, 'The task was canceled.', 'cancelled');
+      if (call.phase !== 'done') declineCall(task, call, 'The task was canceled.', 'cancelled', this.opts.access.ownerFor(callerOf(ctx)));
     }
     task.publish({ type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
     task.abort.abort();
@@ -122,6 +181,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     await this.opts.cache.peek(params.id)?.flush();
     const stored = params.id ? await this.opts.store.loadTask(params.id) : undefined;
     if (!stored) throw params.id ? taskNotFound(params.id) : invalidParams('id is required');
+    this.opts.access.checkOwner(callerOf(ctx), stored.principal, `task ${params.id}`, true);
     const lastEventId = ctx.state.get(CTX_LAST_EVENT_ID) as number | undefined;
     if (lastEventId !== undefined && lastEventId > stored.lastSeq) {
       throw invalidParams(`Last-Event-ID ${lastEventId} is beyond the last event of task ${params.id} (${stored.lastSeq})`);
@@ -152,20 +212,75 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     for await (const ev of this.opts.hub.follow(params.id, cursor)) yield emit(ev);
   }
 
-  async createTaskPushNotificationConfig(_p: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
-    throw pushUnsupported();
+  async createTaskPushNotificationConfig(p: TaskPushNotificationConfig, ctx?: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    const push = this.pushOrThrow();
+    const caller = callerOf(ctx);
+    const stored = await this.opts.store.loadTask(p.taskId);
+    if (!stored) throw taskNotFound(p.taskId);
+    this.opts.access.checkOwner(caller, stored.principal, `task ${p.taskId}`);
+    await push.check(p, 'pushNotificationConfig');
+    // A config set on a running task gets the events from now on.
+    return toWire(await push.save(p, version(ctx), this.opts.access.ownerFor(caller), stored.lastSeq));
   }
 
-  async getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    throw pushUnsupported();
+  async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, ctx?: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    const push = this.pushOrThrow();
+    await this.checkTask(p.taskId, callerOf(ctx), true);
+    const id = p.id || p.taskId;
+    const found = await push.get(p.taskId, id);
+    if (!found) {
+      if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
+      throw invalidParams(`task ${p.taskId} has no push notification config "${id}"`);
+    }
+    return toWire(found);
   }
 
-  async listTaskPushNotificationConfigs(): Promise<never> {
-    throw pushUnsupported();
+  async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, ctx?: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+    const push = this.pushOrThrow();
+    await this.checkTask(p.taskId, callerOf(ctx), true);
+    if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
+    return { configs: (await push.list(p.taskId)).map(toWire), nextPageToken: '' };
   }
 
-  async deleteTaskPushNotificationConfig(): Promise<void> {
-    throw pushUnsupported();
+  async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, ctx?: ServerCallContext): Promise<void> {
+    const push = this.pushOrThrow();
+    await this.checkTask(p.taskId, callerOf(ctx), false);
+    if (!(await push.delete(p.taskId, p.id || p.taskId))) {
+      if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
+      throw invalidParams(`task ${p.taskId} has no push notification config "${p.id || p.taskId}"`);
+    }
+  }
+
+  /** `audit/list` (extension method, admins only): the decisions about a task's or a context's tool calls. */
+  async listAudit(params: unknown, caller: Caller | undefined): Promise<{ entries: AuditEntryJson[] }> {
+    this.opts.access.checkAdmin(caller, 'audit/list');
+    const p = (typeof params === 'object' && params !== null && !Array.isArray(params) ? params : {}) as Record<string, unknown>;
+    const unknown = Object.keys(p).filter((k) => !['task_id', 'taskId', 'context_id', 'contextId'].includes(k));
+    if (unknown.length > 0) throw invalidParams(`params.${unknown[0]} is not a field of audit/list (expected task_id or context_id)`);
+    const taskId = p.task_id ?? p.taskId;
+    const contextId = p.context_id ?? p.contextId;
+    if (taskId !== undefined && (typeof taskId !== 'string' || taskId === '')) throw invalidParams('params.task_id must be a non-empty string');
+    if (contextId !== undefined && (typeof contextId !== 'string' || contextId === '')) throw invalidParams('params.context_id must be a non-empty string');
+    if (taskId === undefined && contextId === undefined) throw invalidParams('audit/list needs params.task_id or params.context_id');
+    const records = await this.opts.store.listAudit({ taskId: taskId as string | undefined, contextId: contextId as string | undefined });
+    return {
+      entries: records.map((r) => ({
+        at: r.at.toISOString(),
+        task_id: r.taskId,
+        context_id: r.contextId,
+        principal: r.principal ?? null,
+        decision: r.decision,
+        tool_call_id: r.toolCallId ?? null,
+        ...(r.optionId !== undefined ? { option_id: r.optionId } : {}),
+        shown_hash: r.shownHash ?? null,
+        ...(r.detail !== undefined ? { detail: r.detail } : {}),
+      })),
+    };
+  }
+
+  private pushOrThrow(): PushRegistry {
+    if (this.opts.push === undefined) throw pushUnsupported();
+    return this.opts.push;
   }
 
   private async load(id: string): Promise<LiveTask> {

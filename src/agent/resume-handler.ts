@@ -129,7 +129,7 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
  * second answer, before its stream starts. Resolves once the claim is decided; the
  * approved calls then run detached.
  */
-export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLoop, message: Message, claim: ClaimFn): Promise<void> {
+export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLoop, message: Message, principal: string | undefined, claim: ClaimFn): Promise<void> {
   if (plan.kind === 'reprompt') {
     task.addUserMessage(message);
     const waiting = task.awaiting();
@@ -171,10 +171,10 @@ export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLo
   for (const [call, { option }] of answers) {
     call.answer = option;
     if (option === ConfirmationOptionId.cancel) {
-      declineCall(task, call);
+      declineCall(task, call, undefined, undefined, principal);
       continue;
     }
-    task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', optionId: option, shownHash: call.shownHash });
+    task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', principal, optionId: option, shownHash: call.shownHash });
     for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
       if (!task.context.trustedTools.has(g)) task.trust(g);
     }

@@ -21,6 +21,7 @@ import type {
 import { invalidParams } from '../protocol/errors.js';
 import { DEVTOOL_EXTENSION_URI } from '../protocol/extension.js';
 import { textPart, userMessage } from '../protocol/a2a.js';
+import type { Caller } from '../protocol/caller.js';
 import { autoApproval, serverGrant } from './approval-policy.js';
 import type { ContextState, LiveTask } from './live-task.js';
 import { MEMORY_FILE, readMemory, withMemory } from './memory.js';
@@ -103,7 +104,7 @@ export class SlashCommands {
    * missing argument answers FAILED_TO_START with the reason; otherwise the command's task is
    * created and set moving before this resolves.
    */
-  async execute(params: unknown): Promise<ExecuteSlashCommandResponseJson> {
+  async execute(params: unknown, caller?: Caller): Promise<ExecuteSlashCommandResponseJson> {
     const { schema, router } = this.opts;
     if (typeof params !== 'object' || params === null || Array.isArray(params)) throw invalidParams('params must be an ExecuteSlashCommandRequest object');
     const { metadata, ...rest } = params as Record<string, unknown>;
@@ -127,12 +128,12 @@ export class SlashCommands {
     }
     const at = `params.metadata["${DEVTOOL_EXTENSION_URI}"]`;
     const requested = router.requestedSettings({ metadata } as Pick<Message, 'metadata'>, at);
-    const context = await router.openContext(contextId ?? randomUUID(), requested);
+    const context = await router.openContext(contextId ?? randomUUID(), requested, caller);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
     const message = userMessage(context.id, [textPart(text)]);
     const direct = started.kind !== 'model';
-    const task = await router.createTask(context, message, direct ? { [DEVTOOL_EXTENSION_URI]: { slash_command: label } } : undefined);
+    const task = await router.createTask(context, message, direct ? { [DEVTOOL_EXTENSION_URI]: { slash_command: label } } : undefined, caller);
     const status = await this.run(task, started);
     return schema.executeSlashCommandResponse({ execution_id: task.id, status });
   }

@@ -5,7 +5,8 @@
  *   task `failed` — never left `working` forever (at boot, then on every sweep, so a
  *   surviving instance cleans up after a dead peer; a live peer's calls are never touched);
  * - cancels calls nobody answered within APPROVAL_TIMEOUT (`approval_timeout`) and lets
- *   the turn go on.
+ *   the turn go on; shortly before, re-publishes the pause as a reminder (once per call), so
+ *   push receivers and resubscribers are told the calls are about to expire.
  */
 import { ConfirmationOptionId } from '../protocol/extension.js';
 import type { LiveTask } from './live-task.js';
@@ -13,6 +14,7 @@ import type { TaskCache } from './task-cache.js';
 import type { StoredCall, TaskStore } from './task-store.js';
 import { declineCall } from './tool-runner.js';
 import type { AgentLogger, TurnLoop } from './turn-loop.js';
+import { pausePrompt } from './turn-loop.js';
 
 export interface SupervisorOptions {
   store: TaskStore;
@@ -23,6 +25,8 @@ export interface SupervisorOptions {
   leaseMs: number;
   /** How often to sweep, ms (default: a third of the lease). */
   sweepMs?: number;
+  /** With APPROVAL_TIMEOUT: how long before a waiting call expires its task publishes a reminder, ms. */
+  reminderMs?: number;
 }
 
 function byTask(calls: StoredCall[]): Map<string, StoredCall[]> {
@@ -66,6 +70,11 @@ export class Supervisor {
     for (const [taskId, calls] of byTask(await store.findInterrupted(new Date()))) await this.interrupt(taskId, calls);
     for (const taskId of await store.findStaleTasks(new Date())) await this.interrupt(taskId, []);
     for (const [taskId, calls] of byTask(await store.findExpired(new Date()))) await this.expire(taskId, calls);
+    if (this.opts.reminderMs !== undefined) {
+      const now = new Date();
+      const due = await store.claimReminders(new Date(now.getTime() + this.opts.reminderMs), now);
+      for (const [taskId, calls] of byTask(due)) await this.remind(taskId, calls);
+    }
   }
 
   private async interrupt(taskId: string, calls: StoredCall[]): Promise<void> {
@@ -89,6 +98,17 @@ export class Supervisor {
     const reason = `Interrupted: the server stopped while ${calls.length > 0 ? `${what} ran` : what}; the task cannot go on.`;
     task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
     this.opts.logger.warn({ taskId, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
+    await task.flush();
+  }
+
+  private async remind(taskId: string, calls: StoredCall[]): Promise<void> {
+    const task = await this.opts.cache.get(taskId);
+    if (!task || task.state !== 'input-required') return;
+    const first = Math.min(...calls.map((c) => c.expiresAt?.getTime() ?? Infinity));
+    const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
+    const waiting = task.awaiting();
+    const text = `Reminder: ${calls.map((c) => `${c.toolName} (${c.id})`).join(', ')} will be cancelled in about ${seconds} s (at ${new Date(first).toISOString()}) unless answered. ${pausePrompt(waiting)}`;
+    task.publish({ type: 'state', state: 'input-required', text });
     await task.flush();
   }
 

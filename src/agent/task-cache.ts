@@ -72,11 +72,19 @@ export class TaskCache {
     const ctx = await this.opts.store.loadContext(id);
     if (ctx === undefined) return undefined;
     const tools = await this.opts.toolbox.forContext(ctx);
-    return { id: ctx.id, workspace: ctx.workspace, history: ctx.history, trustedTools: new Set(ctx.trustedTools), settings: ctx.settings, tools };
+    return {
+      id: ctx.id,
+      workspace: ctx.workspace,
+      history: ctx.history,
+      trustedTools: new Set(ctx.trustedTools),
+      settings: ctx.settings,
+      tools,
+      ...(ctx.principal !== undefined ? { principal: ctx.principal } : {}),
+    };
   }
 
-  create(task: Task, context: ContextState): LiveTask {
-    const live = new LiveTask(task, context, this.deps, 0);
+  create(task: Task, context: ContextState, principal?: string): LiveTask {
+    const live = new LiveTask(task, context, this.deps, 0, principal);
     this.active.set(task.id, live);
     return live;
   }
@@ -113,7 +121,7 @@ export class TaskCache {
     if (!stored) return undefined;
     const [context, turn] = await Promise.all([this.loadContext(stored.task.contextId), this.opts.store.loadTurn(id)]);
     if (!context) throw new Error(`task ${id} names context ${stored.task.contextId}, which is not stored`);
-    const live = new LiveTask(stored.task, context, this.deps, stored.lastSeq);
+    const live = new LiveTask(stored.task, context, this.deps, stored.lastSeq, stored.principal);
     live.turn = turn.map((c) => this.fromStored(c, context));
     live.turnNo = turn.length > 0 ? turn[0].turn : -1;
     const raced = this.active.get(id);

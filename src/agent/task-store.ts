@@ -73,6 +73,8 @@ export interface StoredContext {
   /** Tools trusted by `proceed_always` for the rest of the context. */
   trustedTools: string[];
   settings: ContextSettings;
+  /** The principal that started the conversation (undefined when authentication was off). */
+  principal?: string;
 }
 
 /** How a context's tool calls are approved, and its own MCP servers (AgentSettings, extension fields). */
@@ -146,7 +148,7 @@ export interface WriteBatch {
 export type EventListener = (taskId: string, seq: number, final: boolean) => void;
 
 export interface TaskStore {
-  createContext(ctx: { id: string; workspace: string; settings?: ContextSettings }): Promise<void>;
+  createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void>;
   /** Replaces a context's settings (a later message changed its approval mode or allowed tools). */
   updateContextSettings(id: string, settings: ContextSettings): Promise<void>;
   loadContext(id: string): Promise<StoredContext | undefined>;
@@ -156,7 +158,8 @@ export interface TaskStore {
 
   createTask(task: Task, principal?: string): Promise<void>;
   loadTask(id: string): Promise<StoredTask | undefined>;
-  listTasks(q: { contextId?: string; state?: string; limit: number; offset: number }): Promise<{ tasks: Task[]; total: number }>;
+  /** `principal` limits the list to that principal's tasks. */
+  listTasks(q: { contextId?: string; state?: string; principal?: string; limit: number; offset: number }): Promise<{ tasks: Task[]; total: number }>;
 
   /**
    * Appends one event to the task's log and saves `task` (its new snapshot) in the same
@@ -205,6 +208,11 @@ export interface TaskStore {
   /** Calls left executing/ready whose lease lapsed before `now` (their process died). */
   findInterrupted(now: Date): Promise<StoredCall[]>;
   /** Awaiting calls whose expiresAt is before `now`. */
+  /**
+   * Waiting calls that expire before `before` and got no reminder yet; marks them reminded at
+   * `now`, so of several processes only one reminds.
+   */
+  claimReminders(before: Date, now: Date): Promise<StoredCall[]>;
   findExpired(now: Date): Promise<StoredCall[]>;
 
   audit(entry: AuditEntry): Promise<void>;

@@ -62,6 +62,7 @@ export function declineCall(
   call: TurnCall,
   reason = 'The user declined this tool call.',
   type: 'declined' | 'cancelled' | 'approval_timeout' = 'declined',
+  principal?: string,
 ): void {
   const snap = call.snapshot;
   snap.status = 'CANCELLED';
@@ -72,5 +73,5 @@ export function declineCall(
   call.phase = 'done';
   task.publishCall(call);
   const decision = type === 'declined' ? 'declined' : type === 'cancelled' ? 'cancelled' : 'expired';
-  task.audit({ toolCallId: snap.id, decision, optionId: call.answer, shownHash: call.shownHash });
+  task.audit({ toolCallId: snap.id, decision, principal, optionId: call.answer, shownHash: call.shownHash });
 }

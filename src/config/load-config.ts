@@ -39,6 +39,22 @@ export interface Config {
   approvalTimeoutMs?: number;
   /** The operator's settings file (SETTINGS_FILE), Gemini CLI's settings.json shape. */
   settings: ServerSettings;
+  /** AUTH_CONFIG: JSON file of API keys and JWT settings; undefined = no authentication (local use). */
+  authConfigFile?: string;
+  push: PushConfig;
+}
+
+export interface PushConfig {
+  /** PUSH_ALLOW_PRIVATE: allow push URLs on loopback/private/link-local networks (never cloud metadata). */
+  allowPrivate: boolean;
+  /** Deliveries of one event (the first included) before it is dropped. */
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Per-POST timeout, ms. */
+  timeoutMs: number;
+  /** How long before an unanswered call expires (APPROVAL_TIMEOUT) its reminder goes out, ms. */
+  reminderMs?: number;
 }
 
 /** What SETTINGS_FILE may hold. MCP server entries are checked by the MCP layer at boot. */
@@ -174,6 +190,35 @@ function loadStoreConfig(env: Env, cwd: string): StoreConfig {
   };
 }
 
+function authConfigFile(env: Env, cwd: string): string | undefined {
+  const raw = str(env, 'AUTH_CONFIG');
+  if (raw === undefined) return undefined;
+  const file = path.resolve(cwd, raw);
+  if (!fs.existsSync(file)) throw new ConfigError(`AUTH_CONFIG=${raw}: no such file (${file})`);
+  return file;
+}
+
+function loadPushConfig(env: Env): PushConfig {
+  const approvalTimeout = duration(env, 'APPROVAL_TIMEOUT');
+  const reminder = duration(env, 'APPROVAL_REMINDER');
+  const retryBaseMs = int(env, 'PUSH_RETRY_BASE_MS', 1_000, 1, 3_600_000); // 1 s
+  const retryMaxMs = int(env, 'PUSH_RETRY_MAX_MS', 60_000, 1, 86_400_000); // 1 min
+  if (retryMaxMs < retryBaseMs) throw new ConfigError(`PUSH_RETRY_MAX_MS=${retryMaxMs} is below PUSH_RETRY_BASE_MS=${retryBaseMs}`);
+  let reminderMs: number | undefined;
+  if (approvalTimeout !== undefined) {
+    reminderMs = reminder ?? Math.min(60_000, Math.floor(approvalTimeout / 5));
+    if (reminderMs >= approvalTimeout) throw new ConfigError(`APPROVAL_REMINDER must be shorter than APPROVAL_TIMEOUT`);
+  }
+  return {
+    allowPrivate: bool(env, 'PUSH_ALLOW_PRIVATE'),
+    maxAttempts: int(env, 'PUSH_MAX_ATTEMPTS', 12, 1, 1_000),
+    retryBaseMs,
+    retryMaxMs,
+    timeoutMs: int(env, 'PUSH_TIMEOUT_MS', 10_000, 100, 600_000), // 10 s
+    reminderMs,
+  };
+}
+
 /** Validates `env` once at boot. Throws ConfigError on the first bad value. */
 export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Config> {
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -206,6 +251,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
     store: Object.freeze(loadStoreConfig(env, cwd)),
     approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),
     settings: Object.freeze(loadServerSettings(env, cwd)),
+    authConfigFile: authConfigFile(env, cwd),
+    push: Object.freeze(loadPushConfig(env)),
   };
   return Object.freeze(config);
 }

@@ -14,6 +14,15 @@ export interface AgentCardOptions {
   url: string;
   version: string;
   description: string;
+  pushNotifications: boolean;
+  /** Security schemes (v1.0 shapes) and requirements when authentication is on. */
+  security?: Pick<AgentCard, 'securitySchemes' | 'securityRequirements'>;
+}
+
+/** The v0.3 card's security fields (OpenAPI-style schemes). */
+export interface CardSecurityV03 {
+  securitySchemes: Record<string, unknown>;
+  security: Array<Record<string, string[]>>;
 }
 
 export function buildAgentCard(o: AgentCardOptions): AgentCard {
@@ -28,12 +37,12 @@ export function buildAgentCard(o: AgentCardOptions): AgentCard {
     version: o.version,
     capabilities: {
       streaming: true,
-      pushNotifications: false,
+      pushNotifications: o.pushNotifications,
       extensions: [{ uri: DEVTOOL_EXTENSION_URI, description: DEVTOOL_EXTENSION_DESCRIPTION, required: true, params: undefined }],
       extendedAgentCard: false,
     },
-    securitySchemes: {},
-    securityRequirements: [],
+    securitySchemes: o.security?.securitySchemes ?? {},
+    securityRequirements: o.security?.securityRequirements ?? [],
     defaultInputModes: ['text/plain', 'application/json'],
     defaultOutputModes: ['text/plain', 'application/json'],
     skills: [
@@ -58,9 +67,10 @@ export function cardToV1Json(card: AgentCard): unknown {
 }
 
 /** The card's v0.3 JSON (protocolVersion 0.3.0, `url` + `preferredTransport`). */
-export function cardToV03Json(card: AgentCard): JsonObject {
+export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): JsonObject {
   const caps = card.capabilities;
   return {
+    ...(security ? { securitySchemes: security.securitySchemes, security: security.security } : {}),
     protocolVersion: '0.3.0',
     name: card.name,
     description: card.description,

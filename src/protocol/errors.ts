@@ -9,8 +9,10 @@
  * | notCancelable    | -32002 | tasks/cancel on a finished task |
  * | pushUnsupported  | -32003 | push notification methods (not offered yet) |
  * | unsupported      | -32004 | the task cannot take this message now (busy, finished) |
+ * | forbidden        | -32010 | authenticated, but not allowed: not the task's principal, or lacks the role |
  * | (anything else)  | -32603 | internal; the message is generic, the details go to the log |
  */
+import { JsonRpcTransportError } from '@a2a-js/sdk/errors';
 import {
   ExtendedAgentCardNotConfiguredError,
   PushNotificationNotSupportedError,
@@ -27,3 +29,8 @@ export const pushUnsupported = () =>
   new PushNotificationNotSupportedError('Push notifications are not supported by this server yet');
 export const unsupported = (message: string) => new UnsupportedOperationError(message);
 export const extendedCardUnsupported = () => new ExtendedAgentCardNotConfiguredError('No extended agent card is configured');
+
+/** JSON-RPC code of {@link forbidden} (server-defined range; A2A has no "forbidden" error). */
+export const FORBIDDEN_CODE = -32010;
+export const forbidden = (message: string) =>
+  new JsonRpcTransportError({ jsonrpc: '2.0', id: null, error: { code: FORBIDDEN_CODE, message: `Forbidden: ${message}` } });

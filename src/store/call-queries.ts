@@ -103,6 +103,15 @@ export async function findExpired(db: StoreDb, now: Date): Promise<StoredCall[]>
   return rows.map(callFromRow);
 }
 
+/** Waiting calls that expire before `before` and were not reminded yet: marks them reminded (once, across processes). */
+export async function claimReminders(db: StoreDb, before: Date, now: Date): Promise<StoredCall[]> {
+  const rows = await db
+    .update(toolCalls)
+    .set({ remindedAt: now })
+    .where(and(eq(toolCalls.phase, 'awaiting'), lt(toolCalls.expiresAt, before), isNull(toolCalls.remindedAt)))
+    .returning();
+  return rows.map(callFromRow).sort((a, b) => a.taskId.localeCompare(b.taskId) || a.position - b.position);
+}
 
 /** Marks tasks as worked on by `owner` until `leaseUntil`. */
 export async function leaseTasks(db: StoreDb, taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {

@@ -24,6 +24,9 @@ import type {
 } from '../agent/task-store.js';
 import type { Database, StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
+import * as push_ from './push-queries.js';
+import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
+import type { StoredSigningKey } from '../push/push-signer.js';
 import { parseNotification } from './batch-plan.js';
 import { commitBatch } from './commit.js';
 import { stateName } from '../protocol/a2a.js';
@@ -34,7 +37,7 @@ import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from '
 const NOTHING: WriteBatch = Object.freeze({ events: [], calls: [], history: [], trust: [], audit: [] });
 
 /** The durable TaskStore. Owns `database`: close() closes it. */
-export class PgTaskStore implements TaskStore {
+export class PgTaskStore implements TaskStore, PushStore {
   private readonly db: StoreDb;
   private readonly listeners = new Set<EventListener>();
   private listening?: Promise<() => Promise<void>>;
@@ -45,10 +48,10 @@ export class PgTaskStore implements TaskStore {
   }
 
   /** Idempotent: a context that exists keeps its first workspace (two processes may race here). */
-  async createContext(ctx: { id: string; workspace: string; settings?: ContextSettings }): Promise<void> {
+  async createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void> {
     await this.db
       .insert(contexts)
-      .values({ id: ctx.id, workspace: ctx.workspace, settings: ctx.settings ?? {} })
+      .values({ id: ctx.id, workspace: ctx.workspace, settings: ctx.settings ?? {}, principal: ctx.principal ?? null })
       .onConflictDoNothing();
   }
 
@@ -75,6 +78,7 @@ export class PgTaskStore implements TaskStore {
       history: history.map((h) => h.content as ModelContent),
       trustedTools: trust.map((g) => g.toolName),
       settings: row.settings as ContextSettings,
+      ...(row.principal !== null ? { principal: row.principal } : {}),
     };
   }
 
@@ -108,8 +112,9 @@ export class PgTaskStore implements TaskStore {
   }
 
   /** Most recently updated first. `state` is an A2A name ('working') or 'TASK_STATE_WORKING'. */
-  async listTasks(q: { contextId?: string; state?: string; limit: number; offset: number }): Promise<{ tasks: Task[]; total: number }> {
+  async listTasks(q: { contextId?: string; state?: string; principal?: string; limit: number; offset: number }): Promise<{ tasks: Task[]; total: number }> {
     const filters: SQL[] = [];
+    if (q.principal !== undefined) filters.push(eq(tasks.principal, q.principal));
     if (q.contextId !== undefined) filters.push(eq(tasks.contextId, q.contextId));
     if (q.state !== undefined) filters.push(eq(tasks.state, stateName(q.state)));
     const where = filters.length ? and(...filters) : undefined;
@@ -220,6 +225,46 @@ export class PgTaskStore implements TaskStore {
 
   findExpired(now: Date): Promise<StoredCall[]> {
     return calls_.findExpired(this.db, now);
+  }
+
+  claimReminders(before: Date, now: Date): Promise<StoredCall[]> {
+    return calls_.claimReminders(this.db, before, now);
+  }
+
+  savePushConfig(config: PushConfigInput, afterSeq: number): Promise<void> {
+    return push_.savePushConfig(this.db, config, afterSeq);
+  }
+
+  getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
+    return push_.getPushConfig(this.db, taskId, id);
+  }
+
+  listPushConfigs(taskId: string): Promise<PushConfigRecord[]> {
+    return push_.listPushConfigs(this.db, taskId);
+  }
+
+  deletePushConfig(taskId: string, id: string): Promise<boolean> {
+    return push_.deletePushConfig(this.db, taskId, id);
+  }
+
+  claimDuePushes(owner: string, now: Date, leaseUntil: Date, limit: number): Promise<PushConfigRecord[]> {
+    return push_.claimDuePushes(this.db, owner, now, leaseUntil, limit);
+  }
+
+  advancePush(taskId: string, id: string, owner: string, seq: number, outcome: { dropped?: string }): Promise<boolean> {
+    return push_.advancePush(this.db, taskId, id, owner, seq, outcome);
+  }
+
+  deferPush(taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined): Promise<boolean> {
+    return push_.deferPush(this.db, taskId, id, owner, attempts, nextAttemptAt, error);
+  }
+
+  loadSigningKeys(): Promise<StoredSigningKey[]> {
+    return push_.loadSigningKeys(this.db);
+  }
+
+  saveSigningKey(key: StoredSigningKey): Promise<void> {
+    return push_.saveSigningKey(this.db, key);
   }
 
   /** Append-only: nothing in the code updates or deletes audit rows. */

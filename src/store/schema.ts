@@ -16,6 +16,8 @@ export const contexts = pgTable('contexts', {
   workspace: text('workspace').notNull(),
   /** AgentSettings beyond the workspace: approval mode, allowed tools, MCP servers (ContextSettings). */
   settings: jsonb('settings').notNull().default({}),
+  /** The principal that started the conversation (null when authentication is off); only it may use it. */
+  principal: text('principal'),
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 });
@@ -107,6 +109,8 @@ export const toolCalls = pgTable(
     shownHash: text('shown_hash'),
     proposedAt: ts('proposed_at').notNull(),
     expiresAt: ts('expires_at'),
+    /** When the "about to expire" reminder went out (once per call). */
+    remindedAt: ts('reminded_at'),
     leaseOwner: text('lease_owner'),
     leaseUntil: ts('lease_until'),
     updatedAt: ts('updated_at').notNull().defaultNow(),
@@ -154,3 +158,46 @@ export const auditLog = pgTable(
   },
   (t) => [index('audit_log_task_id_idx').on(t.taskId, t.id), index('audit_log_context_id_idx').on(t.contextId, t.id)],
 );
+
+/**
+ * Push notification configs, each with its own delivery cursor: the task's event log is the
+ * outbox, `delivered_seq` the last event this receiver has (or that was given up on). A
+ * config is due when its task's `last_seq` is past the cursor and `next_attempt_at` has come;
+ * a dispatcher leases it while it posts, so each event goes out in order, from one process.
+ */
+export const pushConfigs = pgTable(
+  'push_configs',
+  {
+    taskId: text('task_id')
+      .notNull()
+      .references(() => tasks.id, { onDelete: 'cascade' }),
+    id: text('id').notNull(),
+    url: text('url').notNull(),
+    token: text('token'),
+    authScheme: text('auth_scheme'),
+    authCredentials: text('auth_credentials'),
+    /** The A2A version the config was registered with ('0.3' | '1.0'): it picks the body shape. */
+    wireVersion: text('wire_version').notNull(),
+    principal: text('principal'),
+    deliveredSeq: integer('delivered_seq').notNull().default(0),
+    /** Failed attempts at the event after the cursor. */
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: ts('next_attempt_at').notNull().defaultNow(),
+    lastError: text('last_error'),
+    /** Events given up on after the last attempt. */
+    dropped: integer('dropped').notNull().default(0),
+    leaseOwner: text('lease_owner'),
+    leaseUntil: ts('lease_until'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.id] }), index('push_configs_next_attempt_idx').on(t.nextAttemptAt)],
+);
+
+/** Keys that sign push deliveries (JWKS at /.well-known/jwks.json); kept so receivers' caches stay valid across restarts. */
+export const signingKeys = pgTable('signing_keys', {
+  kid: text('kid').primaryKey(),
+  alg: text('alg').notNull(),
+  privateJwk: jsonb('private_jwk').notNull(),
+  publicJwk: jsonb('public_jwk').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});

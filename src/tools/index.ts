@@ -1,14 +1,29 @@
 /** The default tool set and the tool classes, shaped like Gemini CLI's tools. */
 import { ListDirectoryTool } from './file/list-directory.js';
 import { ReadFileTool } from './file/read-file.js';
+import { ReadManyFilesTool } from './file/read-many-files.js';
+import { ReplaceTool } from './file/replace.js';
 import { WriteFileTool } from './file/write-file.js';
+import { GlobTool } from './search/glob.js';
+import { SearchFileContentTool } from './search/search-file-content.js';
 import { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-shell-command.js';
 import type { AnyTool } from './tool.js';
 
 export { ListDirectoryTool, type ListDirectoryArgs } from './file/list-directory.js';
 export { ReadFileTool, MAX_READ_BYTES, type ReadFileArgs } from './file/read-file.js';
+export {
+  ReadManyFilesTool,
+  DEFAULT_EXCLUDED_DIRS,
+  DEFAULT_EXCLUDED_FILES,
+  type ReadManyFilesArgs,
+  type ReadManyFilesOptions,
+} from './file/read-many-files.js';
+export { ReplaceTool, type ReplaceArgs } from './file/replace.js';
 export { WriteFileTool, type WriteFileArgs } from './file/write-file.js';
+export { GlobTool, type GlobArgs, type GlobOptions } from './search/glob.js';
+export { SearchFileContentTool, type SearchFileContentArgs, type SearchFileContentOptions } from './search/search-file-content.js';
 export { RunShellCommandTool, type RunShellCommandArgs, type RunShellCommandOptions } from './shell/run-shell-command.js';
+export { matchesCommandPrefix, redirectsOutput, rootCommands, splitCommands } from './shell/command-roots.js';
 export { resolveInWorkspace, type ResolveResult } from './workspace.js';
 export { unifiedDiff } from './diff.js';
 
@@ -17,7 +32,19 @@ export interface DefaultToolsOptions {
   shell?: RunShellCommandOptions;
 }
 
-/** `read_file`, `list_directory`, `write_file` and `run_shell_command`, in that order. */
+/**
+ * Gemini CLI's core tools, in this order: `read_file`, `read_many_files`, `list_directory`,
+ * `glob`, `search_file_content`, `write_file`, `replace`, `run_shell_command`.
+ */
 export function createDefaultTools(options: DefaultToolsOptions = {}): AnyTool[] {
-  return [new ReadFileTool(), new ListDirectoryTool(), new WriteFileTool(), new RunShellCommandTool(options.shell)];
+  return [
+    new ReadFileTool(),
+    new ReadManyFilesTool(),
+    new ListDirectoryTool(),
+    new GlobTool(),
+    new SearchFileContentTool(),
+    new WriteFileTool(),
+    new ReplaceTool(),
+    new RunShellCommandTool(options.shell),
+  ];
 }

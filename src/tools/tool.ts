@@ -29,6 +29,7 @@ export interface FileChange {
 export type ToolProposal =
   | { type: 'edit'; change: FileChange }
   | { type: 'execute'; command: string; workingDirectory?: string }
+  | { type: 'mcp'; serverName: string; toolName: string }
   | { type: 'generic'; description: string };
 
 export interface ToolContext {
@@ -79,6 +80,17 @@ export interface Tool<A extends Record<string, unknown> = Record<string, unknown
    */
   withModifiedContent?(args: A, newContent: string): A;
   run(args: A, ctx: ToolContext): Promise<ToolResult>;
+  /** For shell tools: the command line a call runs (approval rules match its root commands). */
+  commandLine?(args: A): string;
+  /** Set on tools served by an MCP server. */
+  readonly mcp?: McpOrigin;
 }
 
 export type AnyTool = Tool<any>;
+
+/** Where an MCP tool comes from (approval grants may cover a whole server). */
+export interface McpOrigin {
+  serverName: string;
+  /** The tool's own name on its server (the agent offers it as `<server>__<tool>`). */
+  toolName: string;
+}

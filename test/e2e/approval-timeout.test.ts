@@ -51,8 +51,13 @@ t.test('APPROVAL_TIMEOUT=1s', async (t) => {
     const later = results(replay.events).slice(1);
     t.match(results(replay.events)[0], { kind: 'task', status: { state: 'completed' } }, 'the snapshot first');
     t.same(idsOf(replay.events), [null, ...range(5, 4 + later.length)], 'then 5.. with no gap');
-    const cancelled = later[0];
-    t.equal(devtool(cancelled)?.kind, 'TOOL_CALL_UPDATE', 'event 5 is the call update');
+    // Shortly before the deadline (APPROVAL_REMINDER defaults to a fifth of APPROVAL_TIMEOUT) the pause is re-published as a reminder.
+    const reminder = later[0];
+    t.equal(reminder.status.state, 'input-required', 'event 5 is the reminder');
+    t.equal(reminder.final, true);
+    t.match(textOf(reminder), new RegExp(`^Reminder: write_file \\(${card.tool_call_id}\\) will be cancelled in about \\d+ s`));
+    const cancelled = later[1];
+    t.equal(devtool(cancelled)?.kind, 'TOOL_CALL_UPDATE', 'event 6 is the call update');
     const call = dataOf(cancelled);
     t.equal(call?.tool_call_id, card.tool_call_id);
     t.equal(call?.status, 'CANCELLED');
@@ -60,7 +65,7 @@ t.test('APPROVAL_TIMEOUT=1s', async (t) => {
     t.match(call?.error?.message, /APPROVAL_TIMEOUT/);
     t.notOk(call && 'confirmation_request' in call, 'no confirmation_request once cancelled');
     t.same(
-      later.slice(1).map((r) => [devtool(r)?.kind, r.status.state]),
+      later.slice(2).map((r) => [devtool(r)?.kind, r.status.state]),
       [
         ['TEXT_CONTENT', 'working'],
         ['TEXT_CONTENT', 'working'],
@@ -69,7 +74,7 @@ t.test('APPROVAL_TIMEOUT=1s', async (t) => {
       'the model went on (scripted: two deltas), then completed',
     );
     t.equal(later.at(-1).final, true);
-    t.equal(later.slice(1, -1).map(textOf).join(''), 'Wrote hello.txt.');
+    t.equal(later.slice(2, -1).map(textOf).join(''), 'Wrote hello.txt.');
     t.notOk(later.some((r) => dataOf(r)?.status === 'EXECUTING'), 'the call never ran');
     t.notOk(existsSync(path.join(srv.workspace, 'hello.txt')), 'the file was not written');
 

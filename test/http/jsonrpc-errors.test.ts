@@ -261,7 +261,7 @@ t.test('agent card', async (t) => {
     t.equal(card.url, srv.url, 'url is where the server listens');
     t.equal(card.preferredTransport, 'JSONRPC');
     t.equal(card.capabilities.streaming, true);
-    t.equal(card.capabilities.pushNotifications, false);
+    t.equal(card.capabilities.pushNotifications, true, "push notifications are offered");
     t.same(card.capabilities.extensions.map((e: any) => [e.uri, e.required]), [[URI, true]], 'the development-tool extension, required');
     t.notOk('supportedInterfaces' in card);
   });

@@ -16,13 +16,13 @@ import type { TaskStore } from '../../src/agent/task-store.js';
 import { openDatabase } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 
-let shared: Promise<TaskStore> | undefined;
+let shared: Promise<PgTaskStore> | undefined;
 
 /**
  * One in-memory PGlite store per test process (opening one costs seconds): every server a
  * test file starts shares it, as several instances share one database in production.
  */
-export function sharedStore(): Promise<TaskStore> {
+export function sharedStore(): Promise<PgTaskStore> {
   if (!shared) {
     shared = openDatabase({ dataDir: 'memory://' }).then((db) => new PgTaskStore(db));
     const opened = shared;

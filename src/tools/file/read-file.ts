@@ -1,4 +1,4 @@
-/** `read_file`: returns the text of one file inside the workspace. */
+/** `read_file`: returns the text of one file inside the workspace, whole or a range of lines. */
 import fs from 'node:fs/promises';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
 import { describeGivenPath, errorCode, errorReason, resolveInWorkspace } from '../workspace.js';
@@ -6,15 +6,85 @@ import { describeGivenPath, errorCode, errorReason, resolveInWorkspace } from '.
 /** Arguments of `read_file`. */
 export interface ReadFileArgs extends Record<string, unknown> {
   file_path: string;
+  /** 0-based line number to start from. */
+  offset?: number;
+  /** Number of lines to return. */
+  limit?: number;
 }
 
 /** Files larger than this are refused. */
 export const MAX_READ_BYTES = 2 * 1024 * 1024;
 /** How much of the head is scanned for a NUL byte to detect binary files. */
-const BINARY_SNIFF_BYTES = 8 * 1024;
+export const BINARY_SNIFF_BYTES = 8 * 1024;
 
-function fail(type: string, message: string): ToolResult {
-  return { isError: true, error: { type, message } };
+/** True when the head of `bytes` holds a NUL byte (the heuristic git and ripgrep use). */
+export function looksBinary(bytes: Uint8Array): boolean {
+  return bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0);
+}
+
+/** Outcome of {@link readTextFile}. */
+export type TextFileResult = { ok: true; text: string } | { ok: false; error: ToolError };
+
+/**
+ * Reads a regular text file of at most {@link MAX_READ_BYTES}. Failures are values typed
+ * `file_not_found`, `target_is_directory`, `file_too_large`, `binary_file` or `read_error`.
+ *
+ * @param realPath the file's real path, already confined by resolveInWorkspace
+ * @param where how messages name the file (see describeGivenPath)
+ * @param toolName the tool named in refusals
+ */
+export async function readTextFile(realPath: string, where: string, toolName = 'read_file'): Promise<TextFileResult> {
+  const fail = (type: string, message: string): TextFileResult => ({ ok: false, error: { type, message } });
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(realPath, 'r');
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return fail('file_not_found', `File not found: ${where}`);
+    return fail('read_error', `Cannot read ${where}: ${errorReason(err)}`);
+  }
+  try {
+    const stat = await handle.stat();
+    if (stat.isDirectory()) {
+      return fail('target_is_directory', `${where} is a directory, not a file; use list_directory to see its entries`);
+    }
+    if (!stat.isFile()) return fail('read_error', `${where} is not a regular file`);
+    if (stat.size > MAX_READ_BYTES) {
+      return fail(
+        'file_too_large',
+        `File too large: ${where} is ${stat.size} bytes; ${toolName} only reads files up to ${MAX_READ_BYTES} bytes (2 MB)`,
+      );
+    }
+    const bytes = await handle.readFile();
+    if (looksBinary(bytes)) {
+      return fail('binary_file', `${where} is a binary file (contains NUL bytes); ${toolName} only reads text files`);
+    }
+    return { ok: true, text: bytes.toString('utf8') };
+  } catch (err) {
+    return fail('read_error', `Cannot read ${where}: ${errorReason(err)}`);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/** The lines of `text`, each keeping its own line ending (a trailing newline does not start a new line). */
+export function splitLinesKeepEnds(text: string): string[] {
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+}
+
+/** An optional integer argument: absent, or an integer >= `min`. */
+function optionalInteger(
+  args: Record<string, unknown>,
+  name: string,
+  min: number,
+  what: string,
+): { ok: true; value?: number } | { ok: false; error: ToolError } {
+  const v = args[name];
+  if (v === undefined || v === null) return { ok: true };
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
+    const bound = min === 0 ? 'a non-negative integer' : `an integer >= ${min}`;
+    return { ok: false, error: { type: 'invalid_argument', message: `${name} must be ${bound} (${what}); got ${JSON.stringify(v)}` } };
+  }
+  return { ok: true, value: v };
 }
 
 /** Reads a text file (absolute or workspace-relative); refuses directories, binaries and files over 2 MB. */
@@ -23,11 +93,15 @@ export class ReadFileTool implements Tool<ReadFileArgs> {
   readonly kind = 'read' as const;
   readonly description =
     'Reads and returns the content of a text file. The path may be absolute or relative to the workspace, ' +
-    'and must lie inside the workspace. Binary files, directories and files larger than 2 MB are refused.';
+    'and must lie inside the workspace. Binary files, directories and files larger than 2 MB are refused. ' +
+    'For large files, use offset (0-based first line) and limit (number of lines) to read a part; ' +
+    'a notice says when lines were left out.';
   readonly parameters: ToolParameterSchema = {
     type: 'object',
     properties: {
       file_path: { type: 'string', description: 'Path of the file to read, absolute or relative to the workspace.' },
+      offset: { type: 'integer', description: 'Optional 0-based line number to start reading from. Use with limit for large files.' },
+      limit: { type: 'integer', description: 'Optional maximum number of lines to read (at least 1). Use with offset for large files.' },
     },
     required: ['file_path'],
   };
@@ -38,46 +112,51 @@ export class ReadFileTool implements Tool<ReadFileArgs> {
   ): { ok: true; args: ReadFileArgs } | { ok: false; error: ToolError } {
     const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
     if (!resolved.ok) return resolved;
-    return { ok: true, args: { file_path: args.file_path as string } };
+    const offset = optionalInteger(args, 'offset', 0, '0-based line number to start reading from');
+    if (!offset.ok) return offset;
+    const limit = optionalInteger(args, 'limit', 1, 'number of lines to read');
+    if (!limit.ok) return limit;
+    const out: ReadFileArgs = { file_path: args.file_path as string };
+    if (offset.value !== undefined) out.offset = offset.value;
+    if (limit.value !== undefined) out.limit = limit.value;
+    return { ok: true, args: out };
   }
 
   describe(args: ReadFileArgs): string {
-    return `Read ${args.file_path}`;
+    if (args.offset === undefined && args.limit === undefined) return `Read ${args.file_path}`;
+    const from = (args.offset ?? 0) + 1;
+    return `Read ${args.file_path} (lines ${from}-${args.limit === undefined ? 'end' : from + args.limit - 1})`;
   }
 
   async run(args: ReadFileArgs, ctx: ToolContext): Promise<ToolResult> {
     const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
     if (!resolved.ok) return { isError: true, error: resolved.error };
     const where = describeGivenPath(ctx.workspace, args.file_path);
-    let handle: fs.FileHandle;
-    try {
-      handle = await fs.open(resolved.path, 'r');
-    } catch (err) {
-      if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return fail('file_not_found', `File not found: ${where}`);
-      return fail('read_error', `Cannot read ${where}: ${errorReason(err)}`);
+    const read = await readTextFile(resolved.path, where);
+    if (!read.ok) return { isError: true, error: read.error };
+    if (args.offset === undefined && args.limit === undefined) {
+      return { llmContent: read.text, display: { type: 'text', text: read.text } };
     }
-    try {
-      const stat = await handle.stat();
-      if (stat.isDirectory()) {
-        return fail('target_is_directory', `${where} is a directory, not a file; use list_directory to see its entries`);
-      }
-      if (!stat.isFile()) return fail('read_error', `${where} is not a regular file`);
-      if (stat.size > MAX_READ_BYTES) {
-        return fail(
-          'file_too_large',
-          `File too large: ${where} is ${stat.size} bytes; read_file only reads files up to ${MAX_READ_BYTES} bytes (2 MB)`,
-        );
-      }
-      const bytes = await handle.readFile();
-      if (bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
-        return fail('binary_file', `${where} is a binary file (it contains NUL bytes); read_file only reads text files`);
-      }
-      const text = bytes.toString('utf8');
-      return { llmContent: text, display: { type: 'text', text } };
-    } catch (err) {
-      return fail('read_error', `Cannot read ${where}: ${errorReason(err)}`);
-    } finally {
-      await handle.close().catch(() => undefined);
+    const lines = splitLinesKeepEnds(read.text);
+    const start = args.offset ?? 0;
+    if (start > 0 && start >= lines.length) {
+      const count = `${lines.length} line${lines.length === 1 ? '' : 's'}`;
+      return {
+        isError: true,
+        error: {
+          type: 'invalid_argument',
+          message: `offset ${start} is beyond the end of ${where}, which has ${count} (valid offsets are 0-${Math.max(lines.length - 1, 0)})`,
+        },
+      };
     }
+    const end = args.limit === undefined ? lines.length : Math.min(lines.length, start + args.limit);
+    const content = lines.slice(start, end).join('');
+    // Gemini CLI's notice, so the model knows the content is partial and how to page on.
+    const partial = start > 0 || end < lines.length;
+    const text = partial
+      ? `[File content truncated: showing lines ${start + 1}-${end} of ${lines.length} total lines. ` +
+        `Use offset/limit parameters to view more.]\n${content}`
+      : content;
+    return { llmContent: text, display: { type: 'text', text } };
   }
 }

@@ -114,6 +114,11 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     return `${args.command}${where}${args.description ? ` (${args.description})` : ''}`;
   }
 
+  /** The command line this call runs; approval rules match its root commands (see command-roots.ts). */
+  commandLine(args: RunShellCommandArgs): string {
+    return args.command;
+  }
+
   async propose(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
     const cwd = this.workingDirectory(args, ctx.workspace);
     return { type: 'execute', command: args.command, workingDirectory: cwd.ok ? cwd.path : undefined };

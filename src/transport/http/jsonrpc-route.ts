@@ -10,21 +10,35 @@ import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
 import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
+import { CallerUser } from '../../protocol/caller.js';
+import type { Caller } from '../../protocol/caller.js';
 import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
 
 /** A JSON-RPC method outside A2A (extension methods such as `commands/get`), the same under both versions. */
-export type ExtensionMethod = (params: unknown) => Promise<unknown>;
+export type ExtensionMethod = (params: unknown, caller: Caller | undefined) => Promise<unknown>;
+
+/** Checks a request's credentials (AUTH_CONFIG); absent = no authentication. */
+export type Authenticate = (
+  headers: Record<string, string | string[] | undefined>,
+) => Promise<{ ok: true; caller: Caller } | { ok: false; message: string; wwwAuthenticate: string }>;
 
 export interface JsonRpcRoutesOptions {
   handler: A2ARequestHandler;
   heartbeatMs: number;
   /** Extension methods by name; they answer plain JSON results (no SSE). */
   extensionMethods?: Readonly<Record<string, ExtensionMethod>>;
+  authenticate?: Authenticate;
 }
 
 type Envelope = { jsonrpc: '2.0'; id: string | number | null; result?: unknown; error?: { code: number; message: string; data?: unknown } };
+
+/** JSON-RPC code in the body of a 401 (HTTP status 401 is the signal; the body says why). */
+export const UNAUTHORIZED_CODE = -32011;
+
+/** The authenticated caller of each request (set by the onRequest hook). */
+const callers = new WeakMap<FastifyRequest, Caller>();
 
 /** Marks a body that was not valid JSON (answered -32700, HTTP 200, as JSON-RPC asks). */
 export const UNPARSABLE = Symbol('unparsable-json');
@@ -75,8 +89,24 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
   const mapError = (version: WireVersion, err: unknown) =>
     version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
 
+  if (opts.authenticate !== undefined) {
+    const authenticate = opts.authenticate;
+    // Before the body is read: an unauthenticated request costs no parsing.
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.method !== 'POST' || request.url.split('?')[0] !== '/') return;
+      const result = await authenticate(request.headers);
+      if (result.ok) {
+        callers.set(request, result.caller);
+        return;
+      }
+      void reply.code(401).header('www-authenticate', result.wwwAuthenticate);
+      return reply.send({ jsonrpc: '2.0', id: null, error: { code: UNAUTHORIZED_CODE, message: `Unauthorized: ${result.message}` } });
+    });
+  }
+
   app.post('/', async (request: FastifyRequest, reply: FastifyReply) => {
     const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
+    const caller = callers.get(request);
     if (body === UNPARSABLE) return rpcError(null, -32700, 'Parse error: the request body is not valid JSON');
     const id = requestId(body);
     const version = pickVersion(request);
@@ -91,7 +121,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     if (extension !== undefined) {
       if (body.jsonrpc !== '2.0') return rpcError(id, -32600, 'Invalid Request: jsonrpc must be "2.0"');
       try {
-        return { jsonrpc: '2.0', id, result: await extension(body.params ?? {}) };
+        return { jsonrpc: '2.0', id, result: await extension(body.params ?? {}, caller) };
       } catch (err) {
         if (mapError(version, err).code === -32603) request.log.error({ err, method }, 'extension method failed');
         return { jsonrpc: '2.0', id, error: mapError(version, err) };
@@ -107,7 +137,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
       const params = body.params as { configuration?: Record<string, unknown> };
       rpc = { ...body, params: { ...params, configuration: { blocking: true, ...params.configuration } } };
     }
-    const ctx = new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: version });
+    const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: version });
     const lastEventId = request.headers['last-event-id'];
     if (lastEventId !== undefined) {
       const raw = String(lastEventId).trim();

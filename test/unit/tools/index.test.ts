@@ -1,38 +1,65 @@
 import t from 'tap';
 import {
   createDefaultTools,
+  GlobTool,
   ListDirectoryTool,
+  matchesCommandPrefix,
   ReadFileTool,
+  ReadManyFilesTool,
+  ReplaceTool,
+  rootCommands,
   RunShellCommandTool,
+  SearchFileContentTool,
+  splitCommands,
   WriteFileTool,
 } from '../../../src/tools/index.js';
 
-t.test('createDefaultTools returns the four Gemini CLI tools', async (t) => {
+t.test('createDefaultTools returns the Gemini CLI tools in order', async (t) => {
   const tools = createDefaultTools();
   t.same(
     tools.map((tool) => [tool.name, tool.kind]),
     [
       ['read_file', 'read'],
+      ['read_many_files', 'read'],
       ['list_directory', 'read'],
+      ['glob', 'read'],
+      ['search_file_content', 'read'],
       ['write_file', 'edit'],
+      ['replace', 'edit'],
       ['run_shell_command', 'execute'],
     ],
   );
-  t.type(tools[0], ReadFileTool);
-  t.type(tools[1], ListDirectoryTool);
-  t.type(tools[2], WriteFileTool);
-  t.type(tools[3], RunShellCommandTool);
+  const classes = [ReadFileTool, ReadManyFilesTool, ListDirectoryTool, GlobTool, SearchFileContentTool, WriteFileTool, ReplaceTool, RunShellCommandTool];
+  classes.forEach((cls, i) => t.type(tools[i], cls));
   for (const tool of tools) {
     t.equal(tool.parameters.type, 'object');
     t.ok(tool.description.length > 20, `${tool.name} has a description`);
     for (const req of tool.parameters.required ?? []) t.ok(req in tool.parameters.properties, `${tool.name}.${req} is declared`);
+    for (const [name, prop] of Object.entries(tool.parameters.properties)) {
+      t.ok(prop.description && prop.description.length > 5, `${tool.name}.${name} is described`);
+      if (prop.type === 'array') t.ok(prop.items, `${tool.name}.${name} declares its items`);
+    }
+    if (tool.kind === 'read') t.notOk(tool.propose, `${tool.name}: read tools need no proposal`);
+    else t.ok(tool.propose, `${tool.name} proposes`);
   }
-  t.ok(typeof tools[2].withModifiedContent === 'function', 'write_file offers modify_with_editor');
-  t.notOk(tools[0].propose, 'read tools need no proposal');
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  t.ok(typeof byName.get('write_file')?.withModifiedContent === 'function', 'write_file offers modify_with_editor');
+  t.ok(typeof byName.get('replace')?.withModifiedContent === 'function', 'replace offers modify_with_editor');
+  t.equal(tools.filter((tool) => tool.commandLine !== undefined).map((tool) => tool.name).join(), 'run_shell_command');
+  t.equal(tools.filter((tool) => tool.mcp !== undefined).length, 0);
+});
+
+t.test('run_shell_command exposes its command line for approval rules', async (t) => {
+  const shell = new RunShellCommandTool();
+  t.equal(shell.commandLine({ command: 'git status && npm test', dir_path: 'sub' }), 'git status && npm test');
+  t.same(rootCommands(shell.commandLine({ command: 'git status && npm test' })), ['git', 'npm']);
+  t.ok(matchesCommandPrefix(shell.commandLine({ command: 'git status -s' }), 'git status'));
+  t.same(splitCommands('a | b'), ['a', 'b']);
 });
 
 t.test('shell options are passed through', async (t) => {
-  const [, , , shell] = createDefaultTools({ shell: { timeoutMs: 100, maxOutputBytes: 10 } });
+  const shell = createDefaultTools({ shell: { timeoutMs: 100, maxOutputBytes: 10 } }).find((tool) => tool.name === 'run_shell_command');
+  if (shell === undefined) throw new Error('no shell tool');
   const ws = t.testdir({});
   const r = await shell.run({ command: 'echo 0123456789abcdef' }, { workspace: ws, signal: new AbortController().signal });
   t.match(r, { llmContent: /\[\.\.\. 7 bytes truncated \.\.\.\]\n789abcdef\n/ });

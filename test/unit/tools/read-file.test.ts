@@ -11,6 +11,8 @@ function setup(t: Fixtures): { ws: string; ctx: ToolContext } {
     t.testdir({
       ws: {
         'hello.txt': 'hello\nworld\n',
+        'five.txt': 'l1\nl2\r\nl3\nl4\nl5\n',
+        'no-eol.txt': 'a\nb',
         'empty.txt': '',
         src: { 'x.ts': 'export const x = 1;\n' },
         'bin.dat': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x02]),
@@ -84,7 +86,7 @@ t.test('binary file is refused', async (t) => {
   const { ctx } = setup(t);
   t.match(await tool.run({ file_path: 'bin.dat' }, ctx), {
     isError: true,
-    error: { type: 'binary_file', message: /bin\.dat .*binary/ },
+    error: { type: 'binary_file', message: /bin\.dat .*is a binary file \(contains NUL bytes\); read_file only reads text files/ },
   });
 });
 
@@ -114,4 +116,84 @@ t.test('escapes are refused at run time too', async (t) => {
   });
   t.match(await tool.run({ file_path: '/etc/passwd' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } });
   t.match(await tool.run({ file_path: 'out-link.txt' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } });
+});
+
+t.test('validate offset and limit', async (t) => {
+  const { ws } = setup(t);
+  const ctx = { workspace: ws };
+  t.same(tool.validate({ file_path: 'five.txt', offset: 0, limit: 2 }, ctx), { ok: true, args: { file_path: 'five.txt', offset: 0, limit: 2 } });
+  t.same(tool.validate({ file_path: 'five.txt', offset: null, limit: undefined }, ctx), { ok: true, args: { file_path: 'five.txt' } });
+  for (const offset of [-1, 1.5, '2', true, Number.NaN]) {
+    t.match(tool.validate({ file_path: 'five.txt', offset }, ctx), {
+      ok: false,
+      error: { type: 'invalid_argument', message: /^offset must be a non-negative integer/ },
+    }, String(offset));
+  }
+  for (const limit of [0, -3, 2.5, '10']) {
+    t.match(tool.validate({ file_path: 'five.txt', limit }, ctx), {
+      ok: false,
+      error: { type: 'invalid_argument', message: /^limit must be an integer >= 1/ },
+    }, String(limit));
+  }
+  t.equal(tool.describe({ file_path: 'a.txt', offset: 10, limit: 5 }), 'Read a.txt (lines 11-15)');
+  t.equal(tool.describe({ file_path: 'a.txt', offset: 10 }), 'Read a.txt (lines 11-end)');
+  t.equal(tool.describe({ file_path: 'a.txt', limit: 3 }), 'Read a.txt (lines 1-3)');
+  t.same(tool.parameters.properties.offset.type, 'integer');
+  t.same(tool.parameters.properties.limit.type, 'integer');
+});
+
+t.test('offset and limit select lines, keeping their endings, with a truncation notice', async (t) => {
+  const { ctx } = setup(t);
+  const mid = 'l2\r\nl3\n';
+  const notice = (a: number, b: number): string =>
+    `[File content truncated: showing lines ${a}-${b} of 5 total lines. Use offset/limit parameters to view more.]\n`;
+  t.same(await tool.run({ file_path: 'five.txt', offset: 1, limit: 2 }, ctx), {
+    llmContent: notice(2, 3) + mid,
+    display: { type: 'text', text: notice(2, 3) + mid },
+  });
+  t.match(await tool.run({ file_path: 'five.txt', limit: 1 }, ctx), { llmContent: notice(1, 1) + 'l1\n' });
+  t.match(await tool.run({ file_path: 'five.txt', offset: 3 }, ctx), { llmContent: notice(4, 5) + 'l4\nl5\n' });
+  t.match(await tool.run({ file_path: 'five.txt', offset: 4, limit: 100 }, ctx), { llmContent: notice(5, 5) + 'l5\n' });
+});
+
+t.test('a range covering the whole file has no notice', async (t) => {
+  const { ctx } = setup(t);
+  t.same(await tool.run({ file_path: 'five.txt', offset: 0, limit: 5 }, ctx), {
+    llmContent: 'l1\nl2\r\nl3\nl4\nl5\n',
+    display: { type: 'text', text: 'l1\nl2\r\nl3\nl4\nl5\n' },
+  });
+  t.same(await tool.run({ file_path: 'no-eol.txt', offset: 0, limit: 10 }, ctx), { llmContent: 'a\nb', display: { type: 'text', text: 'a\nb' } });
+  t.match(await tool.run({ file_path: 'no-eol.txt', offset: 1 }, ctx), {
+    llmContent: '[File content truncated: showing lines 2-2 of 2 total lines. Use offset/limit parameters to view more.]\nb',
+  });
+  t.same(await tool.run({ file_path: 'empty.txt', offset: 0, limit: 3 }, ctx), { llmContent: '', display: { type: 'text', text: '' } });
+});
+
+t.test('offset beyond the end of the file', async (t) => {
+  const { ws, ctx } = setup(t);
+  t.same(await tool.run({ file_path: 'five.txt', offset: 5 }, ctx), {
+    isError: true,
+    error: {
+      type: 'invalid_argument',
+      message: `offset 5 is beyond the end of five.txt (relative to the workspace ${ws}), which has 5 lines (valid offsets are 0-4)`,
+    },
+  });
+  t.match(await tool.run({ file_path: 'no-eol.txt', offset: 99, limit: 1 }, ctx), {
+    isError: true,
+    error: { type: 'invalid_argument', message: /offset 99 .*which has 2 lines/ },
+  });
+  t.match(await tool.run({ file_path: 'empty.txt', offset: 1 }, ctx), {
+    isError: true,
+    error: { type: 'invalid_argument', message: /which has 0 lines/ },
+  });
+});
+
+t.test('offset and limit do not bypass the other refusals', async (t) => {
+  const { ctx } = setup(t);
+  t.match(await tool.run({ file_path: 'bin.dat', offset: 0, limit: 1 }, ctx), { isError: true, error: { type: 'binary_file' } });
+  t.match(await tool.run({ file_path: 'out-link.txt', offset: 0, limit: 1 }, ctx), {
+    isError: true,
+    error: { type: 'path_outside_workspace' },
+  });
+  t.match(await tool.run({ file_path: 'src', limit: 1 }, ctx), { isError: true, error: { type: 'target_is_directory' } });
 });

@@ -1,0 +1,232 @@
+/** `replace`: replaces exact text in one file inside the workspace (or creates it), after showing a diff. */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { unifiedDiff } from '../diff.js';
+import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
+import { describeGivenPath, errorCode, errorReason, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import { readTextFile } from './read-file.js';
+
+/** Arguments of `replace`. */
+export interface ReplaceArgs extends Record<string, unknown> {
+  file_path: string;
+  /** The exact text to replace; empty to create a new file. */
+  old_string: string;
+  new_string: string;
+  /** How many occurrences old_string must have (all are replaced). Default 1. */
+  expected_replacements?: number;
+  /**
+   * Set only by {@link ReplaceTool.withModifiedContent} (the user's own edit): the whole
+   * new file content, written as is. validate() drops it, so the model cannot set it.
+   */
+  modified_content?: string;
+}
+
+type Planned = { ok: true; change: FileChange; rel: string; count: number } | { ok: false; error: ToolError };
+
+function invalid(message: string): { ok: false; error: ToolError } {
+  return { ok: false, error: { type: 'invalid_argument', message } };
+}
+
+/** Occurrences of `needle` in `haystack`, without overlaps (as split/join replaces them). */
+function countOccurrences(haystack: string, needle: string): number {
+  return haystack.split(needle).length - 1;
+}
+
+/**
+ * Replaces `old_string` with `new_string` literally (no regex, no `$` patterns), requiring
+ * exactly `expected_replacements` occurrences; an empty `old_string` creates a new file.
+ * The occurrence checks run in propose() (so a call that cannot apply fails before anyone is
+ * asked) and again in run(), against the file as it is then.
+ */
+export class ReplaceTool implements Tool<ReplaceArgs> {
+  readonly name = 'replace';
+  readonly kind = 'edit' as const;
+  readonly description =
+    'Replaces text within a file inside the workspace. old_string must match the current file content exactly ' +
+    '(including whitespace and indentation) and, by default, exactly once: include enough surrounding lines to make ' +
+    'it unique, or set expected_replacements to replace every one of several occurrences. Read the file first. ' +
+    'To create a new file, use an empty old_string and put the content in new_string.';
+  readonly parameters: ToolParameterSchema = {
+    type: 'object',
+    properties: {
+      file_path: { type: 'string', description: 'Path of the file to edit, absolute or relative to the workspace.' },
+      old_string: {
+        type: 'string',
+        description: 'The exact literal text to replace, with enough context (e.g. 3 lines before and after) to be unique. Empty to create a new file.',
+      },
+      new_string: { type: 'string', description: 'The exact literal text to put in place of old_string.' },
+      expected_replacements: {
+        type: 'integer',
+        description: 'How many occurrences of old_string to replace (default 1); the edit fails if the count differs.',
+      },
+    },
+    required: ['file_path', 'old_string', 'new_string'],
+  };
+  /** The file content each proposal was based on (undefined: the file did not exist), to explain a later mismatch. */
+  private readonly proposedOver = new WeakMap<ReplaceArgs, string | undefined>();
+
+  validate(
+    args: Record<string, unknown>,
+    ctx: Pick<ToolContext, 'workspace'>,
+  ): { ok: true; args: ReplaceArgs } | { ok: false; error: ToolError } {
+    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
+    if (!resolved.ok) return resolved;
+    const { old_string, new_string, expected_replacements } = args;
+    if (typeof old_string !== 'string') return invalid('old_string must be a string (the exact text to replace; empty to create a file)');
+    if (typeof new_string !== 'string') return invalid('new_string must be a string (the replacement text)');
+    const out: ReplaceArgs = { file_path: args.file_path as string, old_string, new_string };
+    if (expected_replacements !== undefined && expected_replacements !== null) {
+      if (typeof expected_replacements !== 'number' || !Number.isInteger(expected_replacements) || expected_replacements < 1) {
+        return invalid(`expected_replacements must be an integer >= 1; got ${JSON.stringify(expected_replacements)}`);
+      }
+      out.expected_replacements = expected_replacements;
+    }
+    if (old_string !== '' && old_string === new_string) return { ok: false, error: noChange(out.file_path) };
+    return { ok: true, args: out };
+  }
+
+  describe(args: ReplaceArgs): string {
+    return args.old_string === '' && args.modified_content === undefined ? `Create ${args.file_path}` : `Edit ${args.file_path}`;
+  }
+
+  /** Throws (the agent records `proposal_failed`) when the edit cannot apply to the file as it is. */
+  async propose(args: ReplaceArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
+    const planned = await this.plan(args, ctx.workspace);
+    if (!planned.ok) throw new Error(planned.error.message);
+    this.proposedOver.set(args, planned.change.oldContent);
+    return { type: 'edit', change: planned.change };
+  }
+
+  withModifiedContent(args: ReplaceArgs, newContent: string): ReplaceArgs {
+    const modified = { ...args, modified_content: newContent };
+    if (this.proposedOver.has(args)) this.proposedOver.set(modified, this.proposedOver.get(args));
+    return modified;
+  }
+
+  async run(args: ReplaceArgs, ctx: ToolContext): Promise<ToolResult> {
+    const planned = await this.plan(args, ctx.workspace);
+    const changed = this.changedSinceProposal(args, planned);
+    if (changed !== undefined) return { isError: true, error: changed };
+    if (!planned.ok) return { isError: true, error: planned.error };
+    const { change, rel, count } = planned;
+    try {
+      await writeCreatingParents(change.filePath, change.newContent);
+    } catch (err) {
+      const where = describeGivenPath(ctx.workspace, args.file_path);
+      return { isError: true, error: { type: 'write_error', message: `Cannot write ${where}: ${errorReason(err)}` } };
+    }
+    const what =
+      args.modified_content !== undefined
+        ? `Wrote the user's modified content to ${rel}`
+        : change.oldContent === undefined
+          ? `Created ${rel}`
+          : `Replaced ${count} occurrence${count === 1 ? '' : 's'} in ${rel}`;
+    return { llmContent: what, display: { type: 'diff', change } };
+  }
+
+  /**
+   * When the file is no longer what the proposal was based on: an error if the approved
+   * edit no longer applies, or if it is the user's whole-file content (it would silently
+   * drop the other change). A replacement that still applies is made on the current text.
+   */
+  private changedSinceProposal(args: ReplaceArgs, planned: Planned): ToolError | undefined {
+    if (!this.proposedOver.has(args)) return undefined;
+    const before = this.proposedOver.get(args);
+    const now = planned.ok ? planned.change.oldContent : undefined;
+    if (planned.ok && now === before) return undefined;
+    if (planned.ok && args.modified_content === undefined) return undefined;
+    const why = planned.ok ? 'your modified content was not written, so that change is not lost' : planned.error.message;
+    return {
+      type: 'file_changed',
+      message: `${args.file_path} changed after this edit was proposed, and the edit was not applied: ${why}. Re-read the file and try again.`,
+    };
+  }
+
+  /** Reads the file as it is now and computes the change, or why it cannot be made. */
+  private async plan(args: ReplaceArgs, workspace: string): Promise<Planned> {
+    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path');
+    if (!resolved.ok) return resolved;
+    const where = describeGivenPath(workspace, args.file_path);
+    const read = await readTextFile(resolved.path, where, this.name);
+    if (!read.ok && read.error.type !== 'file_not_found') return read;
+    if (!read.ok && (await underAFile(resolved.path))) {
+      return { ok: false, error: { type: 'write_error', message: `Cannot write ${where}: a parent of it is a file, not a directory` } };
+    }
+    const oldContent = read.ok ? read.text : undefined;
+    const rel = workspaceRelative(workspace, resolved.path);
+    const computed = this.newContent(args, oldContent, where, rel);
+    if (!computed.ok) return computed;
+    const change: FileChange = {
+      fileName: path.basename(resolved.path),
+      filePath: resolved.path,
+      newContent: computed.content,
+      formattedDiff: unifiedDiff(rel, oldContent, computed.content),
+    };
+    if (oldContent !== undefined) change.oldContent = oldContent;
+    return { ok: true, change, rel, count: computed.count };
+  }
+
+  /** Applies the replacement to `oldContent` (undefined: no such file), with Gemini CLI's failure reasons. */
+  private newContent(
+    args: ReplaceArgs,
+    oldContent: string | undefined,
+    where: string,
+    rel: string,
+  ): { ok: true; content: string; count: number } | { ok: false; error: ToolError } {
+    const fail = (type: string, message: string): { ok: false; error: ToolError } => ({ ok: false, error: { type, message } });
+    if (args.modified_content !== undefined) return { ok: true, content: args.modified_content, count: 0 };
+    const { old_string: oldString, new_string: newString } = args;
+    if (oldContent === undefined) {
+      if (oldString === '') return { ok: true, content: newString, count: 0 };
+      return fail('file_not_found', `File not found: ${where}; to create a new file, use an empty old_string`);
+    }
+    if (oldString === '') {
+      return fail('file_exists', `${where} already exists; use a non-empty old_string to edit an existing file`);
+    }
+    if (oldString === newString) return { ok: false, error: noChange(args.file_path) };
+    const expected = args.expected_replacements ?? 1;
+    const count = countOccurrences(oldContent, oldString);
+    if (count === 0) {
+      return fail(
+        'edit_no_occurrence_found',
+        `old_string was not found in ${rel}; re-read the file with read_file and copy the exact text including whitespace and indentation`,
+      );
+    }
+    if (count !== expected) {
+      const s = (n: number): string => `${n} occurrence${n === 1 ? '' : 's'}`;
+      return fail(
+        'edit_expected_occurrence_mismatch',
+        `Expected ${s(expected)} of old_string in ${rel} but found ${count}; add more surrounding context to make ` +
+          `old_string unique, or set expected_replacements to ${count}`,
+      );
+    }
+    return { ok: true, content: oldContent.split(oldString).join(newString), count };
+  }
+}
+
+function noChange(filePath: string): ToolError {
+  return { type: 'edit_no_change', message: `old_string and new_string are identical, so editing ${filePath} would change nothing` };
+}
+
+/** True when the nearest existing ancestor of `p` is not a directory (so `p` cannot be created). */
+async function underAFile(p: string): Promise<boolean> {
+  for (let dir = path.dirname(p); ; dir = path.dirname(dir)) {
+    try {
+      return !(await fs.stat(dir)).isDirectory();
+    } catch (err) {
+      if (errorCode(err) === 'ENOTDIR') return true;
+      if (errorCode(err) !== 'ENOENT' || path.dirname(dir) === dir) return false;
+    }
+  }
+}
+
+/** Writes the file; only when its directory is missing, creates it and writes again. */
+async function writeCreatingParents(filePath: string, content: string): Promise<void> {
+  try {
+    await fs.writeFile(filePath, content, 'utf8');
+  } catch (err) {
+    if (errorCode(err) !== 'ENOENT') throw err;
+    await fs.mkdir(path.dirname(filePath), { recursive: true });
+    await fs.writeFile(filePath, content, 'utf8');
+  }
+}

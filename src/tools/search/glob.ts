@@ -1,0 +1,164 @@
+/** `glob`: finds files by glob pattern inside the workspace, newest first. */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import { describeGivenPath, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import { ALWAYS_SKIPPED_DIRS, isDirectory, loadGitignore, pathKind, resolvePattern, walkFiles, type ResolvedPattern } from './walk.js';
+
+/** Arguments of `glob`. */
+export interface GlobArgs extends Record<string, unknown> {
+  pattern: string;
+  /** Directory to search in (default: the workspace). */
+  path?: string;
+  /** Default false. */
+  case_sensitive?: boolean;
+  /** Default true. */
+  respect_git_ignore?: boolean;
+}
+
+/** Constructor options of {@link GlobTool}. */
+export interface GlobOptions {
+  /** At most this many paths are returned (default 1000). */
+  maxResults?: number;
+}
+
+const DEFAULT_MAX_RESULTS = 1000;
+
+type Setup = { ok: true; searchDir: string; pattern: ResolvedPattern } | { ok: false; error: ToolError };
+
+function invalid(message: string): { ok: false; error: ToolError } {
+  return { ok: false, error: { type: 'invalid_argument', message } };
+}
+
+/** Finds files whose path (relative to `path`) matches a glob; returns absolute paths, most recently modified first. */
+export class GlobTool implements Tool<GlobArgs> {
+  readonly name = 'glob';
+  readonly kind = 'read' as const;
+  readonly description =
+    'Finds files matching a glob pattern (e.g. "src/**/*.ts", "**/*.md") inside the workspace and returns their ' +
+    'absolute paths, sorted by modification time (newest first). The pattern is relative to path (default: the ' +
+    'workspace). Matching is case-insensitive unless case_sensitive is true. node_modules and .git are never ' +
+    'searched, and files ignored by the workspace .gitignore are left out unless respect_git_ignore is false.';
+  readonly parameters: ToolParameterSchema = {
+    type: 'object',
+    properties: {
+      pattern: { type: 'string', description: 'The glob pattern to match, e.g. "**/*.py" or "docs/*.md".' },
+      path: { type: 'string', description: 'Directory to search in, absolute or relative to the workspace (default: the workspace).' },
+      case_sensitive: { type: 'boolean', description: 'Whether matching is case-sensitive (default false).' },
+      respect_git_ignore: { type: 'boolean', description: 'Whether to leave out files ignored by .gitignore (default true).' },
+    },
+    required: ['pattern'],
+  };
+  private readonly maxResults: number;
+
+  constructor(options: GlobOptions = {}) {
+    this.maxResults = options.maxResults ?? DEFAULT_MAX_RESULTS;
+  }
+
+  validate(
+    args: Record<string, unknown>,
+    ctx: Pick<ToolContext, 'workspace'>,
+  ): { ok: true; args: GlobArgs } | { ok: false; error: ToolError } {
+    const out: GlobArgs = { pattern: args.pattern as string };
+    if (args.path !== undefined && args.path !== null && args.path !== '') out.path = args.path as string;
+    for (const flag of ['case_sensitive', 'respect_git_ignore'] as const) {
+      const v = args[flag];
+      if (v === undefined || v === null) continue;
+      if (typeof v !== 'boolean') return invalid(`${flag} must be a boolean when given`);
+      out[flag] = v;
+    }
+    const setup = this.setup(out, ctx.workspace);
+    if (!setup.ok) return setup;
+    return { ok: true, args: out };
+  }
+
+  describe(args: GlobArgs): string {
+    return `Find files matching ${args.pattern}${args.path ? ` in ${args.path}` : ''}`;
+  }
+
+  async run(args: GlobArgs, ctx: ToolContext): Promise<ToolResult> {
+    const setup = this.setup(args, ctx.workspace);
+    if (!setup.ok) return { isError: true, error: setup.error };
+    const { searchDir, pattern } = setup;
+    const ws = realWorkspace(ctx.workspace);
+    if (!ws.ok) return { isError: true, error: ws.error };
+    const nocase = args.case_sensitive !== true;
+    const gitignore = args.respect_git_ignore === false ? undefined : loadGitignore(ws.path);
+    const ignore = gitignore && ((real: string, isDir: boolean): boolean => gitignore(workspaceRelative(ws.path, real), isDir));
+
+    // Walk from the pattern's literal base when it exists; a case-insensitive match may
+    // still find it under another spelling, so then walk the whole search directory.
+    let root = pattern.baseReal;
+    let lexicalRoot = pattern.baseLexical;
+    let glob = pattern.glob;
+    if (!isDirectory(root)) {
+      if (!nocase || pattern.relPattern === undefined) return this.noMatch(args, ctx.workspace, searchDir);
+      root = searchDir;
+      lexicalRoot = searchDir;
+      glob = pattern.relPattern;
+    }
+    const isMatch = picomatch(glob, { dot: true, nocase });
+    const found: { path: string; mtime: number }[] = [];
+    for await (const entry of walkFiles(root, { workspace: ws.path, skipDirs: ALWAYS_SKIPPED_DIRS, signal: ctx.signal, ignore })) {
+      if (!isMatch(entry.rel)) continue;
+      let mtime = 0;
+      try {
+        mtime = (await fs.stat(entry.real)).mtimeMs;
+      } catch {
+        continue; // gone since it was listed
+      }
+      found.push({ path: path.join(lexicalRoot, entry.rel), mtime });
+    }
+    if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The file search was cancelled' } };
+    if (found.length === 0) return this.noMatch(args, ctx.workspace, searchDir);
+    found.sort((a, b) => b.mtime - a.mtime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return this.report(args, workspaceRelative(ctx.workspace, searchDir), found.map((f) => f.path), gitignore !== undefined);
+  }
+
+  /** Gemini CLI's listing, capped at maxResults with a notice. */
+  private report(args: GlobArgs, where: string, paths: string[], respectedGitignore: boolean): ToolResult {
+    const shown = paths.slice(0, this.maxResults);
+    const lines = [
+      `Found ${paths.length} file(s) matching "${args.pattern}" within ${where}` +
+        `${respectedGitignore ? ' (respecting .gitignore)' : ''}, sorted by modification time (newest first):`,
+      ...shown,
+    ];
+    if (paths.length > shown.length) {
+      lines.push(
+        `[Results truncated: showing the ${shown.length} most recently modified of ${paths.length} files. ` +
+          'Use a more specific pattern or path to see the rest.]',
+      );
+    }
+    const text = lines.join('\n');
+    return { llmContent: text, display: { type: 'text', text } };
+  }
+
+  private noMatch(args: GlobArgs, workspace: string, searchDir: string): ToolResult {
+    const text = `No files found matching pattern "${args.pattern}" within ${workspaceRelative(workspace, searchDir)}`;
+    return { llmContent: text, display: { type: 'text', text } };
+  }
+
+  /** Resolves `path` (must be a directory inside the workspace) and the pattern's base. */
+  private setup(args: GlobArgs, workspace: string): Setup {
+    let searchDir: string;
+    if (args.path === undefined) {
+      const ws = realWorkspace(workspace);
+      if (!ws.ok) return ws;
+      searchDir = ws.path;
+    } else {
+      const resolved = resolveInWorkspace(workspace, args.path, 'path');
+      if (!resolved.ok) return resolved;
+      const kind = pathKind(resolved.path);
+      const where = describeGivenPath(workspace, args.path);
+      if (kind === 'missing') return { ok: false, error: { type: 'dir_not_found', message: `Directory not found: ${where}` } };
+      if (kind !== 'directory') {
+        return { ok: false, error: { type: 'path_is_not_a_directory', message: `path ${where} is not a directory; glob searches directories` } };
+      }
+      searchDir = resolved.path;
+    }
+    const pattern = resolvePattern(workspace, searchDir, args.pattern, 'pattern');
+    if (!pattern.ok) return pattern;
+    return { ok: true, searchDir, pattern: pattern.pattern };
+  }
+}

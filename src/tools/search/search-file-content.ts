@@ -1,0 +1,173 @@
+/** `search_file_content`: a regular-expression search over the text files of the workspace, in plain JS. */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { looksBinary } from '../file/read-file.js';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import { describeGivenPath, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import { ALWAYS_SKIPPED_DIRS, filterMatcher, pathKind, walkFiles, type WalkEntry } from './walk.js';
+
+/** Arguments of `search_file_content`. */
+export interface SearchFileContentArgs extends Record<string, unknown> {
+  /** JavaScript regular expression source, matched case-insensitively against each line. */
+  pattern: string;
+  /** File or directory to search (default: the workspace). */
+  path?: string;
+  /** Glob filter on file paths relative to `path`, e.g. `*.ts` or `src/**\/*.{ts,tsx}`. */
+  include?: string;
+}
+
+/** Constructor options of {@link SearchFileContentTool}. */
+export interface SearchFileContentOptions {
+  /** Stop after this many matching lines (default 500). */
+  maxMatches?: number;
+  /** Files larger than this are not searched (default 1 MB). */
+  maxFileBytes?: number;
+}
+
+const DEFAULT_MAX_MATCHES = 500;
+const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
+/** Matched lines longer than this are cut (minified files would flood the model). */
+const MAX_LINE_CHARS = 500;
+
+type Target = { ok: true; real: string; isFile: boolean } | { ok: false; error: ToolError };
+
+function invalid(message: string): { ok: false; error: ToolError } {
+  return { ok: false, error: { type: 'invalid_argument', message } };
+}
+
+/** Compiles the pattern as Gemini CLI's JS fallback does: case-insensitive. */
+function compile(pattern: string): { ok: true; regex: RegExp } | { ok: false; error: ToolError } {
+  try {
+    return { ok: true, regex: new RegExp(pattern, 'i') };
+  } catch (err) {
+    return invalid(`pattern is not a valid JavaScript regular expression: ${(err as Error).message}`);
+  }
+}
+
+/** Searches file contents line by line; skips binaries, large files, node_modules and .git. */
+export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
+  readonly name = 'search_file_content';
+  readonly kind = 'read' as const;
+  readonly description =
+    'Searches for a regular expression (JavaScript syntax, case-insensitive) in the content of the text files in a ' +
+    'directory (default: the workspace) or in one file. include filters files by glob, e.g. "*.ts" or ' +
+    '"src/**/*.{ts,tsx}". Returns the matching lines with their file paths and line numbers. Binary files, ' +
+    'files over 1 MB, node_modules and .git are skipped.';
+  readonly parameters: ToolParameterSchema = {
+    type: 'object',
+    properties: {
+      pattern: { type: 'string', description: 'The regular expression to search for, e.g. "function\\s+\\w+" or "TODO".' },
+      path: { type: 'string', description: 'Directory or file to search, absolute or relative to the workspace (default: the workspace).' },
+      include: { type: 'string', description: 'Optional glob of the files to search, e.g. "*.js" or "src/**/*.{ts,tsx}".' },
+    },
+    required: ['pattern'],
+  };
+  private readonly maxMatches: number;
+  private readonly maxFileBytes: number;
+
+  constructor(options: SearchFileContentOptions = {}) {
+    this.maxMatches = options.maxMatches ?? DEFAULT_MAX_MATCHES;
+    this.maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  }
+
+  validate(
+    args: Record<string, unknown>,
+    ctx: Pick<ToolContext, 'workspace'>,
+  ): { ok: true; args: SearchFileContentArgs } | { ok: false; error: ToolError } {
+    const { pattern, include } = args;
+    if (typeof pattern !== 'string' || pattern === '') return invalid('pattern must be a non-empty regular expression string');
+    const compiled = compile(pattern);
+    if (!compiled.ok) return compiled;
+    const out: SearchFileContentArgs = { pattern };
+    if (include !== undefined && include !== null && include !== '') {
+      if (typeof include !== 'string') return invalid('include must be a glob pattern string when given');
+      out.include = include;
+    }
+    if (args.path !== undefined && args.path !== null && args.path !== '') {
+      out.path = args.path as string;
+      const target = this.target(out, ctx.workspace);
+      if (!target.ok) return target;
+    }
+    return { ok: true, args: out };
+  }
+
+  describe(args: SearchFileContentArgs): string {
+    return `Search for /${args.pattern}/ in ${args.path ?? '.'}${args.include ? ` (${args.include})` : ''}`;
+  }
+
+  async run(args: SearchFileContentArgs, ctx: ToolContext): Promise<ToolResult> {
+    const compiled = compile(args.pattern);
+    if (!compiled.ok) return { isError: true, error: compiled.error };
+    const target = this.target(args, ctx.workspace);
+    if (!target.ok) return { isError: true, error: target.error };
+    const ws = realWorkspace(ctx.workspace);
+    if (!ws.ok) return { isError: true, error: ws.error };
+    const include = args.include === undefined ? undefined : filterMatcher(args.include);
+    const files: AsyncIterable<WalkEntry> | WalkEntry[] = target.isFile
+      ? [{ rel: path.basename(target.real), abs: target.real, real: target.real }]
+      : walkFiles(target.real, { workspace: ws.path, skipDirs: ALWAYS_SKIPPED_DIRS, signal: ctx.signal });
+    const byFile = new Map<string, string[]>();
+    let count = 0;
+    let capped = false;
+    for await (const file of files) {
+      if (ctx.signal.aborted) break;
+      if (include && !include(file.rel)) continue;
+      const text = await this.readSearchable(file.real);
+      if (text === undefined) continue;
+      const lines = text.split('\n');
+      for (let i = 0; i < lines.length && !capped; i++) {
+        const line = lines[i].replace(/\r$/, '');
+        if (!compiled.regex.test(line)) continue;
+        const rel = workspaceRelative(ws.path, file.abs);
+        const hits = byFile.get(rel) ?? [];
+        hits.push(`L${i + 1}: ${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`);
+        byFile.set(rel, hits);
+        capped = ++count >= this.maxMatches;
+      }
+      if (capped) break;
+    }
+    if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The search was cancelled' } };
+    const where = args.path ?? '.';
+    const filter = args.include ? ` (filter: "${args.include}")` : '';
+    if (count === 0) {
+      const text = `No matches found for pattern "${args.pattern}" in path "${where}"${filter}.`;
+      return { llmContent: text, display: { type: 'text', text } };
+    }
+    const sections = [...byFile].map(([rel, hits]) => `File: ${rel}\n${hits.join('\n')}`);
+    let text =
+      `Found ${count} match${count === 1 ? '' : 'es'} for pattern "${args.pattern}" in path "${where}"${filter}:\n` +
+      `---\n${sections.join('\n---\n')}\n---`;
+    if (capped) {
+      text += `\n[Results truncated: stopped at the first ${this.maxMatches} matches. Use a more specific pattern, path or include to see the rest.]`;
+    }
+    return { llmContent: text, display: { type: 'text', text } };
+  }
+
+  /** The file's text, or undefined when it is too large, binary or unreadable. */
+  private async readSearchable(real: string): Promise<string | undefined> {
+    try {
+      const stat = await fs.stat(real);
+      if (!stat.isFile() || stat.size > this.maxFileBytes) return undefined;
+      const bytes = await fs.readFile(real);
+      return looksBinary(bytes) ? undefined : bytes.toString('utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Resolves `path` (default: the workspace) to an existing file or directory inside it. */
+  private target(args: SearchFileContentArgs, workspace: string): Target {
+    if (args.path === undefined) {
+      const ws = realWorkspace(workspace);
+      return ws.ok ? { ok: true, real: ws.path, isFile: false } : ws;
+    }
+    const resolved = resolveInWorkspace(workspace, args.path, 'path');
+    if (!resolved.ok) return resolved;
+    const kind = pathKind(resolved.path);
+    if (kind === 'missing') {
+      return { ok: false, error: { type: 'path_not_found', message: `Path not found: ${describeGivenPath(workspace, args.path)}` } };
+    }
+    if (kind === 'other') return invalid(`path ${describeGivenPath(workspace, args.path)} is neither a file nor a directory`);
+    return { ok: true, real: resolved.path, isFile: kind === 'file' };
+  }
+}
