@@ -27,6 +27,12 @@ export interface ApprovalScope {
 
 const SHELL_PREFIX = /^([A-Za-z0-9_.-]+)\((.*)\)$/s;
 
+/** The command line of a shell-like call, or undefined (not a shell tool, or no command yet). */
+function lineOf(tool: AnyTool, args: Record<string, unknown>): string | undefined {
+  const line = tool.commandLine?.(args);
+  return typeof line === 'string' ? line : undefined;
+}
+
 /** The grant key for one root command of a shell tool. */
 export const shellGrant = (tool: string, root: string): string => `${tool}(${root})`;
 /** The grant key for every tool of an MCP server. */
@@ -36,9 +42,9 @@ function allowedByList(tool: AnyTool, args: Record<string, unknown>, allowed: re
   for (const entry of allowed) {
     if (entry === tool.name) return true;
     const m = SHELL_PREFIX.exec(entry);
-    if (m === null || m[1] !== tool.name || tool.commandLine === undefined) continue;
+    const line = lineOf(tool, args);
+    if (m === null || m[1] !== tool.name || line === undefined) continue;
     const prefix = m[2].trim();
-    const line = tool.commandLine(args);
     if (prefix !== '' && !redirectsOutput(line) && matchesCommandPrefix(line, prefix)) return true;
   }
   return false;
@@ -48,8 +54,8 @@ function trusted(tool: AnyTool, args: Record<string, unknown>, grants: ReadonlyS
   if (grants.has(tool.name)) return true;
   if (tool.mcp !== undefined && grants.has(serverGrant(tool.mcp.serverName))) return true;
   if (tool.commandLine !== undefined) {
-    const line = tool.commandLine(args);
-    if (redirectsOutput(line)) return false; // writes wherever it points: asks every time
+    const line = lineOf(tool, args);
+    if (line === undefined || redirectsOutput(line)) return false; // writes wherever it points: asks every time
     const roots = rootCommands(line);
     return roots !== undefined && roots.length > 0 && roots.every((r) => grants.has(shellGrant(tool.name, r)));
   }
@@ -82,7 +88,8 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>): Offere
       { id: ConfirmationOptionId.proceedAlwaysServer, name: `Always allow ${serverName}`, description: `Run every tool of MCP server ${serverName} without asking for the rest of this conversation` },
     );
   } else if (tool.commandLine !== undefined) {
-    const roots = rootCommands(tool.commandLine(args));
+    const line = lineOf(tool, args);
+    const roots = line === undefined || redirectsOutput(line) ? undefined : rootCommands(line);
     // A line with command substitution cannot be trusted by its roots: offer no "always".
     if (roots !== undefined && roots.length > 0) {
       const list = [...new Set(roots)].map((r) => `"${r}"`).join(', ');
@@ -108,7 +115,8 @@ export function grantsFor(tool: AnyTool, args: Record<string, unknown>, option: 
   if (option === ConfirmationOptionId.proceedAlwaysTool) return [tool.name];
   if (option !== ConfirmationOptionId.proceedAlways) return [];
   if (tool.commandLine !== undefined) {
-    const roots = rootCommands(tool.commandLine(args)) ?? [];
+    const line = lineOf(tool, args);
+    const roots = line === undefined || redirectsOutput(line) ? [] : (rootCommands(line) ?? []);
     return [...new Set(roots)].map((r) => shellGrant(tool.name, r));
   }
   return [tool.name];

@@ -15,7 +15,10 @@ function finish(task: LiveTask, call: TurnCall, result: ToolResult): void {
   if (result.isError) {
     snap.status = 'FAILED';
     snap.error = result.error;
-    call.response = responsePart(call, { error: result.llmContent ?? result.error.message });
+    // The model gets the reason (timed out, exit code, …) and whatever output there was.
+    const response: Record<string, unknown> = { error: result.error.message, error_type: result.error.type };
+    if (result.llmContent !== undefined && result.llmContent !== result.error.message) response.output = result.llmContent;
+    call.response = responsePart(call, response);
   } else {
     snap.status = 'SUCCEEDED';
     snap.output = result.display;

@@ -4,6 +4,7 @@
  * Every path ends in exactly one of: `input-required`, `completed`, `failed`.
  */
 import { randomUUID } from 'node:crypto';
+import { ToolFailure } from '../tools/tool.js';
 import { needsApproval, optionsFor } from './approval-policy.js';
 import { memoryInstruction } from './memory.js';
 import { hashShown } from './live-task.js';
@@ -276,7 +277,8 @@ export class TurnLoop {
       call.shownHash = hashShown(call.snapshot);
       if (this.opts.approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + this.opts.approvalTimeoutMs);
     } catch (err) {
-      call.snapshot.error = { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
+      call.snapshot.error =
+        err instanceof ToolFailure ? err.error : { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
       call.args = undefined;
     }
   }

@@ -94,3 +94,14 @@ export interface McpOrigin {
   /** The tool's own name on its server (the agent offers it as `<server>__<tool>`). */
   toolName: string;
 }
+
+/**
+ * Thrown by `propose()` when the call cannot be carried out as asked (e.g. `replace` finds no
+ * unique match): the call fails with this error, before anyone is asked.
+ */
+export class ToolFailure extends Error {
+  constructor(readonly error: ToolError) {
+    super(error.message);
+    this.name = 'ToolFailure';
+  }
+}

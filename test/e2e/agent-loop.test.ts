@@ -149,7 +149,7 @@ t.test('read tools through the loop', async (t) => {
     t.notOk('output' in done);
     t.same(failedEvent.status.message.parts.map((p: any) => p.kind), ['data', 'text']);
     t.equal(failedEvent.status.message.parts[1].text, `read_file failed: ${done.error.message}`);
-    t.same(told, { error: done.error.message }, 'functionResponse.response.error');
+    t.same(told, { error: done.error.message, error_type: 'file_not_found' }, 'functionResponse.response: the reason and its type');
   });
 
   await t.test('read_file ../x: FAILED path_outside_workspace', async (t) => {
@@ -288,9 +288,11 @@ t.test('run_shell_command failures', async (t) => {
     t.equal(done.status, 'FAILED');
     t.same(done.error, { type: 'shell_exit_nonzero', status_code: 3, message: 'Command exited with code 3:\noops' });
     t.equal(textOf(failedEvent), 'run_shell_command failed: Command exited with code 3:\noops');
-    t.match(told.error, /Command: echo oops >&2; exit 3/);
-    t.match(told.error, /Output:\noops/);
-    t.match(told.error, /Exit Code: 3/);
+    t.equal(told.error, 'Command exited with code 3:\noops', 'the model is told the reason');
+    t.equal(told.error_type, 'shell_exit_nonzero');
+    t.match(told.output, /Command: echo oops >&2; exit 3/, 'and gets the whole output');
+    t.match(told.output, /Output:\noops/);
+    t.match(told.output, /Exit Code: 3/);
   });
 
   await t.test('success: the output and exit code', async (t) => {
@@ -308,8 +310,9 @@ t.test('run_shell_command failures', async (t) => {
     t.equal(done.status, 'FAILED');
     t.equal(done.error.type, 'shell_timeout');
     t.match(done.error.message, /^Command timed out after 1000 ms and was killed/);
-    t.match(told.error, /Command: sleep 5/);
-    t.match(told.error, /timed out/, { todo: 'the functionResponse carries only llmContent (command, output, no exit code): the model is never told the command timed out' });
+    t.equal(told.error, done.error.message, 'the model is told it timed out');
+    t.equal(told.error_type, 'shell_timeout');
+    t.match(told.output, /Command: sleep 5/);
   });
 });
 

@@ -163,6 +163,9 @@ t.test('allowed_tools', async (t) => {
     ['git statusx', true],
     ['git stash', true],
     ['echo $(git status)', true],
+    ['git status > status.txt', true],
+    ['git status 2>&1', false],
+    ['git status >/dev/null', false],
   ];
   for (const [command, asks] of cases) {
     await t.test(`${JSON.stringify(command)} ${asks ? 'asks' : 'runs'}`, async (t) => {
@@ -204,6 +207,9 @@ t.test('proceed_always on a shell command trusts its root command for the contex
     t.equal(o.watch.contextId, ctx);
     t.notOk(o.asked);
     t.equal(o.status, 'SUCCEEDED');
+  });
+  await t.test('`echo b > b.txt` asks (it writes where the redirection points)', async (t) => {
+    t.ok((await run(t, srv, 'run_shell_command', { command: 'echo b > b.txt' }, { contextId: ctx })).asked);
   });
   await t.test('`pwd` asks', async (t) => {
     t.ok((await run(t, srv, 'run_shell_command', { command: 'pwd' }, { contextId: ctx })).asked);

@@ -17,6 +17,11 @@ import { answer, modelBody, results, scenario, send, startGeminiServer } from '.
 import { checkToolCalls, getTask, TaskWatch } from '../support/tool-call-watch.js';
 import type { Test } from '../support/tool-call-watch.js';
 
+/** The text a command's events said. */
+const said = (events: any[]): string => events.filter((r) => devtool(r)?.kind === 'TEXT_CONTENT').map(textOf).join('');
+/** The first PENDING card among the events. */
+const pendingCard = (events: any[]): any => dataOf(events.find((r) => dataOf(r)?.status === 'PENDING'));
+
 const shape = (rs: any[]) => rs.map((r) => [r.kind === 'task' ? 'task' : devtool(r)?.kind, dataOf(r)?.status ?? r.status?.state]);
 
 async function execute(srv: TestServer, params: unknown, version?: '0.3' | '1.0'): Promise<PostResult> {
@@ -35,7 +40,10 @@ async function started(t: Test, srv: TestServer, params: Record<string, unknown>
   return res.json.result;
 }
 
-/** tasks/resubscribe on the execution id from the first event (Last-Event-ID: 0): the task snapshot, then its events. */
+/**
+ * tasks/resubscribe on the execution id from the first event (Last-Event-ID: 0): the current
+ * task snapshot, then every logged event (the first is the task as submitted).
+ */
 async function replay(srv: TestServer, id: string): Promise<{ task: any; events: any[]; ids: Array<string | undefined> }> {
   const res = await rpc(srv.url, 'tasks/resubscribe', { id }, { headers: { 'Last-Event-ID': '0' } });
   const rs = results(res);
@@ -94,12 +102,13 @@ t.test('/tools: STARTED, then the task replays from the start', async (t) => {
   t.equal(ids[0], undefined, 'the snapshot has no SSE id');
   t.same(ids.slice(1), events.map((_, i) => String(i + 1)), 'events numbered from 1');
   t.same(shape(events), [
+    ['task', 'submitted'],
     ['STATE_CHANGE', 'working'],
     ['TEXT_CONTENT', 'working'],
     ['STATE_CHANGE', 'completed'],
   ]);
   t.equal(events.at(-1).final, true);
-  const text = textOf(events[1]);
+  const text = said(events);
   t.match(text, /^Approval mode: DEFAULT\. 8 tools:\n/);
   t.match(text, /^- read_file \[read\]: .+ — runs without asking \(read-only\)$/m);
   t.match(text, /^- glob \[read\]: .+ — runs without asking \(read-only\)$/m);
@@ -119,7 +128,7 @@ t.test('/tools: STARTED, then the task replays from the start', async (t) => {
     const res = await execute(srv, { command_path: ['tools'] }, '1.0');
     t.equal(res.json.result.status, 'STARTED');
     const { events } = await replay(srv, res.json.result.execution_id);
-    t.match(textOf(events[1]), /^Approval mode: DEFAULT/);
+    t.match(said(events), /^Approval mode: DEFAULT/);
   });
 });
 
@@ -138,7 +147,7 @@ t.test('context_id runs the command in an existing context', async (t) => {
   const { execution_id: id } = await started(t, srv, { command_path: ['tools'], context_id: contextId });
   const { task, events } = await replay(srv, id);
   t.equal(task.contextId, contextId, 'the command task belongs to the context');
-  const text = textOf(events[1]);
+  const text = said(events);
   t.match(text, /^Approval mode: AUTO_EDIT\./);
   t.match(text, /^- write_file \[edit\]: .+ — runs without asking \(approval mode AUTO_EDIT\)$/m);
   t.match(text, /^- run_shell_command \[execute\]: .+ — asks; runs without asking: commands starting with "git status"$/m);
@@ -147,11 +156,11 @@ t.test('context_id runs the command in an existing context', async (t) => {
     const { execution_id } = await started(t, srv, { command_path: ['tools'] });
     const { task, events } = await replay(srv, execution_id);
     t.not(task.contextId, contextId);
-    t.match(textOf(events[1]), /^Approval mode: DEFAULT\./);
+    t.match(said(events), /^Approval mode: DEFAULT\./);
   });
   await t.test('settings in params.metadata set the new context up', async (t) => {
     const { execution_id } = await started(t, srv, { command_path: ['tools'], metadata: { [URI]: { approval_mode: 'yolo' } } });
-    t.match(textOf((await replay(srv, execution_id)).events[1]), /^Approval mode: YOLO\..*— runs without asking \(approval mode YOLO\)$/ms);
+    t.match(said((await replay(srv, execution_id)).events), /^Approval mode: YOLO\..*— runs without asking \(approval mode YOLO\)$/ms);
   });
   await t.test('another workspace for the existing context: -32602', async (t) => {
     invalid(t, await execute(srv, { command_path: ['tools'], context_id: contextId, metadata: { [URI]: { workspace_path: tempDir() } } }), /workspace_path cannot change/);
@@ -167,12 +176,12 @@ t.test('/mcp and /memory show with nothing configured', async (t) => {
   const meta = { metadata: { [URI]: { workspace_path: ws } } };
   const mcp = await started(t, srv, { command_path: ['mcp'], ...meta });
   const mcpEvents = (await replay(srv, mcp.execution_id)).events;
-  t.match(textOf(mcpEvents[1]), /^No MCP servers are configured\./);
+  t.match(said(mcpEvents), /^No MCP servers are configured\./);
   t.equal(mcpEvents.at(-1).status.state, 'completed');
 
   const show = await started(t, srv, { command_path: ['memory', 'show'], ...meta });
   const showEvents = (await replay(srv, show.execution_id)).events;
-  t.equal(textOf(showEvents[1]), `There is no GEMINI.md in ${ws} yet. /memory add <fact> starts one; /init drafts one.`);
+  t.equal(said(showEvents), `There is no GEMINI.md in ${ws} yet. /memory add <fact> starts one; /init drafts one.`);
   t.equal(showEvents.at(-1).status.state, 'completed');
 });
 
@@ -185,13 +194,14 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
   const { task, events } = await replay(srv, first.execution_id);
   watch.taskId = task.id;
   watch.contextId = task.contextId;
-  watch.results.push(...events);
+  watch.results.push(...events.slice(1));
   t.same(shape(events), [
+    ['task', 'submitted'],
     ['STATE_CHANGE', 'working'],
     ['TOOL_CALL_UPDATE', 'PENDING'],
     ['STATE_CHANGE', 'input-required'],
   ]);
-  const card = dataOf(events[1]);
+  const card = pendingCard(events);
   t.equal(card.tool_name, 'write_file');
   t.same(card.input_parameters, { file_path: 'GEMINI.md', content: '## Gemini Added Memories\n\n- use pnpm, not npm\n' });
   const diff = card.confirmation_request.file_edit_details;
@@ -217,7 +227,7 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
 
   await t.test('/memory show shows it', async (t) => {
     const show = await started(t, srv, { command_path: ['memory', 'show'], context_id: task.contextId });
-    const text = textOf((await replay(srv, show.execution_id)).events[1]);
+    const text = said((await replay(srv, show.execution_id)).events);
     t.match(text, new RegExp(`^GEMINI\\.md \\(${ws}\\):\\n`));
     t.match(text, /## Gemini Added Memories\n\n- use pnpm, not npm/);
   });
@@ -225,7 +235,7 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
   await t.test('a second fact is appended under the same heading (the diff shows the old content)', async (t) => {
     const second = await started(t, srv, { command_path: ['memory', 'add'], args: 'tests live in test/', context_id: task.contextId }, 'AWAITING_ACTION_CONFIRMATION');
     const { events } = await replay(srv, second.execution_id);
-    const card2 = dataOf(events[1]);
+    const card2 = pendingCard(events);
     t.equal(card2.confirmation_request.file_edit_details.old_content, written);
     results(await answer(srv, second.execution_id, task.contextId, { tool_call_id: card2.tool_call_id, selected_option_id: 'proceed_once' }));
     t.equal(readFileSync(file, 'utf8'), '## Gemini Added Memories\n\n- use pnpm, not npm\n- tests live in test/\n');
@@ -234,7 +244,7 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
   await t.test('declined: nothing written, the command task still completes', async (t) => {
     const third = await started(t, srv, { command_path: ['memory', 'add'], args: 'never mind', context_id: task.contextId }, 'AWAITING_ACTION_CONFIRMATION');
     const { events } = await replay(srv, third.execution_id);
-    const rs = results(await answer(srv, third.execution_id, task.contextId, { tool_call_id: dataOf(events[1]).tool_call_id, selected_option_id: 'cancel' }));
+    const rs = results(await answer(srv, third.execution_id, task.contextId, { tool_call_id: pendingCard(events).tool_call_id, selected_option_id: 'cancel' }));
     t.same(shape(rs), [
       ['TOOL_CALL_UPDATE', 'CANCELLED'],
       ['STATE_CHANGE', 'completed'],
@@ -262,13 +272,14 @@ t.test('/memory add in a YOLO context writes without asking', async (t) => {
   const res = await started(t, srv, { command_path: ['memory', 'add'], args: 'deploys go through CI', metadata: { [URI]: { workspace_path: ws, approval_mode: 'YOLO' } } });
   const { events } = await replay(srv, res.execution_id);
   t.same(shape(events), [
+    ['task', 'submitted'],
     ['STATE_CHANGE', 'working'],
     ['TOOL_CALL_UPDATE', 'PENDING'],
     ['TOOL_CALL_UPDATE', 'EXECUTING'],
     ['TOOL_CALL_UPDATE', 'SUCCEEDED'],
     ['STATE_CHANGE', 'completed'],
   ]);
-  t.notOk('confirmation_request' in dataOf(events[1]));
+  t.notOk('confirmation_request' in pendingCard(events));
   t.equal(readFileSync(path.join(ws, 'GEMINI.md'), 'utf8'), '## Gemini Added Memories\n\n- deploys go through CI\n');
 
   await t.test('an existing GEMINI.md keeps its text; the fact goes under the section', async (t) => {
@@ -288,11 +299,12 @@ t.test('/init', async (t) => {
     const res = await started(t, srv, { command_path: ['init'], metadata: { [URI]: { workspace_path: ws } } });
     const { events } = await replay(srv, res.execution_id);
     t.same(shape(events), [
+      ['task', 'submitted'],
       ['STATE_CHANGE', 'working'],
       ['TEXT_CONTENT', 'working'],
       ['STATE_CHANGE', 'completed'],
     ]);
-    t.match(textOf(events[1]), new RegExp(`^GEMINI\\.md already exists in ${ws}; nothing was changed\\.`));
+    t.match(said(events), new RegExp(`^GEMINI\\.md already exists in ${ws}; nothing was changed\\.`));
     t.equal(readFileSync(path.join(ws, 'GEMINI.md'), 'utf8'), '# Mine\n');
     t.equal(srv.fake.requests.length, 0, 'no model call');
   });
@@ -311,7 +323,7 @@ t.test('/init', async (t) => {
     const watch = new TaskWatch();
     watch.taskId = task.id;
     watch.contextId = task.contextId;
-    watch.results.push(...events);
+    watch.results.push(...events.slice(1));
     t.equal(events.at(-1).status.state, 'input-required', 'paused for the write');
     const card = dataOf(events.at(-2));
     t.equal(card.tool_name, 'write_file');

@@ -39,6 +39,12 @@ const rules: Array<[string, (s: Source) => string[]]> = [
   ['tools/ knows nothing of agent, transport, store, protocol', (s) => (s.area === 'tools' ? internalAreas(s).filter((a) => ['agent', 'transport', 'store', 'protocol'].includes(a)) : [])],
   ['agent/ never imports transport/ or store/', (s) => (s.area === 'agent' ? internalAreas(s).filter((a) => ['transport', 'store'].includes(a)) : [])],
   ['transport/ never imports agent/ or store/', (s) => (s.area === 'transport' ? internalAreas(s).filter((a) => ['agent', 'store'].includes(a)) : [])],
+  ['auth/ is a leaf', (s) => (s.area === 'auth' ? internalAreas(s).filter((a) => a !== 'auth') : [])],
+  ['push/ imports only protocol/', (s) => (s.area === 'push' ? internalAreas(s).filter((a) => !['push', 'protocol'].includes(a)) : [])],
+  ['mcp/ imports only tools/', (s) => (s.area === 'mcp' ? internalAreas(s).filter((a) => !['mcp', 'tools'].includes(a)) : [])],
+  ['only mcp/ imports the MCP SDK client', (s) => (s.area !== 'mcp' ? s.imports.filter((i) => i.startsWith('@modelcontextprotocol/sdk')) : [])],
+  ['agent/ imports push/ and mcp/ for types only', (s) =>
+    s.area === 'agent' ? [...s.text.matchAll(/^\s*import\s+(?!type\b)[^'"]*from\s+['"](\.\.\/(?:push|mcp)\/[^'"]+)['"]/gm)].map((m) => m[1]) : []],
   ['only main.ts calls listen()', (s) => (s.rel !== 'main.ts' && /\.listen\(\{/.test(s.text) ? ['listen()'] : [])],
 ];
 

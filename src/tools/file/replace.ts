@@ -2,6 +2,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
+import { ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import { describeGivenPath, errorCode, errorReason, resolveInWorkspace, workspaceRelative } from '../workspace.js';
 import { readTextFile } from './read-file.js';
@@ -92,7 +93,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
   /** Throws (the agent records `proposal_failed`) when the edit cannot apply to the file as it is. */
   async propose(args: ReplaceArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
     const planned = await this.plan(args, ctx.workspace);
-    if (!planned.ok) throw new Error(planned.error.message);
+    if (!planned.ok) throw new ToolFailure(planned.error);
     this.proposedOver.set(args, planned.change.oldContent);
     return { type: 'edit', change: planned.change };
   }
