@@ -166,7 +166,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   // Push notifications: the event log is the outbox; the dispatcher posts what each config has not had.
   const signer = await PushSigner.create(store, { issuer: config.publicUrl });
-  const registry = new PushRegistry({ store, allowPrivate: config.push.allowPrivate, onSaved: () => dispatcher.kick() });
+  const registry = new PushRegistry({ store, allowPrivate: config.push.allowPrivate, onSaved: () => dispatcher.configSaved() });
   const loop = new TurnLoop({
     model: created.model,
     toolbox,

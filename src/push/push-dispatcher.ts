@@ -76,12 +76,24 @@ export class PushDispatcher {
   private readonly v1 = new V1PushNotificationSerializer();
   private readonly v03 = new V03PushNotificationSerializer();
   private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * False once a pass found no config at all: event kicks are then ignored (no query per
+   * committed event while nobody uses push) until a config is saved here or the poll finds
+   * one saved by another process.
+   */
+  private anyConfigs = true;
 
   constructor(private readonly opts: PushDispatcherOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 1000);
+    this.timer = setInterval(() => this.kick(true), this.opts.pollMs ?? 1000);
     this.timer.unref();
+    this.kick(true);
+  }
+
+  /** A config was saved: there is work to look for. */
+  configSaved(): void {
+    this.anyConfigs = true;
     this.kick();
   }
 
@@ -91,9 +103,9 @@ export class PushDispatcher {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Looks for due deliveries now (called when events are committed). */
-  kick(): void {
-    if (this.stopped) return;
+  /** Looks for due deliveries now (called when events are committed; `poll` = the periodic look). */
+  kick(poll = false): void {
+    if (this.stopped || (!poll && !this.anyConfigs)) return;
     if (this.running) {
       this.again = true;
       return;
@@ -118,7 +130,10 @@ export class PushDispatcher {
     for (;;) {
       const now = new Date();
       const due = await this.opts.store.claimDuePushes(this.opts.owner, now, new Date(now.getTime() + lease), limit);
-      if (due.length === 0) return;
+      if (due.length === 0) {
+        this.anyConfigs = await this.opts.store.hasPushConfigs();
+        return;
+      }
       await Promise.all(due.map((c) => this.drain(c)));
       if (due.length < limit || this.stopped) return;
     }
@@ -152,7 +167,7 @@ export class PushDispatcher {
       const delay = backoffDelay(attempts, { baseMs: this.opts.retryBaseMs ?? PUSH_RETRY_BASE_MS, maxMs: this.opts.retryMaxMs ?? PUSH_RETRY_MAX_MS });
       this.opts.logger.info({ taskId: config.taskId, configId: config.id, seq: ev.seq, attempts, retryInMs: delay, error: outcome.error }, 'push delivery failed; will retry');
       await store.deferPush(config.taskId, config.id, owner, attempts, new Date(Date.now() + delay), outcome.error);
-      setTimeout(() => this.kick(), delay + 5).unref();
+      setTimeout(() => this.kick(true), delay + 5).unref();
       return;
     }
     // Everything logged so far went out (or there was nothing): release the lease.

@@ -35,6 +35,8 @@ export interface PushStore extends SigningKeyStore {
   savePushConfig(config: PushConfigInput, afterSeq: number): Promise<void>;
   getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined>;
   listPushConfigs(taskId: string): Promise<PushConfigRecord[]>;
+  /** True when any task has a push config (lets an idle dispatcher skip work). */
+  hasPushConfigs(): Promise<boolean>;
   /** True when it existed. */
   deletePushConfig(taskId: string, id: string): Promise<boolean>;
   /**

@@ -243,6 +243,10 @@ export class PgTaskStore implements TaskStore, PushStore {
     return push_.listPushConfigs(this.db, taskId);
   }
 
+  hasPushConfigs(): Promise<boolean> {
+    return push_.hasPushConfigs(this.db);
+  }
+
   deletePushConfig(taskId: string, id: string): Promise<boolean> {
     return push_.deletePushConfig(this.db, taskId, id);
   }

@@ -53,6 +53,11 @@ export async function listPushConfigs(db: StoreDb, taskId: string): Promise<Push
   return rows.map(fromRow);
 }
 
+export async function hasPushConfigs(db: StoreDb): Promise<boolean> {
+  const rows = await db.select({ id: pushConfigs.id }).from(pushConfigs).limit(1);
+  return rows.length > 0;
+}
+
 export async function deletePushConfig(db: StoreDb, taskId: string, id: string): Promise<boolean> {
   const gone = await db.delete(pushConfigs).where(and(eq(pushConfigs.taskId, taskId), eq(pushConfigs.id, id))).returning({ id: pushConfigs.id });
   return gone.length > 0;

@@ -226,10 +226,7 @@ t.test('replace through the loop', async (t) => {
     const failed = rs.map(dataOf).find((d) => d?.status === 'FAILED');
     t.equal(failed.tool_name, 'replace');
     t.match(failed.error.message, /Expected 1 occurrence of old_string in a\.txt but found 2; add more surrounding context/);
-    t.match(failed.error.type, /^(edit_expected_occurrence_mismatch|proposal_failed)$/);
-    t.equal(failed.error.type, 'edit_expected_occurrence_mismatch', {
-      todo: 'DEFAULT mode types the failure proposal_failed (the tool\'s own type is lost); YOLO/AUTO_EDIT give edit_expected_occurrence_mismatch',
-    });
+    t.equal(failed.error.type, 'edit_expected_occurrence_mismatch', "the tool's own type, though it failed while preparing the card");
     t.match(functionResponses(srv.fake, srv.fake.requests.length - 1)[0].response.error, /add more surrounding context/);
     t.equal(readFileSync(file, 'utf8'), 'x = 1\nx = 1\n', 'unchanged');
     t.equal(rs.at(-1).status.state, 'completed');

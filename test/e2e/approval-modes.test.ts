@@ -217,6 +217,13 @@ t.test('proceed_always on a shell command trusts its root command for the contex
   await t.test('`echo c && pwd` asks (pwd is not trusted)', async (t) => {
     t.ok((await run(t, srv, 'run_shell_command', { command: 'echo c && pwd' }, { contextId: ctx })).asked);
   });
+  await t.test('/tools in the context names the grant', async (t) => {
+    const res = await rpc(srv.url, 'command/execute', { command_path: ['tools'], context_id: ctx });
+    t.equal(res.json.result?.status, 'STARTED', JSON.stringify(res.json));
+    const replay = await rpc(srv.url, 'tasks/resubscribe', { id: res.json.result?.execution_id }, { headers: { 'Last-Event-ID': '0' } });
+    const text = (replay.events ?? []).map((e) => e.data.result).filter((r) => devtool(r)?.kind === 'TEXT_CONTENT').map(textOf).join('');
+    t.match(text, /^- run_shell_command \[execute\]: .+ — asks; allowed always in this conversation: "echo"$/m);
+  });
   await t.test('another context still asks for `echo b`', async (t) => {
     t.ok((await run(t, srv, 'run_shell_command', { command: 'echo b' })).asked);
   });
