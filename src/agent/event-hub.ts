@@ -34,6 +34,7 @@ export class EventHub {
 
   /** This process committed `ev`: hand it to local followers without a read. */
   published(taskId: string, ev: StoredEvent): void {
+    this.onEvent?.(taskId, ev.seq);
     for (const w of this.watchers.get(taskId) ?? []) {
       w.buffer.push(ev);
       w.wake?.();

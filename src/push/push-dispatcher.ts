@@ -139,18 +139,25 @@ export class PushDispatcher {
     }
   }
 
-  /** Delivers a config's pending events in order until one fails or none are left. */
+  /**
+   * Delivers a config's pending events in order until one fails or none are left. The cursor
+   * is stored once per batch (and before a retry is scheduled), not per event: after a crash
+   * the tail of a batch may go out again, which X-A2A-Event-Id lets receivers drop.
+   */
   private async drain(config: PushConfigRecord): Promise<void> {
     const { store, owner } = this.opts;
-    let cursor = config.deliveredSeq;
     let attempts = config.attempts;
-    const events = await this.opts.sources.eventsAfter(config.taskId, cursor);
+    let delivered = config.deliveredSeq;
+    const save = async (seq: number, dropped?: string): Promise<boolean> =>
+      seq <= config.deliveredSeq && dropped === undefined ? true : store.advancePush(config.taskId, config.id, owner, seq, dropped === undefined ? {} : { dropped });
+    const events = await this.opts.sources.eventsAfter(config.taskId, config.deliveredSeq);
+    // v0.3 bodies are the Task snapshot: read it once per batch (each body gets its event's status).
+    const task = config.wireVersion === '0.3' && events.length > 0 ? (await this.opts.sources.loadTask(config.taskId))?.task : undefined;
     for (const ev of events) {
       if (this.stopped) break;
-      const outcome = await this.deliver(config, ev);
+      const outcome = await this.deliver(config, ev, task);
       if (outcome.ok) {
-        if (!(await store.advancePush(config.taskId, config.id, owner, ev.seq, {}))) return; // config deleted or lease lost
-        cursor = ev.seq;
+        delivered = ev.seq;
         attempts = 0;
         continue;
       }
@@ -159,24 +166,23 @@ export class PushDispatcher {
       if (attempts >= max) {
         const reason = `event ${ev.seq} dropped after ${attempts} attempts: ${outcome.error}`;
         this.opts.logger.warn({ taskId: config.taskId, configId: config.id, seq: ev.seq }, `push ${reason}`);
-        if (!(await store.advancePush(config.taskId, config.id, owner, ev.seq, { dropped: reason }))) return;
-        cursor = ev.seq;
+        if (!(await save(ev.seq, reason))) return; // config deleted or lease lost
+        delivered = ev.seq;
         attempts = 0;
         continue;
       }
       const delay = backoffDelay(attempts, { baseMs: this.opts.retryBaseMs ?? PUSH_RETRY_BASE_MS, maxMs: this.opts.retryMaxMs ?? PUSH_RETRY_MAX_MS });
       this.opts.logger.info({ taskId: config.taskId, configId: config.id, seq: ev.seq, attempts, retryInMs: delay, error: outcome.error }, 'push delivery failed; will retry');
-      await store.deferPush(config.taskId, config.id, owner, attempts, new Date(Date.now() + delay), outcome.error);
+      await store.deferPush(config.taskId, config.id, owner, attempts, new Date(Date.now() + delay), outcome.error, delivered);
       setTimeout(() => this.kick(true), delay + 5).unref();
       return;
     }
-    // Everything logged so far went out (or there was nothing): release the lease.
-    await store.deferPush(config.taskId, config.id, owner, attempts, new Date(), undefined).catch(() => undefined);
-    void cursor;
+    // Everything logged so far went out (or there was nothing): store the cursor, release the lease.
+    await store.deferPush(config.taskId, config.id, owner, attempts, new Date(), undefined, delivered).catch(() => undefined);
   }
 
   /** The body for one event, in the config's A2A version. */
-  async body(config: PushConfigRecord, ev: LoggedEvent): Promise<{ body: string; contentType: string }> {
+  async body(config: PushConfigRecord, ev: LoggedEvent, snapshot?: Task): Promise<{ body: string; contentType: string }> {
     let response = ev.response;
     const payload = response.payload;
     if (payload?.$case === 'statusUpdate' && stateName(payload.value.status?.state) === 'input-required') {
@@ -190,19 +196,18 @@ export class PushDispatcher {
     }
     if (config.wireVersion === '1.0') return this.v1.serialize(response);
     // v0.3: the Task snapshot (as the SDK's v0.3 sender sends it), with the event's status.
-    const stored = await this.opts.sources.loadTask(config.taskId);
-    let task = stored?.task;
+    let task = snapshot ?? (await this.opts.sources.loadTask(config.taskId))?.task;
     const p = response.payload;
     if (task && p?.$case === 'statusUpdate' && p.value.status) task = { ...task, status: p.value.status };
     return this.v03.serialize(response, task);
   }
 
-  private async deliver(config: PushConfigRecord, ev: LoggedEvent): Promise<Outcome> {
+  private async deliver(config: PushConfigRecord, ev: LoggedEvent, task: Task | undefined): Promise<Outcome> {
     const checked = await checkPushUrl(config.url, { allowPrivate: this.opts.allowPrivate, lookup: this.opts.lookup });
     if (!checked.ok) return { ok: false, error: checked.message };
     let body: { body: string; contentType: string };
     try {
-      body = await this.body(config, ev);
+      body = await this.body(config, ev, task);
     } catch (err) {
       return { ok: false, error: `could not build the body: ${(err as Error).message}` };
     }

@@ -51,7 +51,8 @@ export interface PushStore extends SigningKeyStore {
   advancePush(taskId: string, id: string, owner: string, seq: number, outcome: { dropped?: string }): Promise<boolean>;
   /**
    * Releases the lease, with the attempts made at the next event and when to try again
-   * (`error` = why the last attempt failed; undefined keeps the last recorded error).
+   * (`error` = why the last attempt failed; undefined keeps the last recorded error), moving
+   * the cursor forward to `deliveredSeq` when given (never backward).
    */
-  deferPush(taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined): Promise<boolean>;
+  deferPush(taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined, deliveredSeq?: number): Promise<boolean>;
 }

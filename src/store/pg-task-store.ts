@@ -259,8 +259,8 @@ export class PgTaskStore implements TaskStore, PushStore {
     return push_.advancePush(this.db, taskId, id, owner, seq, outcome);
   }
 
-  deferPush(taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined): Promise<boolean> {
-    return push_.deferPush(this.db, taskId, id, owner, attempts, nextAttemptAt, error);
+  deferPush(taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined, deliveredSeq?: number): Promise<boolean> {
+    return push_.deferPush(this.db, taskId, id, owner, attempts, nextAttemptAt, error, deliveredSeq);
   }
 
   loadSigningKeys(): Promise<StoredSigningKey[]> {

@@ -122,10 +122,26 @@ export async function advancePush(db: StoreDb, taskId: string, id: string, owner
   return rows.length > 0;
 }
 
-export async function deferPush(db: StoreDb, taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined): Promise<boolean> {
+export async function deferPush(
+  db: StoreDb,
+  taskId: string,
+  id: string,
+  owner: string,
+  attempts: number,
+  nextAttemptAt: Date,
+  error: string | undefined,
+  deliveredSeq?: number,
+): Promise<boolean> {
   const rows = await db
     .update(pushConfigs)
-    .set({ attempts, nextAttemptAt, ...(error !== undefined ? { lastError: error } : {}), leaseOwner: null, leaseUntil: null })
+    .set({
+      attempts,
+      nextAttemptAt,
+      ...(error !== undefined ? { lastError: error } : {}),
+      ...(deliveredSeq !== undefined ? { deliveredSeq: sql`greatest(${pushConfigs.deliveredSeq}, ${deliveredSeq})` } : {}),
+      leaseOwner: null,
+      leaseUntil: null,
+    })
     .where(held(taskId, id, owner))
     .returning({ id: pushConfigs.id });
   return rows.length > 0;
