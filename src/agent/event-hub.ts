@@ -20,7 +20,14 @@ export class EventHub {
   private readonly watchers = new Map<string, Set<Watcher>>();
   private unsubscribe?: () => Promise<void>;
 
-  constructor(private readonly store: TaskStore) {}
+  /**
+   * @param recheckMs how long a follower waits for a notification before it re-reads the log
+   *   anyway (notifications are lost while a LISTEN connection reconnects).
+   */
+  constructor(
+    private readonly store: TaskStore,
+    private readonly recheckMs = 5_000,
+  ) {}
 
   /** Starts listening to store notifications. */
   async start(): Promise<void> {
@@ -92,8 +99,18 @@ export class EventHub {
         if (next.length === 0) {
           if (opts.untilFinal === false) return;
           await new Promise<void>((resolve) => {
-            w.wake = resolve;
-            if (w.stale || w.buffer.length > 0 || opts.signal?.aborted) resolve();
+            // A notification can be lost (the LISTEN connection dropped and reconnected): re-read
+            // the log now and then rather than wait forever.
+            const timer = setTimeout(() => {
+              w.stale = true;
+              resolve();
+            }, this.recheckMs);
+            timer.unref();
+            w.wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+            if (w.stale || w.buffer.length > 0 || opts.signal?.aborted) w.wake();
           });
           w.wake = undefined;
         }
