@@ -10,6 +10,8 @@ t.test('a lost notification does not stall a follower', async (t) => {
     eventsAfter: async (_taskId: string, after: number) => log.filter((e) => e.seq > after),
   } as unknown as TaskStore;
   const hub = new EventHub(store, 50);
+  const alive = setInterval(() => {}, 1000); // the hub's timers are unref'd (a server keeps the loop alive)
+  t.teardown(() => clearInterval(alive));
   await hub.start();
   const ev = (seq: number, final = false): StoredEvent => ({ seq, final, response: { payload: undefined } } as unknown as StoredEvent);
   log.push(ev(1));
