@@ -27,11 +27,8 @@ import { GenaiModelClient } from './agent/model/genai-model-client.js';
 import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
 import { openDatabase } from './store/db.js';
 import { Access, OPEN_ACCESS } from './agent/access.js';
-import { toolCallJson } from './agent/wire/rfc-encoder.js';
 import { loadAuthConfig } from './auth/auth-config.js';
 import { createAuthenticator } from './auth/authenticator.js';
-import { dataPart } from './protocol/a2a.js';
-import type { JsonObject } from './protocol/a2a.js';
 import { PushDispatcher } from './push/push-dispatcher.js';
 import { PushRegistry } from './push/push-registry.js';
 import { PushSigner } from './push/push-signer.js';
@@ -201,8 +198,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     sources: {
       eventsAfter: (taskId, seq) => store.eventsAfter(taskId, seq),
       loadTask: (taskId) => store.loadTask(taskId),
-      pendingParts: async (taskId) =>
-        (await store.loadTurn(taskId)).filter((c) => c.phase === 'awaiting').map((c) => dataPart(schema.toolCall(toolCallJson(c.snapshot)) as JsonObject)),
+      pendingParts: async (taskId, seq) => {
+        const log = (await store.eventsAfter(taskId, 0)).filter((e) => e.seq <= seq);
+        return encoder.waitingCallParts(log.flatMap((e) => (e.response.payload?.$case === 'statusUpdate' ? [e.response.payload.value] : [])));
+      },
     },
   });
   hub.onEvent = () => dispatcher.kick();

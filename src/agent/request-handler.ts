@@ -29,7 +29,7 @@ import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName, STATE_TO_V1 } from '../protocol/a2a.js';
 import { callerOf } from '../protocol/caller.js';
 import type { Caller } from '../protocol/caller.js';
-import { extendedCardUnsupported, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../protocol/errors.js';
+import { extendedCardUnsupported, forbidden, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../protocol/errors.js';
 import type { PushConfigRecord, PushWireVersion } from '../push/push-store.js';
 import type { PushRegistry } from '../push/push-registry.js';
 import type { EventHub } from './event-hub.js';
@@ -149,6 +149,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     const offset = params.pageToken ? Number.parseInt(params.pageToken, 10) || 0 : 0;
     const state = params.status ? stateName(params.status) : undefined;
     const caller = callerOf(ctx);
+    if (this.opts.access.enabled && caller === undefined) throw forbidden('tasks/list needs an authenticated caller');
     const principal = this.opts.access.isAdmin(caller) ? undefined : caller?.id;
     const { tasks, total } = await this.opts.store.listTasks({ contextId: params.contextId || undefined, state, principal, limit: pageSize, offset });
     const next = offset + pageSize < total ? String(offset + pageSize) : '';

@@ -3,6 +3,7 @@
  * log plus each config's cursor, see push-store.ts). Per config, events go out in order,
  * one at a time; a failed attempt is retried with backoff up to a bounded number of
  * attempts, then that event is given up on (counted in `dropped`) and the next one goes.
+ * A 4xx answer other than 408/425/429 gives up on the event at once (the receiver refused it).
  * Deliveries run beside the SSE streams and never hold them up: a slow or dead receiver
  * only delays its own config.
  *
@@ -21,7 +22,7 @@ import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { stateName } from '../protocol/a2a.js';
 import type { PushSigner } from './push-signer.js';
 import type { PushConfigRecord, PushStore } from './push-store.js';
-import { backoffDelay, PUSH_MAX_ATTEMPTS, PUSH_RETRY_BASE_MS, PUSH_RETRY_MAX_MS } from './retry-policy.js';
+import { backoffDelay, isRetryableStatus, PUSH_MAX_ATTEMPTS, PUSH_RETRY_BASE_MS, PUSH_RETRY_MAX_MS } from './retry-policy.js';
 import { checkPushUrl, type LookupFn } from './ssrf-guard.js';
 
 /** An event of the task log (TaskStore.eventsAfter's shape). */
@@ -35,8 +36,8 @@ export interface LoggedEvent {
 export interface PushSources {
   eventsAfter(taskId: string, afterSeq: number): Promise<LoggedEvent[]>;
   loadTask(taskId: string): Promise<{ task: Task } | undefined>;
-  /** The DataParts of the task's waiting ToolCalls, added to an input-required push. */
-  pendingParts(taskId: string): Promise<Part[]>;
+  /** The DataParts of the ToolCalls that were waiting at event `seq` (an input-required push carries them). */
+  pendingParts(taskId: string, seq: number): Promise<Part[]>;
 }
 
 export interface PushLogger {
@@ -66,7 +67,8 @@ export interface PushDispatcherOptions {
 }
 
 
-type Outcome = { ok: true } | { ok: false; error: string };
+/** `final`: the receiver refused the body (a 4xx other than 408/425/429); retrying will not help. */
+type Outcome = { ok: true } | { ok: false; error: string; final?: boolean };
 
 export class PushDispatcher {
   private timer?: NodeJS.Timeout;
@@ -126,7 +128,8 @@ export class PushDispatcher {
 
   private async pass(): Promise<void> {
     const limit = this.opts.concurrency ?? 8;
-    const lease = (this.opts.timeoutMs ?? 10_000) * 3 + 30_000;
+    // Long enough for a few posts; a process that dies holding it blocks the config this long.
+    const lease = (this.opts.timeoutMs ?? 10_000) * 2 + 5_000;
     for (;;) {
       const now = new Date();
       const due = await this.opts.store.claimDuePushes(this.opts.owner, now, new Date(now.getTime() + lease), limit);
@@ -163,8 +166,8 @@ export class PushDispatcher {
       }
       attempts += 1;
       const max = this.opts.maxAttempts ?? PUSH_MAX_ATTEMPTS;
-      if (attempts >= max) {
-        const reason = `event ${ev.seq} dropped after ${attempts} attempts: ${outcome.error}`;
+      if (attempts >= max || outcome.final) {
+        const reason = `event ${ev.seq} dropped after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${outcome.error}`;
         this.opts.logger.warn({ taskId: config.taskId, configId: config.id, seq: ev.seq }, `push ${reason}`);
         if (!(await save(ev.seq, reason))) return; // config deleted or lease lost
         delivered = ev.seq;
@@ -186,8 +189,9 @@ export class PushDispatcher {
     let response = ev.response;
     const payload = response.payload;
     if (payload?.$case === 'statusUpdate' && stateName(payload.value.status?.state) === 'input-required') {
-      // A client must be able to draw the approval card from the callback alone.
-      const parts = await this.opts.sources.pendingParts(config.taskId);
+      // A client must be able to draw the approval card from the callback alone: the cards
+      // waiting at this event (from the log, so a late delivery still carries them).
+      const parts = await this.opts.sources.pendingParts(config.taskId, ev.seq);
       if (parts.length > 0) {
         const update = structuredClone(payload.value);
         if (update.status?.message) update.status.message.parts = [...update.status.message.parts, ...parts];
@@ -195,10 +199,12 @@ export class PushDispatcher {
       }
     }
     if (config.wireVersion === '1.0') return this.v1.serialize(response);
-    // v0.3: the Task snapshot (as the SDK's v0.3 sender sends it), with the event's status.
-    let task = snapshot ?? (await this.opts.sources.loadTask(config.taskId))?.task;
+    // v0.3: the Task snapshot (as the SDK's v0.3 sender sends it): a Task event is its own
+    // snapshot; a status update goes out as the latest snapshot with that event's status.
     const p = response.payload;
-    if (task && p?.$case === 'statusUpdate' && p.value.status) task = { ...task, status: p.value.status };
+    if (p?.$case !== 'statusUpdate') return this.v03.serialize(response);
+    let task = snapshot ?? (await this.opts.sources.loadTask(config.taskId))?.task;
+    if (task && p.value.status) task = { ...task, status: p.value.status };
     return this.v03.serialize(response, task);
   }
 
@@ -245,7 +251,7 @@ function post(url: URL, address: string | undefined, headers: Record<string, str
       res.resume();
       res.on('end', () => {
         const status = res.statusCode ?? 0;
-        resolve(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `receiver answered HTTP ${status}` });
+        resolve(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `receiver answered HTTP ${status}`, final: !isRetryableStatus(status) });
       });
       res.on('error', (err) => resolve({ ok: false, error: err.message }));
     });

@@ -88,6 +88,7 @@ t.test('v0.3: registered in message/stream, every event is pushed once, in order
   });
   t.same(sseIds(first), range(1, 4), 'the first stream: ids 1..4, ending in the pause');
   t.equal(results(first).at(-1).status.state, 'input-required');
+  await hook.waitForDeliveries(4, { path }); // the pause is pushed while the call waits
   const second = await approve(srv, first);
   t.same(sseIds(second), range(5, 9), 'the answer stream: ids 5..9');
   t.equal(results(second).at(-1).status.state, 'completed');
@@ -108,9 +109,7 @@ t.test('v0.3: registered in message/stream, every event is pushed once, in order
       t.match(d.headers['content-type'], /^application\/json/, `${d.eventId}: JSON`);
       t.match(d.json, { kind: 'task', id: taskId, contextId: ev.contextId }, `${d.eventId}: a Task snapshot`);
       if (ev.kind === 'task') {
-        t.equal(d.json.status.state, ev.status.state, `${d.eventId}: the Task event's status (${ev.status.state})`, {
-          todo: 'the Task event is pushed with the status the task has at delivery time (src/push/push-dispatcher.ts body())',
-        });
+        t.equal(d.json.status.state, ev.status.state, `${d.eventId}: the Task event's status (${ev.status.state})`);
         continue;
       }
       if (ev.status.state === 'input-required') {
@@ -354,10 +353,35 @@ t.test('a receiver that fails, then is down, then comes back gets everything onc
   t.ok(seen.every((n, i) => i === 0 || n >= seen[i - 1]), `requests never went back or skipped ahead: ${seen.join(' ')}`);
   const sse = [...results(first), ...results(second)];
   t.same(got.slice(1).map((d) => d.json.status.state), sse.slice(1).map((r) => r.status.state), 'each status-update push has its event’s state');
-  t.same(cardsIn(got[3].json.status).map((c: any) => c.status), ['PENDING'], 'the late input-required push still carries the card it paused on', {
-    todo: 'the card parts are read at delivery time: once the call was answered a late pause push has none (src/push/push-dispatcher.ts body())',
-  });
+  t.same(cardsIn(got[3].json.status).map((c: any) => c.status), ['PENDING'], 'the late input-required push still carries the card it paused on');
   t.equal((await store.getPushConfig(taskId, taskId))?.dropped, 0, 'nothing dropped');
+});
+
+t.test('PUSH_MAX_ATTEMPTS: an event that keeps failing is dropped, the next ones go', async (t) => {
+  const srv = await startServer(t, { env: { ...ENV, PUSH_MAX_ATTEMPTS: '3' } });
+  const store = await sharedStore();
+  const hook = await WebhookReceiver.start(t);
+
+  await t.test('5xx: retried up to the limit, then dropped', async (t) => {
+    hook.answerWith((d) => (d.path === '/drop5xx' && d.eventId === '1' ? 503 : 200));
+    const res = await streamWithPush(srv, 'hello again', { url: hook.url('/drop5xx') });
+    const n = res.events!.length;
+    const got = await hook.waitForDeliveries(n - 1, { path: '/drop5xx' });
+    t.same(got.map((d) => d.eventId), range(2, n), 'events 2.. arrive in order');
+    t.same(hook.to('/drop5xx').filter((d) => d.eventId === '1').map((d) => d.status), [503, 503, 503], 'event 1: three attempts, then given up');
+    const taskId = results(res)[0].id;
+    const config = await store.getPushConfig(taskId, taskId);
+    t.equal(config?.dropped, 1, 'counted as dropped');
+    t.match(config?.lastError, /event 1 dropped after 3 attempts: receiver answered HTTP 503/);
+  });
+
+  await t.test('4xx: final at once (a 404 will not fix itself)', async (t) => {
+    hook.answerWith((d) => (d.path === '/drop4xx' && d.eventId === '1' ? 404 : 200));
+    const res = await streamWithPush(srv, 'hello once more', { url: hook.url('/drop4xx') });
+    const n = res.events!.length;
+    await hook.waitForDeliveries(n - 1, { path: '/drop4xx' });
+    t.equal(hook.to('/drop4xx').filter((d) => d.eventId === '1').length, 1, 'event 1 (answered 404) is not retried');
+  });
 });
 
 t.test('a slow receiver does not slow the SSE stream', async (t) => {
@@ -377,8 +401,9 @@ t.test('a slow receiver does not slow the SSE stream', async (t) => {
   t.same(sseIds(second), range(5, 9));
   t.ok(secondMs < 1500, `the answer stream ended in ${secondMs} ms`);
   t.ok(hook.delivered(path).length <= 1, 'the receiver is still working through the backlog');
-  hook.ok(); // speed it up: the rest arrive promptly
+  hook.answer(200, 0, false); // the call in progress still takes its 2 s; the rest go fast
   const got = await hook.waitForDeliveries(9, { path });
+  t.ok((got[0].answeredAt ?? 0) - got[0].at >= 1990, 'the first delivery really took 2 s');
   t.same(got.map((d) => d.eventId), range(1, 9), 'everything arrives, in order, once');
   t.equal(hook.to(path).length, 9, 'no retry: a slow 200 is a delivery');
 });
@@ -403,9 +428,9 @@ t.test('APPROVAL_TIMEOUT: a reminder push, then the expiry push', async (t) => {
 
 t.test('the agent card offers push notifications', async (t) => {
   const srv = await startServer(t, { env: ENV });
-  const v03 = await (await fetch(new URL('/.well-known/agent-card.json', srv.url))).json();
+  const v03: any = await (await fetch(new URL('/.well-known/agent-card.json', srv.url))).json();
   t.equal(v03.capabilities?.pushNotifications, true, 'v0.3 card');
-  const v1 = await (await fetch(new URL('/.well-known/agent-card.json', srv.url), { headers: { 'A2A-Version': '1.0' } })).json();
+  const v1: any = await (await fetch(new URL('/.well-known/agent-card.json', srv.url), { headers: { 'A2A-Version': '1.0' } })).json();
   t.equal(v1.capabilities?.pushNotifications, true, 'v1.0 card');
   const jwks = await fetch(new URL('/.well-known/jwks.json', srv.url));
   t.equal(jwks.status, 200, 'the JWKS is served');

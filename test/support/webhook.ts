@@ -29,11 +29,16 @@ export interface Delivery {
   eventId?: string;
   /** The status answered; undefined while held, 0 when the connection was gone before the answer. */
   status?: number;
+  /** Date.now() when it was answered (or found gone). */
+  answeredAt?: number;
 }
 
-/** How the receiver answers: a status (200 = accepted), after `delayMs` (Infinity: hold until told or stopped). */
+/**
+ * How the receiver answers: a status (200 = accepted), or a status per request, after
+ * `delayMs` (Infinity: hold until released or stopped).
+ */
 export interface Behaviour {
-  status: number;
+  status: number | ((d: Delivery) => number);
   delayMs: number;
 }
 
@@ -83,9 +88,18 @@ export class WebhookReceiver {
     return this.requests.filter((d) => path === undefined || d.path === path);
   }
 
-  /** Answer every request from now on with `status` after `delayMs`. Releases requests held so far. */
-  answer(status: number, delayMs = 0): void {
+  /**
+   * Answer every request from now on with `status` after `delayMs`. Requests held so far are
+   * released at once unless `releaseHeld` is false (then they finish their own delay).
+   */
+  answer(status: number, delayMs = 0, releaseHeld = true): void {
     this.behaviour = { status, delayMs };
+    if (releaseHeld) this.release();
+  }
+
+  /** Answer each request with the status `pick` chooses for it (e.g. by d.eventId), at once. */
+  answerWith(pick: (d: Delivery) => number): void {
+    this.behaviour = { status: pick, delayMs: 0 };
     this.release();
   }
 
@@ -124,14 +138,17 @@ export class WebhookReceiver {
         eventId: Array.isArray(header) ? header[0] : header,
       };
       this.requests.push(d);
-      const { status, delayMs } = this.behaviour;
+      const { status: pick, delayMs } = this.behaviour;
+      const status = typeof pick === 'function' ? pick(d) : pick;
       if (delayMs > 0) await this.hold(delayMs);
-      if (request.raw.destroyed || request.raw.socket?.destroyed) {
+      if (request.raw.socket === null || request.raw.socket.destroyed) {
         d.status = 0; // the sender gave up (timeout) or the receiver was stopped
+        d.answeredAt = Date.now();
         this.notify();
         return reply.hijack();
       }
       d.status = status;
+      d.answeredAt = Date.now();
       this.notify();
       return reply.code(status).send({ ok: status < 300 });
     });

@@ -11,7 +11,7 @@ import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
 import type { AgentEvent, ToolCallSnapshot } from './agent-events.js';
 import type { EncodeContext, WireEncoder } from './wire-encoder.js';
-import type { TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import type { Part, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 
 function fileDiff(change: FileChange): FileDiffJson {
   return {
@@ -98,6 +98,19 @@ export class RfcEncoder implements WireEncoder {
     if ((update.metadata?.[DEVTOOL_EXTENSION_URI] as { kind?: string } | undefined)?.kind !== 'TOOL_CALL_UPDATE') return undefined;
     const content = update.status?.message?.parts[0]?.content;
     return content?.$case === 'data' ? ((content.value as { tool_call_id?: string }).tool_call_id ?? undefined) : undefined;
+  }
+
+  waitingCallParts(updates: Iterable<TaskStatusUpdateEvent>): Part[] {
+    const latest = new Map<string, Part>();
+    for (const update of updates) {
+      const id = this.toolCallIdOf(update);
+      const part = update.status?.message?.parts[0];
+      if (id !== undefined && part !== undefined) latest.set(id, part);
+    }
+    return [...latest.values()].filter((p) => {
+      const call = p.content?.$case === 'data' ? (p.content.value as { status?: string; confirmation_request?: unknown }) : undefined;
+      return call?.status === 'PENDING' && call.confirmation_request !== undefined;
+    });
   }
 
   encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent {

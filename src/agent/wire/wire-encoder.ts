@@ -1,4 +1,4 @@
-import type { TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import type { Part, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import type { AgentEvent } from './agent-events.js';
 
 export interface EncodeContext {
@@ -16,4 +16,9 @@ export interface WireEncoder {
   encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent;
   /** The tool_call_id of the ToolCall card an encoded update carries, if it is one. */
   toolCallIdOf(update: TaskStatusUpdateEvent): string | undefined;
+  /**
+   * The parts of the calls still waiting for an answer after `updates` (a task's log, in order):
+   * each call's latest card, when that card asks for confirmation.
+   */
+  waitingCallParts(updates: Iterable<TaskStatusUpdateEvent>): Part[];
 }

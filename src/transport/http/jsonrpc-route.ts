@@ -89,24 +89,27 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
   const mapError = (version: WireVersion, err: unknown) =>
     version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
 
-  if (opts.authenticate !== undefined) {
-    const authenticate = opts.authenticate;
-    // Before the body is read: an unauthenticated request costs no parsing.
-    app.addHook('onRequest', async (request, reply) => {
-      if (request.method !== 'POST' || request.url.split('?')[0] !== '/') return;
-      const result = await authenticate(request.headers);
-      if (result.ok) {
-        callers.set(request, result.caller);
-        return;
-      }
-      void reply.code(401).header('www-authenticate', result.wwwAuthenticate);
-      return reply.send({ jsonrpc: '2.0', id: null, error: { code: UNAUTHORIZED_CODE, message: `Unauthorized: ${result.message}` } });
-    });
-  }
+  const authenticate = opts.authenticate;
+  // A route-level hook (it runs for whatever request line reached this route, absolute-form
+  // URLs included) and before the body is read: an unauthenticated request costs no parsing.
+  const onRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (authenticate === undefined) return;
+    const result = await authenticate(request.headers);
+    if (result.ok) {
+      callers.set(request, result.caller);
+      return;
+    }
+    void reply.code(401).header('www-authenticate', result.wwwAuthenticate);
+    return reply.send({ jsonrpc: '2.0', id: null, error: { code: UNAUTHORIZED_CODE, message: `Unauthorized: ${result.message}` } });
+  };
 
-  app.post('/', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post('/', { onRequest }, async (request: FastifyRequest, reply: FastifyReply) => {
     const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
     const caller = callers.get(request);
+    if (authenticate !== undefined && caller === undefined) {
+      // Never reached through the hook above; a second lock in case a refactoring loses it.
+      return reply.code(401).send(rpcError(null, UNAUTHORIZED_CODE, 'Unauthorized: the request was not authenticated'));
+    }
     if (body === UNPARSABLE) return rpcError(null, -32700, 'Parse error: the request body is not valid JSON');
     const id = requestId(body);
     const version = pickVersion(request);
