@@ -31,7 +31,7 @@ if (url === undefined || url === '') {
     const tables = await admin`select table_name from information_schema.tables where table_schema = ${schema} order by 1`;
     t.same(
       tables.map((r) => r.table_name),
-      ['__drizzle_migrations', 'audit_log', 'closed_turns', 'context_history', 'contexts', 'events', 'tasks', 'tool_calls', 'trust_grants'],
+      ['__drizzle_migrations', 'audit_log', 'closed_turns', 'context_history', 'contexts', 'events', 'push_configs', 'signing_keys', 'tasks', 'tool_calls', 'trust_grants'],
     );
     const fks = await admin`
       select distinct ccu.table_schema from information_schema.constraint_column_usage ccu
