@@ -35,6 +35,19 @@ function toBatch(items: Queued[]): WriteBatch {
   return batch;
 }
 
+/**
+ * True when the database answered the batch with an error (a SQLSTATE outside class 08,
+ * "connection exception"), so nothing of it was stored and its writes may be retried.
+ * Anything else (socket closed, timeout) leaves the outcome unknown.
+ */
+export function rejectedByDatabase(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return !code.startsWith('08');
+  }
+  return false;
+}
+
 export class WriteQueue {
   private pending: Queued[] = [];
   private draining = false;
@@ -75,8 +88,11 @@ export class WriteQueue {
       let e = 0;
       for (const item of items) item.resolve(item.op.kind === 'event' ? seqs[e++] : 0);
     } catch (err) {
-      if (items.length === 1) {
-        items[0].reject(err);
+      if (items.length === 1 || !rejectedByDatabase(err)) {
+        // Alone, or the outcome is unknown (the connection failed, perhaps after COMMIT was
+        // sent): retrying could store the same events twice under new seqs, so every write
+        // of the batch fails and its task fails visibly.
+        for (const item of items) item.reject(err);
         return;
       }
       // One bad write must not sink the others: commit them one by one to isolate it.

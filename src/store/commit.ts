@@ -22,6 +22,15 @@ import { anyOf, rowsOf, type StoreDb } from './db.js';
 import { callToRow } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, toolCalls, trustGrants } from './schema.js';
 
+/**
+ * A batch refused before anything was written (the transaction rolls back), marked with the
+ * SQLSTATE foreign_key_violation like the database's own refusals, so the write queue knows
+ * the outcome is certain and may retry the other writes of the batch.
+ */
+function rejected(message: string): Error {
+  return Object.assign(new Error(message), { code: '23503' });
+}
+
 type Columns = Record<string, PgColumn>;
 
 const CALL_REPLACED = [
@@ -157,7 +166,7 @@ function statements(plan: BatchPlan, channel: string): { list: SQL[]; lockAt: nu
 function lastSeqs(plan: BatchPlan, rows: Array<Record<string, unknown>>): Map<string, number> {
   const lastSeq = new Map(rows.map((r) => [String(r.id), Number(r.last_seq)]));
   const missing = plan.tasks.find((t) => !lastSeq.has(t.id));
-  if (missing) throw new Error(`commit: unknown task ${missing.id}`);
+  if (missing) throw rejected(`commit: unknown task ${missing.id}`);
   return lastSeq;
 }
 
@@ -183,7 +192,7 @@ export async function commitBatch(db: StoreDb, channel: string, batch: WriteBatc
     if (lockAt >= 0) {
       const found = new Set(results[lockAt].map((r) => String(r.id)));
       const missing = plan.history.find((h) => !found.has(h.contextId));
-      if (missing) throw new Error(`commit: unknown context ${missing.contextId}`);
+      if (missing) throw rejected(`commit: unknown context ${missing.contextId}`);
     }
     return seqsOf(plan, lastSeq);
   });

@@ -1,17 +1,21 @@
 /** Group commit: order, batching under load, and isolation of a bad write. */
 import t from 'tap';
 import type { TaskStore, WriteBatch } from '../../../src/agent/task-store.js';
-import { WriteQueue } from '../../../src/agent/write-queue.js';
+import { rejectedByDatabase, WriteQueue } from '../../../src/agent/write-queue.js';
 import type { WriteOp } from '../../../src/agent/write-queue.js';
 
 /** Records batches; gives seqs per task; can be told to fail on an audit entry. */
-function recordingStore(opts: { delayMs?: number; failOn?: string } = {}) {
+function recordingStore(opts: { delayMs?: number; failOn?: string; dropOn?: string } = {}) {
   const batches: WriteBatch[] = [];
   const seqs = new Map<string, number>();
   const store = {
     async commit(batch: WriteBatch): Promise<number[]> {
       await new Promise((r) => setTimeout(r, opts.delayMs ?? 1));
-      if (batch.audit.some((a) => a.decision === opts.failOn)) throw new Error('constraint violated');
+      if (batch.audit.some((a) => a.decision === opts.failOn)) {
+        // As drizzle reports a PostgreSQL error: a DrizzleQueryError whose cause carries the SQLSTATE.
+        throw new Error('constraint violated', { cause: Object.assign(new Error('insert or update violates foreign key'), { code: '23503' }) });
+      }
+      if (batch.audit.some((a) => a.decision === opts.dropOn)) throw Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' });
       batches.push(batch);
       return batch.events.map((e) => {
         const next = (seqs.get(e.taskId) ?? 0) + 1;
@@ -58,4 +62,23 @@ t.test('one bad write fails alone; the others of its batch still commit', async 
   t.equal(await first, 1);
   t.same(await Promise.all(rest), [{ ok: 2 }, { err: 'constraint violated' }, { ok: 3 }]);
   t.equal(batches.length, 3, 'the failed batch was retried write by write');
+});
+
+t.test('a batch whose outcome is unknown (connection lost) is not retried: no event is stored twice', async (t) => {
+  const { store, batches } = recordingStore({ delayMs: 5, dropOn: 'drop' });
+  const q = new WriteQueue(store, logger);
+  const first = q.push(event('a'));
+  const rest = [q.push(event('a')), q.push(audit('drop')), q.push(event('a'))].map((p) => p.then((v) => ({ ok: v }), (e: Error) => ({ err: e.message })));
+  t.equal(await first, 1);
+  t.same(await Promise.all(rest), [{ err: 'write CONNECTION_CLOSED' }, { err: 'write CONNECTION_CLOSED' }, { err: 'write CONNECTION_CLOSED' }]);
+  t.equal(batches.length, 1, 'only the first commit landed; nothing was retried');
+});
+
+t.test('rejectedByDatabase', async (t) => {
+  t.ok(rejectedByDatabase(Object.assign(new Error('x'), { code: '23505' })));
+  t.ok(rejectedByDatabase(new Error('wrapped', { cause: Object.assign(new Error('x'), { code: '40001' }) })));
+  t.notOk(rejectedByDatabase(Object.assign(new Error('x'), { code: '08006' })), 'connection failure: unknown outcome');
+  t.notOk(rejectedByDatabase(Object.assign(new Error('x'), { code: 'ECONNRESET' })));
+  t.notOk(rejectedByDatabase(new Error('plain')));
+  t.notOk(rejectedByDatabase(undefined));
 });
