@@ -2,7 +2,7 @@
  * The composition root: the only module that constructs concretes and wires them.
  * buildApp never listens; main.ts does (so tests can build many apps in one process).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AgentCard } from '@a2a-js/sdk';
@@ -101,6 +101,15 @@ function mcpConnector(): McpConnector {
       return new McpManager(parsed.value, { cwd });
     },
   };
+}
+
+/** The real path of `p` when it exists (symlinks resolved), else `p`. */
+function realOrSelf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
 }
 
 function isLoopback(host: string): boolean {
@@ -254,6 +263,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     toolbox,
     access,
     push: registry,
+    workspacePolicy: {
+      roots: config.workspaceRoots,
+      // With authentication, no client workspace may contain the server's own files (keys, the database).
+      protectedPaths: auth ? [config.store.dataDir, config.authConfigFile, config.settings.file].filter((p): p is string => p !== undefined).map(realOrSelf) : [],
+    },
     defaultWorkspace: config.workspaceDir,
     instanceId,
     leaseMs,

@@ -11,7 +11,7 @@
  *   `echo b`, not `pwd`); for MCP, one tool or the whole server.
  */
 import { ConfirmationOptionId } from '../protocol/extension.js';
-import { matchesCommandPrefix, redirectsOutput, rootCommands } from '../tools/index.js';
+import { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands } from '../tools/index.js';
 import type { AnyTool } from '../tools/tool.js';
 import type { ContextSettings } from './task-store.js';
 import type { OfferedOption } from './wire/agent-events.js';
@@ -33,6 +33,15 @@ function lineOf(tool: AnyTool, args: Record<string, unknown>): string | undefine
   return typeof line === 'string' ? line : undefined;
 }
 
+/**
+ * Lines a grant or an allowed_tools prefix may cover: readable roots (no substitutions,
+ * compound commands or exotic quoting), no output redirection, no path outside the workspace
+ * tree. Anything else asks every time.
+ */
+function coverable(line: string): boolean {
+  return rootCommands(line) !== undefined && !redirectsOutput(line) && !reachesOutside(line);
+}
+
 /** The grant key for one root command of a shell tool. */
 export const shellGrant = (tool: string, root: string): string => `${tool}(${root})`;
 /** The grant key for every tool of an MCP server. */
@@ -45,7 +54,7 @@ function allowedByList(tool: AnyTool, args: Record<string, unknown>, allowed: re
     const line = lineOf(tool, args);
     if (m === null || m[1] !== tool.name || line === undefined) continue;
     const prefix = m[2].trim();
-    if (prefix !== '' && !redirectsOutput(line) && matchesCommandPrefix(line, prefix)) return true;
+    if (prefix !== '' && coverable(line) && matchesCommandPrefix(line, prefix)) return true;
   }
   return false;
 }
@@ -55,9 +64,9 @@ function trusted(tool: AnyTool, args: Record<string, unknown>, grants: ReadonlyS
   if (tool.mcp !== undefined && grants.has(serverGrant(tool.mcp.serverName))) return true;
   if (tool.commandLine !== undefined) {
     const line = lineOf(tool, args);
-    if (line === undefined || redirectsOutput(line)) return false; // writes wherever it points: asks every time
-    const roots = rootCommands(line);
-    return roots !== undefined && roots.length > 0 && roots.every((r) => grants.has(shellGrant(tool.name, r)));
+    if (line === undefined || !coverable(line)) return false;
+    const roots = rootCommands(line) ?? [];
+    return roots.length > 0 && roots.every((r) => grants.has(shellGrant(tool.name, r)));
   }
   return false;
 }
@@ -89,7 +98,7 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>): Offere
     );
   } else if (tool.commandLine !== undefined) {
     const line = lineOf(tool, args);
-    const roots = line === undefined || redirectsOutput(line) ? undefined : rootCommands(line);
+    const roots = line === undefined || !coverable(line) ? undefined : rootCommands(line);
     // A line with command substitution cannot be trusted by its roots: offer no "always".
     if (roots !== undefined && roots.length > 0) {
       const list = [...new Set(roots)].map((r) => `"${r}"`).join(', ');
@@ -116,7 +125,7 @@ export function grantsFor(tool: AnyTool, args: Record<string, unknown>, option: 
   if (option !== ConfirmationOptionId.proceedAlways) return [];
   if (tool.commandLine !== undefined) {
     const line = lineOf(tool, args);
-    const roots = line === undefined || redirectsOutput(line) ? [] : (rootCommands(line) ?? []);
+    const roots = line === undefined || !coverable(line) ? [] : (rootCommands(line) ?? []);
     return [...new Set(roots)].map((r) => shellGrant(tool.name, r));
   }
   return [tool.name];

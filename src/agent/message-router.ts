@@ -17,7 +17,7 @@ import type { ModelPart } from './model/model-client.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
 import type { KnownCalls } from './resume-handler.js';
 import { checkSameWorkspace, mergeSettings, readSettings } from './settings.js';
-import type { RequestedSettings } from './settings.js';
+import type { RequestedSettings, WorkspacePolicy } from './settings.js';
 import type { ContextState } from './live-task.js';
 import type { TaskCache } from './task-cache.js';
 import type { TaskStore } from './task-store.js';
@@ -33,6 +33,8 @@ export interface MessageRouterOptions {
   cache: TaskCache;
   toolbox: Toolbox;
   access: Access;
+  /** Where clients may put workspaces (WORKSPACE_ROOTS, and the server's own files). */
+  workspacePolicy?: WorkspacePolicy;
   /** Workspace of a context whose first message names none. */
   defaultWorkspace: string;
   instanceId: string;
@@ -100,13 +102,13 @@ export class MessageRouter {
           );
         }
       }
-      await this.applySettings(task.context, requested);
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
       await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), async (claims) => {
         const claimed = await this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil());
         if (claimed.ok) await this.opts.store.leaseTasks([task.id], this.opts.instanceId, leaseUntil());
         return claimed;
       });
+      await this.applySettings(task.context, requested); // only once the answer was accepted
       return { task, afterSeq };
     }
     if (carriesConfirmation(stamped, schema)) {
@@ -120,6 +122,7 @@ export class MessageRouter {
           : `Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${task.task.contextId}`,
       );
     }
+    await this.checkContextFree(task.context.id, task.id);
     await this.applySettings(task.context, requested);
     task.addUserMessage(stamped);
     this.opts.cache.hold(task);
@@ -127,6 +130,24 @@ export class MessageRouter {
     task.publish({ type: 'state', state: 'working' });
     this.opts.loop.startTurn(task, userParts(stamped));
     return { task, afterSeq };
+  }
+
+  /**
+   * One conversation, one model turn at a time: while a task of the context works or waits for
+   * approval, its function calls are open in the shared history, and another task's message
+   * there would break it. Throws unsupported (-32004) naming the busy task.
+   */
+  async checkContextFree(contextId: string, except?: string): Promise<void> {
+    for (const state of ['input-required', 'working'] as const) {
+      const { tasks } = await this.opts.store.listTasks({ contextId, state, limit: 2, offset: 0 });
+      const busy = tasks.find((t) => t.id !== except);
+      if (busy) {
+        throw unsupported(
+          `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' ? 'still working' : 'waiting for approval'}; ` +
+            `${state === 'working' ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
+        );
+      }
+    }
   }
 
   /** The calls a message answers: those its confirmations name, or the waiting one a yes/no token answers. */
@@ -165,7 +186,7 @@ export class MessageRouter {
 
   /** The AgentSettings a message carries, checked (workspace on disk, MCP configs). Throws invalidParams. */
   requestedSettings(message: Pick<Message, 'metadata'>, at?: string): RequestedSettings | undefined {
-    return readSettings(message.metadata, this.opts.schema, (servers, where) => this.opts.toolbox.checkServers(servers, where), at);
+    return readSettings(message.metadata, this.opts.schema, (servers, where) => this.opts.toolbox.checkServers(servers, where), at, this.opts.workspacePolicy);
   }
 
   /** Loads a context (the caller's own), or creates it with the requested settings; applies changed settings. */
@@ -203,6 +224,7 @@ export class MessageRouter {
     }
     const contextId = message.contextId || randomUUID();
     const context = await this.openContext(contextId, this.requestedSettings(message), caller);
+    await this.checkContextFree(context.id);
     const task = await this.createTask(context, message, undefined, caller);
     this.opts.loop.startTurn(task, userParts(task.task.history[0] ?? message));
     return { task, afterSeq: 0 };

@@ -38,6 +38,7 @@ import { MessageRouter } from './message-router.js';
 import type { MessageRouterOptions } from './message-router.js';
 import type { StoredEvent } from './task-store.js';
 import { declineCall } from './tool-runner.js';
+import { abandonTurn } from './turn-loop.js';
 import { TERMINAL } from './wire/agent-events.js';
 import type { TaskStateName } from './wire/agent-events.js';
 
@@ -166,6 +167,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     for (const call of task.turn) {
       if (call.phase !== 'done') declineCall(task, call, 'The task was canceled.', 'cancelled', this.opts.access.ownerFor(callerOf(ctx)));
     }
+    abandonTurn(task, 'The task was canceled.');
     task.publish({ type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
     task.abort.abort();
     await task.flush();

@@ -155,15 +155,27 @@ export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLo
       answers.set(sibling, { option: granting });
     }
   }
+  // Edited arguments are prepared on copies and only become the call's once the claim is won:
+  // a losing answer must not change what the winning one runs.
+  const edited = new Map<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>();
   for (const [call, { option, newContent }] of answers) {
     if (option === ConfirmationOptionId.modifyWithEditor && call.tool?.withModifiedContent && call.args) {
-      call.args = call.tool.withModifiedContent(call.args, newContent as string);
-      call.snapshot.input = { ...call.snapshot.input, ...call.args };
+      const args = call.tool.withModifiedContent(call.args, newContent as string);
+      edited.set(call, { args, snapshot: { ...call.snapshot, input: { ...call.snapshot.input, ...args } } });
     }
   }
-  const result = await claim([...answers].map(([call, { option }]) => ({ id: call.snapshot.id, answer: option, args: call.args, snapshot: call.snapshot })));
+  const result = await claim(
+    [...answers].map(([call, { option }]) => {
+      const e = edited.get(call);
+      return { id: call.snapshot.id, answer: option, args: e?.args ?? call.args, snapshot: e?.snapshot ?? call.snapshot };
+    }),
+  );
   if (!result.ok) {
     throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
+  }
+  for (const [call, e] of edited) {
+    call.args = e.args;
+    call.snapshot.input = e.snapshot.input;
   }
   task.addUserMessage(message);
   task.setState('working');

@@ -21,12 +21,23 @@ export interface RequestedSettings {
   settings: ContextSettings;
 }
 
+/** Where a client may put a workspace. */
+export interface WorkspacePolicy {
+  /** Workspaces must lie inside one of these (real paths); undefined = anywhere. */
+  roots?: readonly string[];
+  /** The server's own files (data directory, auth and settings files): no workspace may contain them. */
+  protectedPaths?: readonly string[];
+}
+
+const inside = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
+
 /** Reads AgentSettings from `metadata` (undefined when it carries none). Throws invalidParams. */
 export function readSettings(
   metadata: Record<string, unknown> | undefined,
   schema: DevtoolSchema,
   checkServers: (servers: NonNullable<ContextSettings['mcpServers']>, at: string) => string | undefined,
   at = SETTINGS_AT,
+  policy: WorkspacePolicy = {},
 ): RequestedSettings | undefined {
   const raw = metadata?.[DEVTOOL_EXTENSION_URI];
   if (raw === undefined) return undefined;
@@ -34,7 +45,15 @@ export function readSettings(
   if (!parsed.ok) throw invalidParams(parsed.message);
   const v = parsed.value;
   const out: RequestedSettings = { settings: {} };
-  if (v.workspace_path !== undefined) out.workspace = checkWorkspace(v.workspace_path, at);
+  if (v.workspace_path !== undefined) {
+    const ws = checkWorkspace(v.workspace_path, at);
+    if (policy.roots !== undefined && !policy.roots.some((root) => inside(ws, root))) {
+      throw invalidParams(`${at}.workspace_path "${v.workspace_path}" is outside the allowed workspace roots (${policy.roots.join(', ')}; WORKSPACE_ROOTS)`);
+    }
+    const own = (policy.protectedPaths ?? []).find((p) => inside(p, ws));
+    if (own !== undefined) throw invalidParams(`${at}.workspace_path "${v.workspace_path}" contains the server's own files (${own}); choose a project directory`);
+    out.workspace = ws;
+  }
   if (v.approval_mode !== undefined) out.settings.approvalMode = v.approval_mode;
   if (v.allowed_tools !== undefined) out.settings.allowedTools = v.allowed_tools;
   if (v.mcp_servers !== undefined) {

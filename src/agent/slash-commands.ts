@@ -130,6 +130,13 @@ export class SlashCommands {
     const requested = router.requestedSettings({ metadata } as Pick<Message, 'metadata'>, at);
     const context = await router.openContext(contextId ?? randomUUID(), requested, caller);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
+    if (started.kind === 'model') {
+      try {
+        await router.checkContextFree(context.id);
+      } catch (err) {
+        return failed((err as Error).message);
+      }
+    }
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
     const message = userMessage(context.id, [textPart(text)]);
     const direct = started.kind !== 'model';

@@ -14,7 +14,7 @@ import type { TaskCache } from './task-cache.js';
 import type { StoredCall, TaskStore } from './task-store.js';
 import { declineCall } from './tool-runner.js';
 import type { AgentLogger, TurnLoop } from './turn-loop.js';
-import { pausePrompt } from './turn-loop.js';
+import { abandonTurn, pausePrompt } from './turn-loop.js';
 
 export interface SupervisorOptions {
   store: TaskStore;
@@ -96,6 +96,7 @@ export class Supervisor {
     for (const call of task.turn) if (call.phase === 'awaiting') declineCall(task, call, 'The task failed before this call was answered.', 'cancelled');
     const what = calls.length > 0 ? calls.map((c) => c.toolName).join(', ') : 'the model was answering';
     const reason = `Interrupted: the server stopped while ${calls.length > 0 ? `${what} ran` : what}; the task cannot go on.`;
+    abandonTurn(task, reason);
     task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
     this.opts.logger.warn({ taskId, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();

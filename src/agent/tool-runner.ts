@@ -10,6 +10,8 @@ function responsePart(call: TurnCall, response: Record<string, unknown>): TurnCa
 }
 
 function finish(task: LiveTask, call: TurnCall, result: ToolResult): void {
+  // Cancelled while it ran (tasks/cancel marked it CANCELLED): the record stays as it is.
+  if (call.phase === 'done' || task.isCanceled) return;
   const snap = call.snapshot;
   delete snap.liveContent; // the final result replaces live_content (RFC §3.2)
   if (result.isError) {

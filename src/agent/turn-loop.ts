@@ -177,6 +177,7 @@ export class TurnLoop {
     if (task.isCanceled) return;
     const reason = err instanceof ModelError ? `Model call failed: ${err.message}` : `Agent error: ${(err as Error).message}`;
     if (!(err instanceof ModelError)) this.opts.logger.error({ err, taskId: task.id }, 'agent loop crashed');
+    abandonTurn(task, reason);
     task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
   }
 
@@ -282,6 +283,20 @@ export class TurnLoop {
       call.args = undefined;
     }
   }
+}
+
+/**
+ * Ends a turn that will not go on (the task was canceled or failed): the model's function
+ * calls get their responses in the conversation, so the context's history stays valid for
+ * the next task (Gemini refuses a function-call turn that is not followed by its responses).
+ */
+export function abandonTurn(task: LiveTask, reason: string): void {
+  if (task.turn.length === 0 || task.slashCommand !== undefined) return;
+  const parts: ModelPart[] = task.turn.map(
+    (c) => c.response ?? { functionResponse: { id: c.modelCallId, name: c.snapshot.toolName, response: { error: reason } } },
+  );
+  task.appendHistory({ role: 'user', parts });
+  task.turn = [];
 }
 
 /** How a slash command's own calls ended, for its completed event. */

@@ -27,11 +27,17 @@ export interface Config {
   port: number;
   /** Fallback workspace when the first message carries no AgentSettings.workspace_path. */
   workspaceDir: string;
+  /**
+   * WORKSPACE_ROOTS: directories client workspaces must lie in (real paths). Default: anywhere
+   * without AUTH_CONFIG (local use), only inside WORKSPACE_DIR with it.
+   */
+  workspaceRoots?: string[];
   /** The URL clients reach; defaults to http://host:port/. Goes into the agent card. */
   publicUrl?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   model: ModelConfig;
-  shell: { timeoutMs: number; maxOutputBytes: number };
+  /** `env`: what shell commands see — the process environment without the server's secrets. */
+  shell: { timeoutMs: number; maxOutputBytes: number; env: Readonly<Record<string, string>> };
   /** SSE keep-alive comment interval, ms. */
   sseHeartbeatMs: number;
   store: StoreConfig;
@@ -190,6 +196,42 @@ function loadStoreConfig(env: Env, cwd: string): StoreConfig {
   };
 }
 
+/**
+ * The server's own secrets and settings, kept from the commands the agent runs (the model
+ * could otherwise read the API key or the database password with `echo $…`).
+ */
+export const SERVER_SECRET_VARS = [
+  'GEMINI_API_KEY',
+  'GOOGLE_API_KEY',
+  'GOOGLE_APPLICATION_CREDENTIALS',
+  'DATABASE_URL',
+  'TEST_DATABASE_URL',
+  'BENCH_DATABASE_URL',
+  'AUTH_CONFIG',
+  'SETTINGS_FILE',
+  'DATA_DIR',
+];
+
+function shellEnv(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !SERVER_SECRET_VARS.includes(k)) out[k] = v;
+  return out;
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+function workspaceRoots(env: Env, cwd: string, fallback: string[] | undefined): string[] | undefined {
+  const raw = str(env, 'WORKSPACE_ROOTS');
+  if (raw === undefined) return fallback;
+  return raw.split(path.delimiter).filter((p) => p.trim() !== '').map((p) => {
+    const dir = path.resolve(cwd, p.trim());
+    if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new ConfigError(`WORKSPACE_ROOTS: ${p} is not an existing directory (${dir})`);
+    return fs.realpathSync(dir);
+  });
+}
+
 function authConfigFile(env: Env, cwd: string): string | undefined {
   const raw = str(env, 'AUTH_CONFIG');
   if (raw === undefined) return undefined;
@@ -236,22 +278,31 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL="${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
   }
+  const authFile = authConfigFile(env, cwd);
+  if (authFile === undefined && !isLoopbackHost(host) && !bool(env, 'ALLOW_UNAUTHENTICATED_REMOTE')) {
+    throw new ConfigError(
+      `HOST=${host} is not a loopback address and AUTH_CONFIG is unset: anyone on the network could run commands here. ` +
+        'Set AUTH_CONFIG, bind 127.0.0.1, or set ALLOW_UNAUTHENTICATED_REMOTE=1 if something in front of the server authenticates',
+    );
+  }
   const config: Config = {
     host,
     port,
     workspaceDir: fs.realpathSync(workspaceDir),
+    workspaceRoots: workspaceRoots(env, cwd, authFile === undefined ? undefined : [fs.realpathSync(workspaceDir)]),
     publicUrl,
     logLevel,
     model: Object.freeze(loadModelConfig(env, cwd)),
     shell: Object.freeze({
       timeoutMs: int(env, 'SHELL_TIMEOUT_MS', 300_000, 1_000, 86_400_000), // 5 min
       maxOutputBytes: int(env, 'SHELL_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 67_108_864), // 1 MiB
+      env: Object.freeze(shellEnv(env)),
     }),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
     store: Object.freeze(loadStoreConfig(env, cwd)),
     approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),
     settings: Object.freeze(loadServerSettings(env, cwd)),
-    authConfigFile: authConfigFile(env, cwd),
+    authConfigFile: authFile,
     push: Object.freeze(loadPushConfig(env)),
   };
   return Object.freeze(config);

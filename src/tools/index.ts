@@ -23,7 +23,7 @@ export { WriteFileTool, type WriteFileArgs } from './file/write-file.js';
 export { GlobTool, type GlobArgs, type GlobOptions } from './search/glob.js';
 export { SearchFileContentTool, type SearchFileContentArgs, type SearchFileContentOptions } from './search/search-file-content.js';
 export { RunShellCommandTool, type RunShellCommandArgs, type RunShellCommandOptions } from './shell/run-shell-command.js';
-export { matchesCommandPrefix, redirectsOutput, rootCommands, splitCommands } from './shell/command-roots.js';
+export { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands, splitCommands } from './shell/command-roots.js';
 export { resolveInWorkspace, type ResolveResult } from './workspace.js';
 export { unifiedDiff } from './diff.js';
 

@@ -162,9 +162,11 @@ export function splitCommands(command: string): string[] {
  * Returns undefined when the roots cannot be trusted: command substitution (`$(…)`,
  * backticks), process substitution (`<(…)`, `>(…)`), subshells, compound commands
  * (`if`, `for`, `{ …; }`…), a leading redirection, a command name built from expansions
- * or globs, or an unterminated quote. The caller MUST then ask.
+ * or globs, `$'…'` / `$"…"` quoting, or an unterminated quote. The caller MUST then ask.
  */
 export function rootCommands(command: string): string[] | undefined {
+  // ANSI-C ($'…') and locale ($"…") quoting are not modelled by this parser: never trusted.
+  if (/\$['"]/.test(command)) return undefined;
   const parsed = parse(command);
   if (parsed.unsafe !== undefined) return undefined;
   const roots: string[] = [];
@@ -229,11 +231,25 @@ export function redirectsOutput(command: string): boolean {
     if (c !== '>') continue;
     let j = i + 1;
     if (command[j] === '>' || command[j] === '|') j++;
-    if (command[j] === '&') continue; // >&2, 2>&1: to another descriptor
+    if (command[j] === '&') {
+      // >&2, 2>&1, >&-: to another descriptor (or closing it); `>&file` writes to a file.
+      if (/^[0-9-]/.test(command[j + 1] ?? '')) continue;
+      j++;
+    }
     while (command[j] === ' ' || command[j] === '\t') j++;
     const target = /^[^\s;&|<>]*/.exec(command.slice(j))?.[0] ?? '';
     if (target !== '/dev/null') return true;
     i = j + target.length - 1;
   }
   return false;
+}
+
+/**
+ * True when the line names a path outside the current directory tree: an absolute path,
+ * `~`, or a `..` component. Grants and allowed_tools prefixes cover what a command does in
+ * the workspace; a line reaching elsewhere asks (the shell itself is not sandboxed).
+ */
+export function reachesOutside(command: string): boolean {
+  command = command.replace(/[0-9&]?>{1,2}\s*\/dev\/null\b/g, ' '); // discarding output is fine
+  return /(^|[\s=:'"(<>|&;])[~/]/.test(command) || /(^|[\s=:'"/(])\.\.(\/|\s|$|['"])/.test(command);
 }

@@ -17,6 +17,11 @@ export interface RunShellCommandOptions {
   timeoutMs?: number;
   /** Keep at most this many bytes of combined output, dropping the head (default 1 MB). */
   maxOutputBytes?: number;
+  /**
+   * The environment commands run with (the server's own secrets removed; config builds it).
+   * Undefined = the server's environment.
+   */
+  env?: Readonly<Record<string, string>>;
 }
 
 const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
@@ -81,10 +86,12 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     required: ['command'],
   };
   private readonly timeoutMs: number;
+  private readonly env: Record<string, string> | undefined;
   private readonly maxOutputBytes: number;
 
   constructor(options: RunShellCommandOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.env = options.env === undefined ? undefined : { ...options.env };
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   }
 
@@ -199,7 +206,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       // stderr joins stdout in one pipe so the combined output keeps its real order; on the
       // same line, so bash's "line N" messages still match the command.
       const script = `exec 2>&1; ${command}`;
-      const child = spawn('bash', ['-c', script], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('bash', ['-c', script], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: this.env });
       const pid = child.pid;
       const signalGroup = (sig: NodeJS.Signals): boolean => {
         if (pid === undefined) return false;

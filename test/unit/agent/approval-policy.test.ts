@@ -36,7 +36,7 @@ t.test('allowed_tools: names and shell prefixes', async (t) => {
   for (const ok of ['git status', 'git status --short', '  git status  ', 'git status; git status -s']) {
     t.equal(autoApproval(tool('run_shell_command'), sh(ok), allowed), 'allowed_tools', ok);
   }
-  for (const no of ['git statusx', 'git status && rm x', 'git push', 'git status > ~/.bashrc', 'echo $(git status)', 'ls']) {
+  for (const no of ['git statusx', 'git status && rm x', 'git push', 'git status > ~/.bashrc', 'echo $(git status)', 'ls', `git status $'\\'"' ; touch pwned ; echo "'"'\\'`, 'git status /etc']) {
     t.ok(needsApproval(tool('run_shell_command'), sh(no), allowed), no);
   }
   t.ok(needsApproval(tool('run_shell_command'), {}, allowed), 'no command: asks');
@@ -60,6 +60,11 @@ t.test('grants: tools, shell roots, MCP tools and servers', async (t) => {
   t.ok(needsApproval(shell, sh('echo b && pwd'), granted), 'every root must be trusted');
   t.ok(needsApproval(shell, sh('echo b > ~/.profile'), granted), 'a redirection asks even for a trusted root');
   t.ok(needsApproval(shell, sh('$(echo rm) -rf x'), granted), 'unparsable: asks');
+  t.ok(needsApproval(shell, sh(`echo $'\\'"' ; touch pwned ; echo "'"'\\'`), granted), "ANSI-C quoting ($'…') is never trusted");
+  t.ok(needsApproval(shell, sh('echo owned >&/tmp/x'), granted), '>&file writes a file: asks');
+  t.ok(needsApproval(shell, sh('echo ~/.ssh/id_rsa'), granted), 'a path outside the workspace: asks');
+  t.ok(needsApproval(shell, sh('echo ../../etc/passwd'), granted), '.. : asks');
+  t.equal(autoApproval(shell, sh('echo b 2>/dev/null'), granted), 'allowed always in this conversation', 'discarding output is fine');
   t.equal(autoApproval(mcpTool('gh', 'x'), {}, scope({}, [serverGrant('gh')])), 'allowed always in this conversation');
   t.ok(needsApproval(mcpTool('other', 'x'), {}, scope({}, [serverGrant('gh')])));
   t.equal(autoApproval(tool('write_file'), {}, scope({}, ['write_file'])), 'allowed always in this conversation');
@@ -87,6 +92,8 @@ t.test('redirectsOutput', async (t) => {
     ['cat x >&2', false],
     ['ls 2>/dev/null', false],
     ['ls > /dev/null; echo done > f', true],
+    ['echo owned >&/tmp/x', true],
+    ['x >&-', false],
     ['echo ">" x', false],
     ["echo '>'", false],
     ['echo a\\>b', false],

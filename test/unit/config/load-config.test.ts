@@ -36,7 +36,7 @@ t.test('defaults', async (t) => {
   t.equal(c.logLevel, 'info');
   t.same(c.model, { kind: 'scripted', model: 'gemini-2.5-flash', vertexai: false, includeThoughts: true }, 'no keys: the scripted demo');
   t.equal(c.model.scriptFile, undefined, 'the bundled demo script');
-  t.same(c.shell, { timeoutMs: 300_000, maxOutputBytes: 1_048_576 });
+  t.same(c.shell, { timeoutMs: 300_000, maxOutputBytes: 1_048_576, env: {} });
   t.equal(c.sseHeartbeatMs, 15_000);
 });
 
@@ -55,6 +55,7 @@ t.test('explicit values', async (t) => {
     {
       PORT: '8080',
       HOST: '0.0.0.0',
+      ALLOW_UNAUTHENTICATED_REMOTE: '1',
       WORKSPACE_DIR: 'ws',
       LOG_LEVEL: 'debug',
       PUBLIC_URL: 'https://agent.example/',
@@ -69,7 +70,7 @@ t.test('explicit values', async (t) => {
   t.equal(c.workspaceDir, path.join(dir, 'ws'), 'a relative WORKSPACE_DIR resolves against cwd');
   t.equal(c.logLevel, 'debug');
   t.equal(c.publicUrl, 'https://agent.example/');
-  t.same(c.shell, { timeoutMs: 5000, maxOutputBytes: 2048 });
+  t.same({ ...c.shell, env: undefined }, { timeoutMs: 5000, maxOutputBytes: 2048, env: undefined });
   t.equal(c.sseHeartbeatMs, 250);
   t.equal(loadConfig({ PORT: '0' }, dir).port, 0, 'PORT=0 (any free port) is allowed');
   t.equal(loadConfig({ PORT: '65535' }, dir).port, 65535);
@@ -171,4 +172,17 @@ t.test('pure: reads only the env passed in', async (t) => {
     else process.env.PORT = saved;
   });
   t.equal(loadConfig({}, dir).port, 41242, 'process.env is not consulted');
+});
+
+t.test('security defaults: no unauthenticated remote bind; shell commands never see the server secrets; workspace roots', async (t) => {
+  const dir = realpathSync(t.testdir({ ws: {}, other: {}, 'auth.json': '{}' }));
+  t.throws(() => loadConfig({ HOST: '0.0.0.0' }, dir), /HOST=0\.0\.0\.0 is not a loopback address and AUTH_CONFIG is unset/);
+  t.equal(loadConfig({ HOST: '0.0.0.0', AUTH_CONFIG: 'auth.json' }, dir).host, '0.0.0.0', 'with authentication it may bind anywhere');
+  t.equal(loadConfig({ HOST: '127.0.0.2' }, dir).host, '127.0.0.2');
+  const c = loadConfig({ GEMINI_API_KEY: 'k', DATABASE_URL: 'postgres://u:p@h/db', PATH: '/usr/bin', HOME: '/home/x', AUTH_CONFIG: 'auth.json' }, dir);
+  t.same(c.shell.env, { PATH: '/usr/bin', HOME: '/home/x' }, 'the API key, database URL and auth file stay out of commands');
+  t.same(c.workspaceRoots, [dir], 'with AUTH_CONFIG, workspaces default to WORKSPACE_DIR');
+  t.equal(loadConfig({}, dir).workspaceRoots, undefined, 'without it, anywhere (local use)');
+  t.same(loadConfig({ WORKSPACE_ROOTS: `ws${path.delimiter}other` }, dir).workspaceRoots, [path.join(dir, 'ws'), path.join(dir, 'other')]);
+  t.throws(() => loadConfig({ WORKSPACE_ROOTS: 'missing' }, dir), /WORKSPACE_ROOTS: missing is not an existing directory/);
 });
