@@ -5,8 +5,8 @@
  * - authorizing a side-effecting call (any answer but `cancel`) needs an approver role;
  *   so does anything that would skip approvals (approval_mode AUTO_EDIT/YOLO,
  *   allowed_tools) or start programs (mcp_servers);
- * - `audit/list` needs an admin role.
- * Admins may read any task. Without authentication (local use) every check passes.
+ * - `audit/list` needs an admin role (admins read the record, not other principals' tasks).
+ * Without authentication (local use) every check passes.
  */
 import type { Caller } from '../protocol/caller.js';
 import { forbidden } from '../protocol/errors.js';
@@ -48,9 +48,9 @@ export class Access {
     return !this.enabled || (caller !== undefined && owner !== undefined && caller.id === owner);
   }
 
-  /** Throws forbidden unless the caller owns `what` (or, when `read`, is an admin). */
-  checkOwner(caller: Caller | undefined, owner: string | undefined, what: string, read = false): void {
-    if (this.isOwner(caller, owner) || (read && this.isAdmin(caller))) return;
+  /** Throws forbidden unless the caller owns `what` (issue 5: only the principal that started a task may use it). */
+  checkOwner(caller: Caller | undefined, owner: string | undefined, what: string): void {
+    if (this.isOwner(caller, owner)) return;
     throw forbidden(`${what} belongs to ${owner === undefined ? 'no principal (it was created without authentication)' : 'another principal'}; ${caller?.id ?? 'the caller'} may not use it`);
   }
 

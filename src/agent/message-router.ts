@@ -64,6 +64,28 @@ export class MessageRouter {
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
     if (!message.taskId) return this.startTask(message, caller);
+    if (this.opts.access.enabled && this.opts.cache.peek(message.taskId) === undefined) {
+      // Check the owner before the task (and its context's MCP servers) is loaded here.
+      const stored = await this.opts.store.loadTask(message.taskId);
+      if (stored === undefined) throw taskNotFound(message.taskId);
+      if (!this.opts.access.isOwner(caller, stored.principal)) {
+        const turn = await this.opts.store.loadTurn(message.taskId);
+        const named = namedCallIds(message, this.opts.schema);
+        const answered = named.length > 0 ? named : this.isYesNo(message) ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
+        for (const toolCallId of answered) {
+          await this.opts.store.audit({
+            taskId: message.taskId,
+            contextId: stored.task.contextId,
+            toolCallId,
+            decision: 'denied_identity',
+            principal: caller?.id,
+            shownHash: turn.find((c) => c.id === toolCallId)?.shownHash,
+            detail: { owner: stored.principal ?? null, roles: [...(caller?.roles ?? [])] },
+          });
+        }
+        this.opts.access.checkOwner(caller, stored.principal, `task ${message.taskId}`);
+      }
+    }
     const task = await this.opts.cache.get(message.taskId);
     if (task === undefined) throw taskNotFound(message.taskId);
     try {
@@ -154,7 +176,12 @@ export class MessageRouter {
   private answeredIds(task: LiveTask, message: Message): string[] {
     const named = namedCallIds(message, this.opts.schema);
     if (named.length > 0) return named;
-    return carriesConfirmation(message, this.opts.schema) || /^(yes|no)$/i.test(messageText(message).trim()) ? task.awaiting().map((c) => c.snapshot.id) : [];
+    return this.isYesNo(message) ? task.awaiting().map((c) => c.snapshot.id) : [];
+  }
+
+  /** A yes/no answer (text token or `{"confirmation": …}`) that names no call. */
+  private isYesNo(message: Message): boolean {
+    return carriesConfirmation(message, this.opts.schema) || /^(yes|no)$/.test(messageText(message).trim());
   }
 
   /** Records refused answers in the audit log (at once: the request fails right after). */
@@ -193,6 +220,11 @@ export class MessageRouter {
   async openContext(contextId: string, requested: RequestedSettings | undefined, caller: Caller | undefined): Promise<ContextState> {
     const { store, cache, access } = this.opts;
     access.checkSettings(caller, requested);
+    if (access.enabled) {
+      // Check the owner before the context (and its MCP servers) is loaded here.
+      const stored = await store.loadContext(contextId);
+      if (stored !== undefined) access.checkOwner(caller, stored.principal, `context ${contextId}`);
+    }
     let context = await cache.loadContext(contextId);
     if (context) {
       access.checkOwner(caller, context.principal, `context ${contextId}`);

@@ -132,33 +132,36 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
 
   async getTask(params: GetTaskRequest, ctx?: ServerCallContext): Promise<Task> {
     if (params.historyLength !== undefined && params.historyLength < 0) throw invalidParams('historyLength must be >= 0');
-    await this.checkTask(params.id, callerOf(ctx), true);
+    await this.checkTask(params.id, callerOf(ctx));
     return applyHistoryLength(await this.snapshot(params.id), params.historyLength);
   }
 
   /** Throws taskNotFound, or forbidden when the caller may not use the task. */
-  private async checkTask(id: string, caller: Caller | undefined, read: boolean): Promise<void> {
+  private async checkTask(id: string, caller: Caller | undefined): Promise<void> {
     if (!this.opts.access.enabled) return;
     if (!id) throw invalidParams('id is required');
     const stored = this.opts.cache.peek(id) ?? (await this.opts.store.loadTask(id));
     if (!stored) throw taskNotFound(id);
-    this.opts.access.checkOwner(caller, stored.principal, `task ${id}`, read);
+    this.opts.access.checkOwner(caller, stored.principal, `task ${id}`);
   }
 
   async listTasks(params: ListTasksRequest, ctx?: ServerCallContext): Promise<ListTasksResponse> {
     const pageSize = Math.min(Math.max(params.pageSize ?? 50, 1), 100);
-    const offset = params.pageToken ? Number.parseInt(params.pageToken, 10) || 0 : 0;
+    if (params.pageToken && !/^\d{1,9}$/.test(params.pageToken)) {
+      throw invalidParams(`pageToken "${params.pageToken}" is not a page token from a previous ListTasks answer`);
+    }
+    const offset = params.pageToken ? Number(params.pageToken) : 0;
     const state = params.status ? stateName(params.status) : undefined;
     const caller = callerOf(ctx);
     if (this.opts.access.enabled && caller === undefined) throw forbidden('tasks/list needs an authenticated caller');
-    const principal = this.opts.access.isAdmin(caller) ? undefined : caller?.id;
+    const principal = this.opts.access.enabled ? caller?.id : undefined;
     const { tasks, total } = await this.opts.store.listTasks({ contextId: params.contextId || undefined, state, principal, limit: pageSize, offset });
     const next = offset + pageSize < total ? String(offset + pageSize) : '';
     return { tasks: tasks.map((t) => applyHistoryLength(t, params.historyLength)), nextPageToken: next, pageSize, totalSize: total };
   }
 
   async cancelTask(params: CancelTaskRequest, ctx?: ServerCallContext): Promise<Task> {
-    await this.checkTask(params.id, callerOf(ctx), false);
+    await this.checkTask(params.id, callerOf(ctx));
     const task = await this.load(params.id);
     if (TERMINAL.has(task.state)) {
       this.opts.cache.release(task);
@@ -184,7 +187,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     await this.opts.cache.peek(params.id)?.flush();
     const stored = params.id ? await this.opts.store.loadTask(params.id) : undefined;
     if (!stored) throw params.id ? taskNotFound(params.id) : invalidParams('id is required');
-    this.opts.access.checkOwner(callerOf(ctx), stored.principal, `task ${params.id}`, true);
+    this.opts.access.checkOwner(callerOf(ctx), stored.principal, `task ${params.id}`);
     const lastEventId = ctx.state.get(CTX_LAST_EVENT_ID) as number | undefined;
     if (lastEventId !== undefined && lastEventId > stored.lastSeq) {
       throw invalidParams(`Last-Event-ID ${lastEventId} is beyond the last event of task ${params.id} (${stored.lastSeq})`);
@@ -228,7 +231,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
 
   async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, ctx?: ServerCallContext): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
-    await this.checkTask(p.taskId, callerOf(ctx), true);
+    await this.checkTask(p.taskId, callerOf(ctx));
     const id = p.id || p.taskId;
     const found = await push.get(p.taskId, id);
     if (!found) {
@@ -240,14 +243,14 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
 
   async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, ctx?: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
     const push = this.pushOrThrow();
-    await this.checkTask(p.taskId, callerOf(ctx), true);
+    await this.checkTask(p.taskId, callerOf(ctx));
     if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
     return { configs: (await push.list(p.taskId)).map(toWire), nextPageToken: '' };
   }
 
   async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, ctx?: ServerCallContext): Promise<void> {
     const push = this.pushOrThrow();
-    await this.checkTask(p.taskId, callerOf(ctx), false);
+    await this.checkTask(p.taskId, callerOf(ctx));
     if (!(await push.delete(p.taskId, p.id || p.taskId))) {
       if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
       throw invalidParams(`task ${p.taskId} has no push notification config "${p.id || p.taskId}"`);

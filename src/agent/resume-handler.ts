@@ -94,7 +94,7 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
   for (const { index, data } of messageData(message)) {
     const at = `message.parts[${index}].data`;
     if (isObject(data) && 'confirmation' in data && !schema.looksLikeToolCallConfirmation(data)) {
-      const token = typeof data.confirmation === 'string' ? data.confirmation.trim().toLowerCase() : '';
+      const token = typeof data.confirmation === 'string' ? data.confirmation.trim() : '';
       if (!YES_NO.has(token)) throw invalidParams(`${at}.confirmation must be "yes" or "no"`);
       yesNo = { token, at };
       continue;
@@ -112,7 +112,7 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
     if (yesNo) throw invalidParams(`${yesNo.at}: send either ToolCallConfirmations or a yes/no answer, not both`);
     return { kind: 'decisions', decisions };
   }
-  const token = yesNo?.token ?? messageText(message).trim().toLowerCase();
+  const token = yesNo?.token ?? messageText(message).trim();
   if (YES_NO.has(token)) {
     if (waiting.length === 1) {
       const option = YES_NO.get(token) as string;

@@ -308,7 +308,7 @@ t.test('a confirmation without taskId (a new task) is refused', async (t) => {
 
 t.test('yes/no tokens (seed 000)', async (t) => {
   const srv = await startServer(t);
-  for (const token of ['yes', '  YES ', 'Yes\n']) {
+  for (const token of ['yes', '  yes ', 'yes\n']) {
     await t.test(`text ${JSON.stringify(token)} approves once`, async (t) => {
       const { watch, cards } = await startPaused(t, srv, 'write a greeting');
       const done = watch.take(await say(srv, watch, token));
@@ -326,7 +326,7 @@ t.test('yes/no tokens (seed 000)', async (t) => {
 
   for (const [name, send] of [
     ['text "no"', (s: TestServer, w: TaskWatch) => say(s, w, 'no')],
-    ['text " No "', (s: TestServer, w: TaskWatch) => say(s, w, ' No ')],
+    ['text " no "', (s: TestServer, w: TaskWatch) => say(s, w, ' no ')],
     ['DataPart {"confirmation":"no"}', (s: TestServer, w: TaskWatch) => confirm(s, w, { confirmation: 'no' })],
   ] as const) {
     await t.test(`${name} declines: CANCELLED, then the turn completes`, async (t) => {
@@ -369,6 +369,10 @@ t.test('yes/no tokens (seed 000)', async (t) => {
 
     // Twice in a row still works, and the next real answer is accepted.
     t.same(shape(watch.take(await say(srv, watch, 'hmm?'))).map((s) => s[1]), ['PENDING', 'input-required']);
+    // Only the exact tokens authorize (seed 000): "YES", "Yes", "yes please" re-prompt.
+    for (const near of ['YES', 'Yes', 'yes please', 'y']) {
+      t.same(shape(watch.take(await say(srv, watch, near))).map((s) => s[1]), ['PENDING', 'input-required'], `${JSON.stringify(near)} re-prompts`);
+    }
     expectApprovedWrite(t, watch.take(await say(srv, watch, 'yes')), id);
     t.same(checkToolCalls(t, watch).get(id), ['PENDING', 'EXECUTING', 'SUCCEEDED']);
   });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { looksBinary } from '../file/read-file.js';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
 import { describeGivenPath, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import { RegexWorker } from './regex-worker.js';
 import { ALWAYS_SKIPPED_DIRS, filterMatcher, pathKind, walkFiles, type WalkEntry } from './walk.js';
 
 /** Arguments of `search_file_content`. */
@@ -22,6 +23,8 @@ export interface SearchFileContentOptions {
   maxMatches?: number;
   /** Files larger than this are not searched (default 1 MB). */
   maxFileBytes?: number;
+  /** The pattern may run this long on one file before the search fails (default 5 s). */
+  fileTimeoutMs?: number;
 }
 
 const DEFAULT_MAX_MATCHES = 500;
@@ -64,10 +67,12 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
   };
   private readonly maxMatches: number;
   private readonly maxFileBytes: number;
+  private readonly fileTimeoutMs: number;
 
   constructor(options: SearchFileContentOptions = {}) {
     this.maxMatches = options.maxMatches ?? DEFAULT_MAX_MATCHES;
     this.maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+    this.fileTimeoutMs = options.fileTimeoutMs ?? 5_000;
   }
 
   validate(
@@ -109,22 +114,40 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
     const byFile = new Map<string, string[]>();
     let count = 0;
     let capped = false;
-    for await (const file of files) {
-      if (ctx.signal.aborted) break;
-      if (include && !include(file.rel)) continue;
-      const text = await this.readSearchable(file.real);
-      if (text === undefined) continue;
-      const lines = text.split('\n');
-      for (let i = 0; i < lines.length && !capped; i++) {
-        const line = lines[i].replace(/\r$/, '');
-        if (!compiled.regex.test(line)) continue;
+    const matcher = new RegexWorker(compiled.regex.source, compiled.regex.flags, this.fileTimeoutMs);
+    try {
+      for await (const file of files) {
+        if (ctx.signal.aborted) break;
+        if (include && !include(file.rel)) continue;
+        const text = await this.readSearchable(file.real);
+        if (text === undefined) continue;
+        const found = await matcher.match(text, this.maxMatches - count, ctx.signal);
+        if (!found.ok) {
+          if (found.reason === 'cancelled') break;
+          const rel = workspaceRelative(ws.path, file.abs);
+          return {
+            isError: true,
+            error: {
+              type: found.reason === 'timeout' ? 'search_timeout' : 'invalid_argument',
+              message: `Search stopped in ${rel}: ${found.message}. Use a simpler pattern (avoid nested quantifiers such as (a+)+).`,
+            },
+          };
+        }
+        if (found.lines.length === 0) continue;
+        const lines = text.split('\n');
         const rel = workspaceRelative(ws.path, file.abs);
         const hits = byFile.get(rel) ?? [];
-        hits.push(`L${i + 1}: ${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`);
+        for (const i of found.lines) {
+          const line = lines[i].replace(/\r$/, '');
+          hits.push(`L${i + 1}: ${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`);
+        }
         byFile.set(rel, hits);
-        capped = ++count >= this.maxMatches;
+        count += found.lines.length;
+        capped = count >= this.maxMatches;
+        if (capped) break;
       }
-      if (capped) break;
+    } finally {
+      await matcher.close();
     }
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The search was cancelled' } };
     const where = args.path ?? '.';

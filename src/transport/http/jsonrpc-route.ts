@@ -54,6 +54,16 @@ function requestId(body: unknown): Envelope['id'] {
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
+/**
+ * An internal error (-32603) keeps its details in the log: its message may carry SQL, paths
+ * or values a client must not see.
+ */
+function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
+  if (envelope.error?.code !== -32603) return envelope;
+  request.log.error({ detail: envelope.error.message }, 'internal error answered as -32603');
+  return { ...envelope, error: { code: -32603, message: 'Internal error (details are in the server log)' } };
+}
+
 /** v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4). */
 function fixLegacyFinal(envelope: Envelope): Envelope {
   const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean } | undefined;
@@ -126,8 +136,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
       try {
         return { jsonrpc: '2.0', id, result: await extension(body.params ?? {}, caller) };
       } catch (err) {
-        if (mapError(version, err).code === -32603) request.log.error({ err, method }, 'extension method failed');
-        return { jsonrpc: '2.0', id, error: mapError(version, err) };
+        return hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
       }
     }
     const unknown = unknownMethod(method, version);
@@ -148,14 +157,14 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
       ctx.state.set(CTX_LAST_EVENT_ID, Number(raw));
     }
     const out = await (version === '1.0' ? v1 : legacy).handle(rpc, ctx);
-    if (!(Symbol.asyncIterator in (out as object))) return out;
+    if (!(Symbol.asyncIterator in (out as object))) return hideInternal(out as Envelope, request);
     const stream = out as AsyncGenerator<Envelope, void, undefined>;
     let first: IteratorResult<Envelope>;
     try {
       first = await stream.next(); // refusals happen here, before any SSE byte
     } catch (err) {
       request.log.debug({ err }, 'stream refused');
-      return { jsonrpc: '2.0', id, error: mapError(version, err) };
+      return hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
     }
     await writeSse(reply, stream, first, {
       heartbeatMs: opts.heartbeatMs,

@@ -46,8 +46,7 @@ t.test('Access', async (t) => {
   t.notOk(a.canApprove(undefined));
   t.match(codeOf(() => a.checkOwner(vic, 'alice', 'task t1')), /^-32010 Forbidden: task t1 belongs to another principal; vic may not use it/);
   t.match(codeOf(() => a.checkOwner(vic, undefined, 'task t1')), /created without authentication/);
-  t.equal(codeOf(() => a.checkOwner(root, 'alice', 'task t1', true)), undefined, 'admins may read');
-  t.match(codeOf(() => a.checkOwner(root, 'alice', 'task t1', false)), /-32010/, 'but not act');
+  t.match(codeOf(() => a.checkOwner(root, 'alice', 'task t1')), /-32010/, 'admins do not use others’ tasks (they read the audit log)');
   t.match(codeOf(() => a.checkSettings(vic, { settings: { approvalMode: 'YOLO', allowedTools: ['x'], mcpServers: { s: {} } } })), /approval_mode YOLO, allowed_tools, mcp_servers would let tools run without approval; only a principal with role approver may set it/);
   t.equal(codeOf(() => a.checkSettings(vic, { settings: { approvalMode: 'DEFAULT', allowedTools: [] } })), undefined, 'harmless settings are fine');
   t.equal(codeOf(() => a.checkSettings(alice, { settings: { approvalMode: 'YOLO' } })), undefined);

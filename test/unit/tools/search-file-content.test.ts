@@ -161,3 +161,29 @@ t.test('abort stops the search', async (t) => {
   mid.abort();
   t.match(await running, { isError: true, error: { type: 'cancelled' } });
 });
+
+t.test('a catastrophically backtracking pattern fails after the time limit; the event loop keeps running', async (t) => {
+  const root = fs.realpathSync(t.testdir({ ws: { 'evil.txt': `${'a'.repeat(40)}!\n`, 'ok.txt': 'fine\n' } }));
+  const ctx: ToolContext = { workspace: path.join(root, 'ws'), signal: new AbortController().signal };
+  const quick = new SearchFileContentTool({ fileTimeoutMs: 300 });
+  let ticks = 0;
+  const ticker = setInterval(() => ticks++, 20);
+  const started = Date.now();
+  const result = await quick.run({ pattern: '^(a+)+$' }, ctx);
+  clearInterval(ticker);
+  t.match(result, { isError: true, error: { type: 'search_timeout', message: /evil\.txt: the pattern took more than 300 ms on one file \(catastrophic backtracking\?\)\. Use a simpler pattern/ } });
+  t.ok(Date.now() - started < 5_000, 'stopped at the limit');
+  t.ok(ticks >= 5, `timers kept firing meanwhile (${ticks} ticks): the server is not frozen`);
+  // A normal search afterwards works (a new worker).
+  t.match(await quick.run({ pattern: 'fine' }, ctx), { llmContent: /Found 1 match/ });
+});
+
+t.test('cancel while a slow pattern runs', async (t) => {
+  const root = fs.realpathSync(t.testdir({ ws: { 'evil.txt': `${'a'.repeat(40)}!\n` } }));
+  const abort = new AbortController();
+  const ctx: ToolContext = { workspace: path.join(root, 'ws'), signal: abort.signal };
+  setTimeout(() => abort.abort(), 100);
+  const started = Date.now();
+  t.match(await new SearchFileContentTool({ fileTimeoutMs: 60_000 }).run({ pattern: '^(a+)+$' }, ctx), { isError: true, error: { type: 'cancelled' } });
+  t.ok(Date.now() - started < 5_000, 'promptly');
+});
