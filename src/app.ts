@@ -31,6 +31,7 @@ import { loadAuthConfig } from './auth/auth-config.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { PushDispatcher } from './push/push-dispatcher.js';
 import { PushRegistry } from './push/push-registry.js';
+import { checkPushUrl } from './push/ssrf-guard.js';
 import { PushSigner } from './push/push-signer.js';
 import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
@@ -263,6 +264,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     toolbox,
     access,
     push: registry,
+    // Client-given MCP URLs: never cloud metadata; with authentication, no private networks either
+    // (unless PUSH_ALLOW_PRIVATE). Local use keeps localhost MCP servers working.
+    checkMcpUrl: async (url, at) => {
+      const r = await checkPushUrl(url, { allowPrivate: !auth || config.push.allowPrivate, field: at });
+      return r.ok ? undefined : r.message.replace(/push to private networks/, 'connecting to private networks');
+    },
     workspacePolicy: {
       roots: config.workspaceRoots,
       // With authentication, no client workspace may contain the server's own files (keys, the database).

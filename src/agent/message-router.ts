@@ -16,7 +16,7 @@ import type { LiveTask, TurnCall } from './live-task.js';
 import type { ModelPart } from './model/model-client.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
 import type { KnownCalls } from './resume-handler.js';
-import { checkSameWorkspace, mergeSettings, readSettings } from './settings.js';
+import { checkSameWorkspace, mergeSettings, readSettings, SETTINGS_AT } from './settings.js';
 import type { RequestedSettings, WorkspacePolicy } from './settings.js';
 import type { ContextState } from './live-task.js';
 import type { TaskCache } from './task-cache.js';
@@ -33,6 +33,11 @@ export interface MessageRouterOptions {
   cache: TaskCache;
   toolbox: Toolbox;
   access: Access;
+  /**
+   * Checks a client-given MCP server URL before anything connects to it (the SSRF guard);
+   * resolves to a message naming the problem, or undefined.
+   */
+  checkMcpUrl?: (url: string, at: string) => Promise<string | undefined>;
   /** Where clients may put workspaces (WORKSPACE_ROOTS, and the server's own files). */
   workspacePolicy?: WorkspacePolicy;
   /** Workspace of a context whose first message names none. */
@@ -110,6 +115,7 @@ export class MessageRouter {
     const requested = this.requestedSettings(message);
     checkSameWorkspace(requested, task.context.workspace);
     access.checkSettings(caller, requested);
+    await this.checkMcpUrls(requested);
     await task.flush();
     const afterSeq = task.lastSeq;
     if (task.awaiting().length > 0) {
@@ -216,10 +222,23 @@ export class MessageRouter {
     return readSettings(message.metadata, this.opts.schema, (servers, where) => this.opts.toolbox.checkServers(servers, where), at, this.opts.workspacePolicy);
   }
 
+  /** Client-given MCP URLs pass the SSRF guard. Throws invalidParams. */
+  async checkMcpUrls(requested: RequestedSettings | undefined, at = SETTINGS_AT): Promise<void> {
+    const check = this.opts.checkMcpUrl;
+    if (check === undefined) return;
+    for (const [name, cfg] of Object.entries(requested?.settings.mcpServers ?? {})) {
+      const url = (cfg as { url?: unknown }).url;
+      if (typeof url !== 'string') continue;
+      const bad = await check(url, `${at}.mcp_servers.${name}.url`);
+      if (bad !== undefined) throw invalidParams(bad);
+    }
+  }
+
   /** Loads a context (the caller's own), or creates it with the requested settings; applies changed settings. */
   async openContext(contextId: string, requested: RequestedSettings | undefined, caller: Caller | undefined): Promise<ContextState> {
     const { store, cache, access } = this.opts;
     access.checkSettings(caller, requested);
+    await this.checkMcpUrls(requested);
     if (access.enabled) {
       // Check the owner before the context (and its MCP servers) is loaded here.
       const stored = await store.loadContext(contextId);

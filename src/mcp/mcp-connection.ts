@@ -125,7 +125,8 @@ export class McpConnection implements McpToolTarget {
   /** HTTP status and network failures (fetch's bare "fetch failed" hides the cause). */
   private describeHttpError(err: unknown): string | undefined {
     if (isStdioConfig(this.config)) return undefined;
-    if (err instanceof StreamableHTTPError && err.code !== undefined && err.code > 0) return `HTTP ${err.code}: ${err.message}`;
+    // The status only: the response body is the remote server's, and may hold what it should not show.
+    if (err instanceof StreamableHTTPError && err.code !== undefined && err.code > 0) return `the server answered HTTP ${err.code}`;
     const cause = (err as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
     if (cause) return `cannot reach ${this.config.url}: ${String(cause.message || cause.code)}`;
     return undefined;

@@ -140,6 +140,11 @@ t.test('MCP servers from AgentSettings and SETTINGS_FILE', async (t) => {
       message: userMessage('hello', { metadata: { [URI]: { mcp_servers: { x: { command: 'node', url: 'http://127.0.0.1:1/mcp' } } } } }),
     });
     t.equal(both.json?.error?.code, -32602);
+    const metadata = await rpc(srv.url, 'message/stream', {
+      message: userMessage('hello', { metadata: { [URI]: { mcp_servers: { cloud: { url: 'http://169.254.169.254/mcp' } } } } }),
+    });
+    t.equal(metadata.json?.error?.code, -32602, 'a cloud metadata address is refused before anything connects');
+    t.match(metadata.json?.error?.message, /mcp_servers\.cloud\.url .*169\.254\.169\.254.*metadata/);
   });
 });
 
