@@ -69,28 +69,7 @@ export class MessageRouter {
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
     if (!message.taskId) return this.startTask(message, caller);
-    if (this.opts.access.enabled && this.opts.cache.peek(message.taskId) === undefined) {
-      // Check the owner before the task (and its context's MCP servers) is loaded here.
-      const stored = await this.opts.store.loadTask(message.taskId);
-      if (stored === undefined) throw taskNotFound(message.taskId);
-      if (!this.opts.access.isOwner(caller, stored.principal)) {
-        const turn = await this.opts.store.loadTurn(message.taskId);
-        const named = namedCallIds(message, this.opts.schema);
-        const answered = named.length > 0 ? named : this.isYesNo(message) ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
-        for (const toolCallId of answered) {
-          await this.opts.store.audit({
-            taskId: message.taskId,
-            contextId: stored.task.contextId,
-            toolCallId,
-            decision: 'denied_identity',
-            principal: caller?.id,
-            shownHash: turn.find((c) => c.id === toolCallId)?.shownHash,
-            detail: { owner: stored.principal ?? null, roles: [...(caller?.roles ?? [])] },
-          });
-        }
-        this.opts.access.checkOwner(caller, stored.principal, `task ${message.taskId}`);
-      }
-    }
+    if (this.opts.access.enabled) await this.refuseStranger(message.taskId, message, caller);
     const task = await this.opts.cache.get(message.taskId);
     if (task === undefined) throw taskNotFound(message.taskId);
     try {
@@ -107,11 +86,6 @@ export class MessageRouter {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
     const stamped = { ...message, contextId: task.task.contextId };
-    if (!access.isOwner(caller, task.principal)) {
-      // Seed 000: someone else's answer is refused and recorded; the call stays pending.
-      await this.deny(task, caller, 'denied_identity', this.answeredIds(task, stamped));
-      access.checkOwner(caller, task.principal, `task ${task.id}`);
-    }
     const requested = this.requestedSettings(message);
     checkSameWorkspace(requested, task.context.workspace);
     access.checkSettings(caller, requested);
@@ -123,7 +97,8 @@ export class MessageRouter {
       if (plan.kind === 'decisions' && !access.canApprove(caller)) {
         const approving = plan.decisions.filter((d) => d.option !== ConfirmationOptionId.cancel);
         if (approving.length > 0) {
-          await this.deny(task, caller, 'denied_unauthorized', approving.map((d) => d.call.snapshot.id));
+          const hashes = new Map(approving.map((d) => [d.call.snapshot.id, d.call.shownHash]));
+          await this.recordDenials(task.id, task.task.contextId, task.principal, caller, 'denied_unauthorized', hashes);
           throw forbidden(
             `${caller?.id ?? 'the caller'} may not authorize tool calls (${approving.map((d) => d.call.snapshot.id).join(', ')}); ` +
               `that needs role ${access.rules.approverRoles.join(' or ')}. The calls are still waiting; "cancel" is allowed.`,
@@ -178,11 +153,24 @@ export class MessageRouter {
     }
   }
 
-  /** The calls a message answers: those its confirmations name, or the waiting one a yes/no token answers. */
-  private answeredIds(task: LiveTask, message: Message): string[] {
+  /**
+   * Seed 000: a message from anyone but the task's principal is refused, and the answers it
+   * carried are recorded (`denied_identity`); the calls stay pending. Checked against the
+   * store before the task (and its context's MCP servers) is loaded here.
+   */
+  private async refuseStranger(taskId: string, message: Message, caller: Caller | undefined): Promise<void> {
+    const live = this.opts.cache.peek(taskId);
+    const stored = live ? undefined : await this.opts.store.loadTask(taskId);
+    if (!live && !stored) throw taskNotFound(taskId);
+    const owner = live ? live.principal : stored?.principal;
+    if (this.opts.access.isOwner(caller, owner)) return;
+    const turn = await this.opts.store.loadTurn(taskId);
     const named = namedCallIds(message, this.opts.schema);
-    if (named.length > 0) return named;
-    return this.isYesNo(message) ? task.awaiting().map((c) => c.snapshot.id) : [];
+    const ids = named.length > 0 ? named : this.isYesNo(message) ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
+    const hashes = new Map(ids.map((id) => [id, turn.find((c) => c.id === id)?.shownHash]));
+    const contextId = live?.task.contextId ?? stored?.task.contextId ?? '';
+    await this.recordDenials(taskId, contextId, owner, caller, 'denied_identity', hashes);
+    this.opts.access.checkOwner(caller, owner, `task ${taskId}`);
   }
 
   /** A yes/no answer (text token or `{"confirmation": …}`) that names no call. */
@@ -190,18 +178,24 @@ export class MessageRouter {
     return carriesConfirmation(message, this.opts.schema) || /^(yes|no)$/.test(messageText(message).trim());
   }
 
-  /** Records refused answers in the audit log (at once: the request fails right after). */
-  private async deny(task: LiveTask, caller: Caller | undefined, decision: 'denied_identity' | 'denied_unauthorized', callIds: string[]): Promise<void> {
-    for (const toolCallId of callIds) {
-      const call = task.turn.find((c) => c.snapshot.id === toolCallId);
+  /** Records refused answers (tool call id → the hash of the card shown) at once: the request fails right after. */
+  private async recordDenials(
+    taskId: string,
+    contextId: string,
+    owner: string | undefined,
+    caller: Caller | undefined,
+    decision: 'denied_identity' | 'denied_unauthorized',
+    calls: ReadonlyMap<string, string | undefined>,
+  ): Promise<void> {
+    for (const [toolCallId, shownHash] of calls) {
       await this.opts.store.audit({
-        taskId: task.id,
-        contextId: task.task.contextId,
+        taskId,
+        contextId,
         toolCallId,
         decision,
         principal: caller?.id,
-        shownHash: call?.shownHash,
-        detail: { owner: task.principal ?? null, roles: [...(caller?.roles ?? [])] },
+        shownHash,
+        detail: { owner: owner ?? null, roles: [...(caller?.roles ?? [])] },
       });
     }
   }
