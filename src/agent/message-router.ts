@@ -233,23 +233,18 @@ export class MessageRouter {
     const { store, cache, access } = this.opts;
     access.checkSettings(caller, requested);
     await this.checkMcpUrls(requested);
-    if (access.enabled) {
-      // Check the owner before the context (and its MCP servers) is loaded here.
-      const stored = await store.loadContext(contextId);
-      if (stored !== undefined) access.checkOwner(caller, stored.principal, `context ${contextId}`);
-    }
-    let context = await cache.loadContext(contextId);
+    // The owner is checked before the context's tools (its MCP servers) start.
+    const ownerCheck = (c: { principal?: string }) => access.checkOwner(caller, c.principal, `context ${contextId}`);
+    let context = await cache.loadContext(contextId, ownerCheck);
     if (context) {
-      access.checkOwner(caller, context.principal, `context ${contextId}`);
       checkSameWorkspace(requested, context.workspace);
       await this.applySettings(context, requested);
       return context;
     }
     const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
     await store.createContext({ id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) });
-    context = await cache.loadContext(contextId);
+    context = await cache.loadContext(contextId, ownerCheck); // another process may have created it first
     if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
-    access.checkOwner(caller, context.principal, `context ${contextId}`); // another process created it first
     checkSameWorkspace(requested, context.workspace);
     return context;
   }

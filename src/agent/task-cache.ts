@@ -7,7 +7,7 @@ import type { Task } from '@a2a-js/sdk';
 import { stateName } from '../protocol/a2a.js';
 import { LiveTask } from './live-task.js';
 import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
-import type { StoredCall } from './task-store.js';
+import type { StoredCall, StoredContext } from './task-store.js';
 import type { Toolbox } from './toolbox.js';
 import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
 
@@ -67,10 +67,14 @@ export class TaskCache {
     return this.active.get(id);
   }
 
-  /** The context with its tools (its own MCP servers are started here on first use). */
-  async loadContext(id: string): Promise<ContextState | undefined> {
+  /**
+   * The context with its tools (its own MCP servers are started here on first use). `check`
+   * sees the stored context first and may refuse it before anything starts.
+   */
+  async loadContext(id: string, check?: (stored: StoredContext) => void): Promise<ContextState | undefined> {
     const ctx = await this.opts.store.loadContext(id);
     if (ctx === undefined) return undefined;
+    check?.(ctx); // may throw: nothing is started for a refused caller
     const tools = await this.opts.toolbox.forContext(ctx);
     return {
       id: ctx.id,

@@ -5,7 +5,7 @@
 import { and, asc, eq, gt, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { PushConfigInput, PushConfigRecord } from '../push/push-store.js';
 import type { StoredSigningKey } from '../push/push-signer.js';
-import { rowsOf, type StoreDb } from './db.js';
+import type { StoreDb } from './db.js';
 import { pushConfigs, signingKeys, tasks } from './schema.js';
 
 type Row = typeof pushConfigs.$inferSelect;
@@ -79,30 +79,12 @@ export async function claimDuePushes(db: StoreDb, owner: string, now: Date, leas
     .orderBy(asc(pushConfigs.nextAttemptAt))
     .limit(limit)
     .for('update', { of: pushConfigs, skipLocked: true });
-  const result = await db.execute(sql`
-    update ${pushConfigs} set lease_owner = ${owner}, lease_until = ${leaseUntil.toISOString()}::timestamptz
-    where (task_id, id) in (${due})
-    returning *`);
-  return rowsOf<Record<string, unknown>>(result).map((r) =>
-    fromRow({
-      taskId: r.task_id as string,
-      id: r.id as string,
-      url: r.url as string,
-      token: (r.token as string | null) ?? null,
-      authScheme: (r.auth_scheme as string | null) ?? null,
-      authCredentials: (r.auth_credentials as string | null) ?? null,
-      wireVersion: r.wire_version as string,
-      principal: (r.principal as string | null) ?? null,
-      deliveredSeq: Number(r.delivered_seq),
-      attempts: Number(r.attempts),
-      nextAttemptAt: new Date(r.next_attempt_at as string),
-      lastError: (r.last_error as string | null) ?? null,
-      dropped: Number(r.dropped),
-      leaseOwner: owner,
-      leaseUntil,
-      createdAt: new Date(r.created_at as string),
-    }),
-  );
+  const rows = await db
+    .update(pushConfigs)
+    .set({ leaseOwner: owner, leaseUntil })
+    .where(sql`(${pushConfigs.taskId}, ${pushConfigs.id}) in (${due})`)
+    .returning();
+  return rows.map(fromRow);
 }
 
 const held = (taskId: string, id: string, owner: string) =>

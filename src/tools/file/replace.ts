@@ -6,6 +6,7 @@ import { ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import { describeGivenPath, errorCode, errorReason, resolveInWorkspace, workspaceRelative } from '../workspace.js';
 import { readTextFile } from './read-file.js';
+import { writeCreatingParents } from './write-file.js';
 
 /** Arguments of `replace`. */
 export interface ReplaceArgs extends Record<string, unknown> {
@@ -218,16 +219,5 @@ async function underAFile(p: string): Promise<boolean> {
       if (errorCode(err) === 'ENOTDIR') return true;
       if (errorCode(err) !== 'ENOENT' || path.dirname(dir) === dir) return false;
     }
-  }
-}
-
-/** Writes the file; only when its directory is missing, creates it and writes again. */
-async function writeCreatingParents(filePath: string, content: string): Promise<void> {
-  try {
-    await fs.writeFile(filePath, content, 'utf8');
-  } catch (err) {
-    if (errorCode(err) !== 'ENOENT') throw err;
-    await fs.mkdir(path.dirname(filePath), { recursive: true });
-    await fs.writeFile(filePath, content, 'utf8');
   }
 }

@@ -121,8 +121,8 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
   }
 }
 
-/** Writes the file; only when its directory is missing, creates it and writes again. */
-async function writeCreatingParents(filePath: string, content: string): Promise<void> {
+/** Writes the file; only when its directory is missing, creates it and writes again (replace uses it too). */
+export async function writeCreatingParents(filePath: string, content: string): Promise<void> {
   try {
     await fs.writeFile(filePath, content, 'utf8');
   } catch (err) {
