@@ -39,7 +39,11 @@ const pct = (xs: number[], p: number) => {
 const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(1)} ms, p99 ${pct(xs, 99).toFixed(1)} ms (n=${xs.length})`;
 
 /** POSTs message/stream and reads the SSE body; returns each frame's id and arrival time. */
-async function stream(url: string, text: string, push?: { url: string }): Promise<{ taskId: string; frames: Array<{ id: number; at: number }>; firstMs: number }> {
+async function stream(
+  url: string,
+  text: string,
+  push?: { url: string },
+): Promise<{ taskId: string; frames: Array<{ id: number; at: number }>; firstMs: number }> {
   const t0 = performance.now();
   const body = {
     jsonrpc: '2.0',
@@ -99,7 +103,10 @@ async function main(): Promise<void> {
   const db = await openDatabase(usePg ? { databaseUrl: pgUrl, dataDir: workspace, schema } : { dataDir: 'memory://' });
   const store = new PgTaskStore(db);
   const config = loadConfig({ WORKSPACE_DIR: workspace, PORT: '0', LOG_LEVEL: 'silent', PUSH_ALLOW_PRIVATE: '1', PUSH_TIMEOUT_MS: '5000' });
-  const model = new ScriptedModelClient({ model: 'bench', scripts: [{ steps: [{ chunks: [[{ text: 'Hello' }], [{ text: ' there.' }]] }] }] });
+  const model = new ScriptedModelClient({
+    model: 'bench',
+    scripts: [{ steps: [{ chunks: [[{ text: 'Hello' }], [{ text: ' there.' }]] }] }],
+  });
   const app = await buildApp({ config, model, logger: false, store });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/`;
@@ -143,7 +150,9 @@ async function main(): Promise<void> {
   const firstDeadReceiver: number[] = [];
   for (let i = 0; i < 50; i++) firstDeadReceiver.push((await stream(url, 'plain', { url: hookUrl })).firstMs);
 
-  console.log(`deliveries: ${expected.length - missing} of ${expected.length} in ${elapsed.toFixed(1)} s → ${((expected.length - missing) / elapsed).toFixed(0)} deliveries/s`);
+  console.log(
+    `deliveries: ${expected.length - missing} of ${expected.length} in ${elapsed.toFixed(1)} s → ${((expected.length - missing) / elapsed).toFixed(0)} deliveries/s`,
+  );
   console.log(`delivery latency after the SSE frame: ${fmt(latencies)}`);
   console.log(`SSE first event, no push:            ${fmt(firstNoPush)}`);
   console.log(`SSE first event, healthy receiver:   ${fmt(firstWithPush)}`);

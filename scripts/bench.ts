@@ -41,7 +41,19 @@ import { sequential, Tally, throughput } from './bench/phases.js';
 import type { ThroughputResult } from './bench/phases.js';
 import { formatReport, resultJson } from './bench/report.js';
 import type { Figures, Report } from './bench/report.js';
-import { commCpuSeconds, cpuSeconds, killNow, machineBusySeconds, sourceFingerprint, rssBytes, spawnServer, stopServer, threadCount, verifyServingPid, waitReady } from './bench/server-process.js';
+import {
+  commCpuSeconds,
+  cpuSeconds,
+  killNow,
+  machineBusySeconds,
+  sourceFingerprint,
+  rssBytes,
+  spawnServer,
+  stopServer,
+  threadCount,
+  verifyServingPid,
+  waitReady,
+} from './bench/server-process.js';
 import type { RunningServer } from './bench/server-process.js';
 import { BenchClient } from './bench/sse-client.js';
 import { mb } from './bench/stats.js';
@@ -114,7 +126,10 @@ function parseArgs(argv: string[]): Args {
     else if (name === '--samples') args.samples = Math.floor(num(name, value(), 1));
     else if (name === '--warmup-samples') args.warmupSamples = Math.floor(num(name, value(), 0));
     else if (name === '--min-tasks') args.minTasks = Math.floor(num(name, value(), 0));
-    else if (name === '--clients') args.clients = String(value()).split(',').map((s) => Math.floor(num(name, s, 1)));
+    else if (name === '--clients')
+      args.clients = String(value())
+        .split(',')
+        .map((s) => Math.floor(num(name, s, 1)));
     else if (name === '--stores') {
       args.stores = parseStores(String(value()));
       args.storesExplicit = true;
@@ -125,8 +140,7 @@ function parseArgs(argv: string[]): Args {
     else if (name === '--memory-only') {
       args.memory = true;
       args.memoryOnly = true;
-    }
-    else if (name === '--memory-tasks') args.memoryTasks = Math.floor(num(name, value(), args.memorySmall + 1));
+    } else if (name === '--memory-tasks') args.memoryTasks = Math.floor(num(name, value(), args.memorySmall + 1));
     else if (name === '--memory-clients') args.memoryClients = Math.floor(num(name, value(), 1));
     else if (name === '--cpu-prof') args.cpuProf = true;
     else if (name === '--help' || name === '-h') {
@@ -170,7 +184,13 @@ const log = (s: string) => process.stderr.write(`bench [${((performance.now() - 
 
 /** CPU seconds of the machine, the server and this process at one moment. */
 function cpuMark(pid: number) {
-  return { at: performance.now(), machine: machineBusySeconds(), server: cpuSeconds(pid), db: commCpuSeconds('postgres'), bench: process.cpuUsage() };
+  return {
+    at: performance.now(),
+    machine: machineBusySeconds(),
+    server: cpuSeconds(pid),
+    db: commCpuSeconds('postgres'),
+    bench: process.cpuUsage(),
+  };
 }
 
 /** Cores used by everything but the server, postgres and this process between two marks (other sessions, kernel). */
@@ -201,7 +221,7 @@ async function measure(srv: RunningServer, args: Args) {
     snap(`throughput-${n}`);
   }
   if (tally.completed < args.minTasks) log(`top-up to ${args.minTasks} completed tasks (20 concurrent)`);
-  for (let topUp = 0; tally.completed < args.minTasks && topUp < args.minTasks * 2; ) {
+  for (let topUp = 0; tally.completed < args.minTasks && topUp < args.minTasks * 2;) {
     const batch = await Promise.all(Array.from({ length: Math.min(20, args.minTasks - tally.completed) }, () => seqClient.flow()));
     for (const r of batch) tally.record(r);
     topUp += batch.length;
@@ -212,9 +232,18 @@ async function measure(srv: RunningServer, args: Args) {
   seqClient.destroy();
   const last = timeline[timeline.length - 1];
   return {
-    first, flow, seqOtherCores, runs, timeline,
-    tasksAfter: last.tasks, rssAfterMb: last.rss_mb,
-    completed: tally.completed, failed: tally.failed, errors: tally.errors, examples: tally.examples, firstTaskId: tally.firstTaskId,
+    first,
+    flow,
+    seqOtherCores,
+    runs,
+    timeline,
+    tasksAfter: last.tasks,
+    rssAfterMb: last.rss_mb,
+    completed: tally.completed,
+    failed: tally.failed,
+    errors: tally.errors,
+    examples: tally.examples,
+    firstTaskId: tally.firstTaskId,
     firstTaskStillHeld: held === undefined ? undefined : Boolean(held.result),
   };
 }
@@ -249,7 +278,11 @@ async function closeStore(store: BenchStore): Promise<void> {
   }
 }
 
-async function startServer(store: BenchStore, scriptFile: string, nodeArgs: string[]): Promise<{ srv: RunningServer; readyMs: number; pidCheck: { ok: boolean; detail: string } }> {
+async function startServer(
+  store: BenchStore,
+  scriptFile: string,
+  nodeArgs: string[],
+): Promise<{ srv: RunningServer; readyMs: number; pidCheck: { ok: boolean; detail: string } }> {
   log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...nodeArgs, '--import tsx src/main.ts'].join(' ')}`);
   server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, env: store.env });
   const srv = server;
@@ -281,7 +314,9 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
     if (args.long) {
       log(`long stream: one task, ${args.longChunks} chunks of ${args.longChunkChars} characters`);
       long = await longStream(srv.url, srv.pid, args.longChunks, args.longChunkChars, longTimeoutMs(args));
-      log(`long stream: ${long.events} events in ${long.ms.toFixed(0)} ms (${long.eventsPerS.toFixed(0)} events/s)${long.ok ? '' : `; problems: ${long.problems.join('; ')}`}`);
+      log(
+        `long stream: ${long.events} events in ${long.ms.toFixed(0)} ms (${long.eventsPerS.toFixed(0)} events/s)${long.ok ? '' : `; problems: ${long.problems.join('; ')}`}`,
+      );
     }
     const serverExitCode = await finishServer(srv);
     log(`restart on the same ${STORE_LABEL[kind]} store`);
@@ -297,17 +332,35 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
     // One file per thread (CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile): the main thread is 0.
     const files = profDir ? readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')) : [];
     const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
-    const profile = profDir && file
-      ? {
-          file: path.join(profDir, file),
-          summary: summarizeProfile(path.join(profDir, file), 20, m.runs.map((r) => r.window)),
-          long: long ? summarizeProfile(path.join(profDir, file), 20, [long.window]) : undefined,
-        }
-      : undefined;
+    const profile =
+      profDir && file
+        ? {
+            file: path.join(profDir, file),
+            summary: summarizeProfile(
+              path.join(profDir, file),
+              20,
+              m.runs.map((r) => r.window),
+            ),
+            long: long ? summarizeProfile(path.join(profDir, file), 20, [long.window]) : undefined,
+          }
+        : undefined;
     const w = srv.warnings();
     return {
-      store: kind, where: store.where, node: process.version, cpus: os.cpus().length, pid: srv.pid, pidCheck, threads, readyMs, rssIdleMb,
-      serverExitCode, restart, profile, long, legSeconds: (performance.now() - t0) / 1000, ...m,
+      store: kind,
+      where: store.where,
+      node: process.version,
+      cpus: os.cpus().length,
+      pid: srv.pid,
+      pidCheck,
+      threads,
+      readyMs,
+      rssIdleMb,
+      serverExitCode,
+      restart,
+      profile,
+      long,
+      legSeconds: (performance.now() - t0) / 1000,
+      ...m,
       serverWarnings: { lines: [...w.lines, ...restartWarnings.lines], total: w.total + restartWarnings.total },
     };
   } finally {
@@ -328,9 +381,16 @@ async function memoryLeg(args: Args, scriptFile: string): Promise<MemoryResult> 
     await delay(1000);
     log(`memory: ${args.memoryClients} clients, full flows to ${args.memorySmall}, then to ${args.memoryTasks}`);
     const result = await memoryPhase(srv.url, srv.pid, {
-      clients: args.memoryClients, small: args.memorySmall, large: args.memoryTasks, settleMs: 2000, every: 1000, log,
+      clients: args.memoryClients,
+      small: args.memorySmall,
+      large: args.memoryTasks,
+      settleMs: 2000,
+      every: 1000,
+      log,
     });
-    log(`memory: RSS ${result.rssSmallMb} MB after ${result.tasksSmall}, ${result.rssLargeMb} MB after ${result.tasksLarge} (${result.flowsPerS.toFixed(0)} flows/s)`);
+    log(
+      `memory: RSS ${result.rssSmallMb} MB after ${result.tasksSmall}, ${result.rssLargeMb} MB after ${result.tasksLarge} (${result.flowsPerS.toFixed(0)} flows/s)`,
+    );
     await finishServer(srv);
     return result;
   } finally {
@@ -348,13 +408,15 @@ async function main(): Promise<void> {
   }, watchdogS * 1000).unref();
 
   const skipped: Report['skipped'] = [];
-  const kinds = args.memoryOnly ? [] : args.stores.filter((k) => {
-    if (k !== 'postgres' || postgresAdminUrl()) return true;
-    const why = 'set BENCH_DATABASE_URL or TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)';
-    if (args.storesExplicit) throw new Error(`--stores postgres: ${why}`);
-    skipped.push({ store: k, why });
-    return false;
-  });
+  const kinds = args.memoryOnly
+    ? []
+    : args.stores.filter((k) => {
+        if (k !== 'postgres' || postgresAdminUrl()) return true;
+        const why = 'set BENCH_DATABASE_URL or TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)';
+        if (args.storesExplicit) throw new Error(`--stores postgres: ${why}`);
+        skipped.push({ store: k, why });
+        return false;
+      });
   const sourceAtStart = sourceFingerprint(REPO, SOURCE_DIRS);
   tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'devtool-bench-'));
   const scriptFile = writeCombinedScript(tmpRoot, BASE_SCRIPT, args.longChunks, args.longChunkChars);
@@ -381,8 +443,15 @@ async function main(): Promise<void> {
   rmSync(tmpRoot, { recursive: true, force: true });
   tmpRoot = undefined;
   const report: Report = {
-    stores, skipped, ceiling: ceilingResult, memory, memoryNote,
-    longChunks: args.longChunks, longChunkChars: args.longChunkChars, benchSeconds: performance.now() / 1000, argv: process.argv.slice(2),
+    stores,
+    skipped,
+    ceiling: ceilingResult,
+    memory,
+    memoryNote,
+    longChunks: args.longChunks,
+    longChunkChars: args.longChunkChars,
+    benchSeconds: performance.now() / 1000,
+    argv: process.argv.slice(2),
     source: { start: sourceAtStart, end: sourceFingerprint(REPO, SOURCE_DIRS) },
   };
   process.stdout.write(formatReport(report));

@@ -10,7 +10,9 @@ try {
   const { store } = loadConfig(process.env);
   const report = await migrateDatabase({ databaseUrl: store.databaseUrl, dataDir: store.dataDir });
   const where = report.kind === 'pglite' ? `PGlite at ${report.target}` : `PostgreSQL (${report.target})`;
-  console.log(`db:migrate: ${where}: applied ${report.applied} of ${report.available} migration(s)${report.applied === 0 ? ', already up to date' : ''}`);
+  console.log(
+    `db:migrate: ${where}: applied ${report.applied} of ${report.available} migration(s)${report.applied === 0 ? ', already up to date' : ''}`,
+  );
 } catch (e) {
   // The error of a failed connection can quote the URL; print only its class and code.
   const err = e as { name?: string; code?: string; cause?: { code?: string }; message?: string };

@@ -166,7 +166,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const authenticator = auth && createAuthenticator(auth);
   const access = new Access(auth ? { enabled: true, approverRoles: auth.approverRoles, adminRoles: auth.adminRoles } : OPEN_ACCESS);
   if (auth) {
-    app.log.info({ apiKeys: auth.apiKeys.length, jwt: auth.jwt !== undefined, approverRoles: auth.approverRoles, adminRoles: auth.adminRoles }, 'authentication on');
+    app.log.info(
+      { apiKeys: auth.apiKeys.length, jwt: auth.jwt !== undefined, approverRoles: auth.approverRoles, adminRoles: auth.adminRoles },
+      'authentication on',
+    );
   } else {
     app.log.warn({ host: config.host }, 'authentication off (no AUTH_CONFIG): anyone who can reach this address may use the agent');
   }
@@ -210,7 +213,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       loadTask: (taskId) => store.loadTask(taskId),
       pendingParts: async (taskId, seq) => {
         const log = (await store.eventsAfter(taskId, 0)).filter((e) => e.seq <= seq);
-        return encoder.waitingCallParts(log.flatMap((e) => (e.response.payload?.$case === 'statusUpdate' ? [e.response.payload.value] : [])));
+        return encoder.waitingCallParts(
+          log.flatMap((e) => (e.response.payload?.$case === 'statusUpdate' ? [e.response.payload.value] : [])),
+        );
       },
     },
   });
@@ -273,7 +278,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     workspacePolicy: {
       roots: config.workspaceRoots,
       // With authentication, no client workspace may contain the server's own files (keys, the database).
-      protectedPaths: auth ? [config.store.dataDir, config.authConfigFile, config.settings.file].filter((p): p is string => p !== undefined).map(realOrSelf) : [],
+      protectedPaths: auth
+        ? [config.store.dataDir, config.authConfigFile, config.settings.file].filter((p): p is string => p !== undefined).map(realOrSelf)
+        : [],
     },
     defaultWorkspace: config.workspaceDir,
     instanceId,
@@ -303,7 +310,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       authenticator &&
       (async (headers) => {
         const r = await authenticator.authenticate(headers);
-        return r.ok ? { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } } : { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
+        return r.ok
+          ? { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } }
+          : { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
       }),
   });
   return app;

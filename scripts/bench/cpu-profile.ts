@@ -76,7 +76,10 @@ const STAGES: [string, RegExp][] = [
   ['drizzle-orm (query build, params, row mapping)', /pkg:drizzle-orm/],
   ['store (src/store: pg-task-store, mappers, queries)', /src\/store\//],
   ['structuredClone (task snapshots)', /^structuredClone /],
-  ['tools (write_file: realpath, read, diff, write) + fs', /src\/tools\/|node:internal\/fs|^(openFileHandle|close|read|fstat|lstat|mkdir|writeBuffer|writeString|open) $/],
+  [
+    'tools (write_file: realpath, read, diff, write) + fs',
+    /src\/tools\/|node:internal\/fs|^(openFileHandle|close|read|fstat|lstat|mkdir|writeBuffer|writeString|open) $/,
+  ],
   ['RFC encoder (protobufjs build + field checks)', /rfc-encoder|devtool-schema|json-fields|struct-json|pkg:protobufjs/],
   ['SSE framing + socket writes', /src\/transport\/http\/sse\.ts|^writev /],
   ['@a2a-js/sdk transport (v0.3 <-> v1 conversion)', /pkg:@a2a-js\/sdk/],

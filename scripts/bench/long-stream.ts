@@ -91,7 +91,13 @@ export interface LongStreamResult {
 const MB = 1e6;
 
 /** Runs ONE long task against the server and checks it: Task, working, N text deltas in order, completed (final). */
-export async function longStream(url: string, pid: number, chunks: number, chunkChars: number, timeoutMs: number): Promise<LongStreamResult> {
+export async function longStream(
+  url: string,
+  pid: number,
+  chunks: number,
+  chunkChars: number,
+  timeoutMs: number,
+): Promise<LongStreamResult> {
   const client = new BenchClient(url, 1, timeoutMs);
   const problems: string[] = [];
   const head: string[] = [];
@@ -115,7 +121,13 @@ export async function longStream(url: string, pid: number, chunks: number, chunk
     } else if (textCount === 0) head.push(raw);
     else tail.push(raw);
   };
-  const before = { cpu: cpuSeconds(pid), main: cpuSeconds(pid, pid), db: commCpuSeconds('postgres'), rss: rssBytes(pid), us: monotonicUs() };
+  const before = {
+    cpu: cpuSeconds(pid),
+    main: cpuSeconds(pid, pid),
+    db: commCpuSeconds('postgres'),
+    rss: rssBytes(pid),
+    us: monotonicUs(),
+  };
   let streaming = true;
   const probeMs: number[] = [];
   let rssPeak = before.rss;
@@ -150,7 +162,8 @@ export async function longStream(url: string, pid: number, chunks: number, chunk
   const ids = res.ids ?? [];
   const firstBad = ids.findIndex((id, i) => id !== (ids[0] ?? 1) + i);
   if (ids[0] === undefined) problems.push('first frame has no id:');
-  else if (firstBad >= 0) problems.push(`frame ids not consecutive at frame ${firstBad}: ${ids.slice(Math.max(0, firstBad - 2), firstBad + 2).join(',')}`);
+  else if (firstBad >= 0)
+    problems.push(`frame ids not consecutive at frame ${firstBad}: ${ids.slice(Math.max(0, firstBad - 2), firstBad + 2).join(',')}`);
 
   const s = res.finalMs / 1000;
   return {
@@ -263,7 +276,11 @@ export async function ceiling(frames: CapturedFrames, runs: number, timeoutMs: n
     let error: string | undefined;
     for (let i = 0; i <= runs; i++) {
       const t0 = performance.now();
-      const r = await client.stream('message/stream', { message: { kind: 'message', role: 'user', messageId: `ceiling-${t0}`, parts: [] } }, { timeoutMs, keepResults: false });
+      const r = await client.stream(
+        'message/stream',
+        { message: { kind: 'message', role: 'user', messageId: `ceiling-${t0}`, parts: [] } },
+        { timeoutMs, keepResults: false },
+      );
       if (r.error) error ??= r.error;
       if (i > 0) results.push(r);
     }

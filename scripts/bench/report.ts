@@ -106,25 +106,73 @@ interface Cell {
 function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
   const t = TARGETS;
   const out: Cell[] = [
-    { key: 'ready', label: 'start to ready', value: `${fmt(f.readyMs, 0)} ms`, target: `≤ ${t.start_to_ready_ms} ms`, ok: f.readyMs <= t.start_to_ready_ms },
-    { key: 'rss-idle', label: 'RSS idle (ready + 1 s)', value: `${fmt(f.rssIdleMb, 1)} MB`, target: `≤ ${t.rss_idle_mb} MB`, ok: f.rssIdleMb <= t.rss_idle_mb },
+    {
+      key: 'ready',
+      label: 'start to ready',
+      value: `${fmt(f.readyMs, 0)} ms`,
+      target: `≤ ${t.start_to_ready_ms} ms`,
+      ok: f.readyMs <= t.start_to_ready_ms,
+    },
+    {
+      key: 'rss-idle',
+      label: 'RSS idle (ready + 1 s)',
+      value: `${fmt(f.rssIdleMb, 1)} MB`,
+      target: `≤ ${t.rss_idle_mb} MB`,
+      ok: f.rssIdleMb <= t.rss_idle_mb,
+    },
     { key: 'cold', label: 'first flow on the fresh server', value: `${fmt(f.first.firstFlowMs, 1)} ms` },
-    { key: 'fe50', label: `first event p50 (n=${f.first.samples.n})`, value: `${fmt(f.first.samples.p50, 3)} ms`, target: `≤ ${t.first_event_p50_ms} ms`, ok: f.first.samples.p50 <= t.first_event_p50_ms },
+    {
+      key: 'fe50',
+      label: `first event p50 (n=${f.first.samples.n})`,
+      value: `${fmt(f.first.samples.p50, 3)} ms`,
+      target: `≤ ${t.first_event_p50_ms} ms`,
+      ok: f.first.samples.p50 <= t.first_event_p50_ms,
+    },
     { key: 'fe99', label: 'first event p99', value: `${fmt(f.first.samples.p99, 3)} ms` },
-    { key: 'cf50', label: `confirm flow p50 (n=${f.flow.samples.n})`, value: `${fmt(f.flow.samples.p50, 3)} ms`, target: `≤ ${t.confirm_flow_p50_ms} ms`, ok: f.flow.samples.p50 <= t.confirm_flow_p50_ms },
+    {
+      key: 'cf50',
+      label: `confirm flow p50 (n=${f.flow.samples.n})`,
+      value: `${fmt(f.flow.samples.p50, 3)} ms`,
+      target: `≤ ${t.confirm_flow_p50_ms} ms`,
+      ok: f.flow.samples.p50 <= t.confirm_flow_p50_ms,
+    },
     { key: 'cf99', label: 'confirm flow p99', value: `${fmt(f.flow.samples.p99, 3)} ms` },
-    { key: 'seq-err', label: 'sequential flows: errors', value: String(f.first.errors + f.flow.errors), target: '0', ok: f.first.errors + f.flow.errors === 0 },
+    {
+      key: 'seq-err',
+      label: 'sequential flows: errors',
+      value: String(f.first.errors + f.flow.errors),
+      target: '0',
+      ok: f.first.errors + f.flow.errors === 0,
+    },
   ];
   for (const r of f.runs) {
     const is200 = r.clients === 200;
     const n = `${r.clients} clients:`;
     const k = `run${r.clients}`;
     out.push(
-      { key: `${k}-fps`, label: `${n} flows/s`, value: fmt(r.flowsPerS, 0), ...(is200 ? { target: `≥ ${t.flows_per_s_at_200}`, ok: r.flowsPerS >= t.flows_per_s_at_200 } : {}) },
+      {
+        key: `${k}-fps`,
+        label: `${n} flows/s`,
+        value: fmt(r.flowsPerS, 0),
+        ...(is200 ? { target: `≥ ${t.flows_per_s_at_200}`, ok: r.flowsPerS >= t.flows_per_s_at_200 } : {}),
+      },
       { key: `${k}-p50`, label: `${n} flow p50`, value: `${fmt(r.latency.p50, 1)} ms` },
-      { key: `${k}-p99`, label: `${n} flow p99`, value: `${fmt(r.latency.p99, 1)} ms`, ...(is200 ? { target: `≤ ${t.p99_at_200_ms} ms`, ok: r.latency.p99 <= t.p99_at_200_ms } : {}) },
-      { key: `${k}-pfps`, label: `${n} flows/s, whole phase (warm-up+window+drain)`, value: `${fmt(r.phaseFlowsPerS, 1)} (${r.phaseFlows} in ${fmt(r.phaseS, 1)} s)` },
-      { key: `${k}-pp`, label: `${n} flow p50 / p99, whole phase`, value: `${fmt(r.phaseLatency.p50, 0)} / ${fmt(r.phaseLatency.p99, 0)} ms` },
+      {
+        key: `${k}-p99`,
+        label: `${n} flow p99`,
+        value: `${fmt(r.latency.p99, 1)} ms`,
+        ...(is200 ? { target: `≤ ${t.p99_at_200_ms} ms`, ok: r.latency.p99 <= t.p99_at_200_ms } : {}),
+      },
+      {
+        key: `${k}-pfps`,
+        label: `${n} flows/s, whole phase (warm-up+window+drain)`,
+        value: `${fmt(r.phaseFlowsPerS, 1)} (${r.phaseFlows} in ${fmt(r.phaseS, 1)} s)`,
+      },
+      {
+        key: `${k}-pp`,
+        label: `${n} flow p50 / p99, whole phase`,
+        value: `${fmt(r.phaseLatency.p50, 0)} / ${fmt(r.phaseLatency.p99, 0)} ms`,
+      },
       { key: `${k}-err`, label: `${n} errors`, value: String(r.errors), target: '0', ok: r.errors === 0 },
       { key: `${k}-cpu`, label: `${n} server CPU per flow (main thread)`, value: `${fmt(r.serverMsPerFlow)} (${fmt(r.mainMsPerFlow)}) ms` },
       {
@@ -138,8 +186,20 @@ function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
   out.push(
     { key: 'rss-after', label: 'RSS after the tasks above', value: `${fmt(f.rssAfterMb, 1)} MB (${f.tasksAfter})` },
     { key: 'rss-per-task', label: 'RSS growth per task (from idle)', value: `${fmt(perTaskKb(f), 1)} KB` },
-    { key: 'restart-ready', label: 'restart on the filled store: to ready', value: `${fmt(f.restart.readyMs, 0)} ms`, target: `≤ ${t.start_to_ready_ms} ms`, ok: f.restart.readyMs <= t.start_to_ready_ms },
-    { key: 'restart-rss', label: 'restart: RSS idle', value: `${fmt(f.restart.rssIdleMb, 1)} MB`, target: `≤ ${t.rss_idle_mb} MB`, ok: f.restart.rssIdleMb <= t.rss_idle_mb },
+    {
+      key: 'restart-ready',
+      label: 'restart on the filled store: to ready',
+      value: `${fmt(f.restart.readyMs, 0)} ms`,
+      target: `≤ ${t.start_to_ready_ms} ms`,
+      ok: f.restart.readyMs <= t.start_to_ready_ms,
+    },
+    {
+      key: 'restart-rss',
+      label: 'restart: RSS idle',
+      value: `${fmt(f.restart.rssIdleMb, 1)} MB`,
+      target: `≤ ${t.rss_idle_mb} MB`,
+      ok: f.restart.rssIdleMb <= t.rss_idle_mb,
+    },
     {
       key: 'restart-task',
       label: 'restart: first task found by tasks/get',
@@ -148,7 +208,13 @@ function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
       ...(f.restart.firstTaskFound === undefined ? {} : { ok: f.restart.firstTaskFound }),
     },
   );
-  out.push({ key: 'log', label: 'server log lines at warn/error', value: String(f.serverWarnings.total), target: '0', ok: f.serverWarnings.total === 0 });
+  out.push({
+    key: 'log',
+    label: 'server log lines at warn/error',
+    value: String(f.serverWarnings.total),
+    target: '0',
+    ok: f.serverWarnings.total === 0,
+  });
   const l = f.long;
   if (l) {
     out.push(
@@ -157,27 +223,55 @@ function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
       { key: 'long-first', label: 'long stream: request → first frame', value: `${fmt(l.firstMs, 0)} ms` },
       { key: 'long-eps', label: 'long stream: events/s', value: fmt(l.eventsPerS, 0) },
       { key: 'long-mbps', label: 'long stream: MB/s', value: fmt(l.mbPerS, 2) },
-      { key: 'long-cpu', label: 'long stream: server CPU (main) per event', value: `${fmt((l.serverCpuS * 1e6) / Math.max(1, l.events), 0)} (${fmt((l.serverMainCpuS * 1e6) / Math.max(1, l.events), 0)}) µs` },
-      { key: 'long-rss', label: 'long stream: server RSS before / peak / after', value: `${fmt(l.rssBeforeMb, 0)} / ${fmt(l.rssPeakMb, 0)} / ${fmt(l.rssAfterMb, 0)} MB` },
+      {
+        key: 'long-cpu',
+        label: 'long stream: server CPU (main) per event',
+        value: `${fmt((l.serverCpuS * 1e6) / Math.max(1, l.events), 0)} (${fmt((l.serverMainCpuS * 1e6) / Math.max(1, l.events), 0)}) µs`,
+      },
+      {
+        key: 'long-rss',
+        label: 'long stream: server RSS before / peak / after',
+        value: `${fmt(l.rssBeforeMb, 0)} / ${fmt(l.rssPeakMb, 0)} / ${fmt(l.rssAfterMb, 0)} MB`,
+      },
       { key: 'long-db', label: 'long stream: postgres CPU (all databases)', value: `${fmt(l.dbCpuS, 2)} s` },
-      { key: 'long-probe', label: 'long stream: agent-card GET p50 / max', value: `${fmt(l.probe.p50, 0)} / ${fmt(l.probe.max, 0)} ms (n=${l.probe.n})` },
-      { key: 'long-ok', label: 'long stream: order / ids / text', value: l.ok ? 'ok' : `${l.problems.length} problem(s)`, target: 'ok', ok: l.ok },
+      {
+        key: 'long-probe',
+        label: 'long stream: agent-card GET p50 / max',
+        value: `${fmt(l.probe.p50, 0)} / ${fmt(l.probe.max, 0)} ms (n=${l.probe.n})`,
+      },
+      {
+        key: 'long-ok',
+        label: 'long stream: order / ids / text',
+        value: l.ok ? 'ok' : `${l.problems.length} problem(s)`,
+        target: 'ok',
+        ok: l.ok,
+      },
     );
-    if (ceiling) out.push({ key: 'long-ratio', label: 'long stream: events/s vs ceiling', value: `${fmt((100 * l.eventsPerS) / ceiling.eventsPerS, 1)} % (1/${fmt(ceiling.eventsPerS / l.eventsPerS, 0)})` });
+    if (ceiling)
+      out.push({
+        key: 'long-ratio',
+        label: 'long stream: events/s vs ceiling',
+        value: `${fmt((100 * l.eventsPerS) / ceiling.eventsPerS, 1)} % (1/${fmt(ceiling.eventsPerS / l.eventsPerS, 0)})`,
+      });
   }
   return out;
 }
 
 function table(rowsIn: string[][]): string[] {
   const w = rowsIn[0].map((_, i) => Math.max(...rowsIn.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(w[i])).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(w[i]))
+      .join('  ')
+      .trimEnd();
   return [line(rowsIn[0]), line(w.map((n) => '-'.repeat(n))), ...rowsIn.slice(1).map(line)];
 }
 
 function profileLines(f: Figures): string[] {
   const p = f.profile;
   if (!p) return [];
-  const pct = (x: { pct: number; ms: number; name: string }) => `  ${fmt(x.pct, 1).padStart(5)}%  ${fmt(x.ms, 0).padStart(6)} ms  ${x.name}`;
+  const pct = (x: { pct: number; ms: number; name: string }) =>
+    `  ${fmt(x.pct, 1).padStart(5)}%  ${fmt(x.ms, 0).padStart(6)} ms  ${x.name}`;
   const part = (what: string, s: ProfileSummary) => [
     '',
     `CPU profile of the ${STORE_LABEL[f.store]} server's main thread during ${what} (${p.file}):`,
@@ -197,10 +291,14 @@ function storeDetails(f: Figures): string[] {
     `  other processes' CPU: ${fmt(f.seqOtherCores)} cores during the sequential phases, ${f.runs.map((r) => `${fmt(r.otherCpuCores)} at ${r.clients} clients`).join(', ')}`,
   ];
   if ([f.seqOtherCores, ...f.runs.map((r) => r.otherCpuCores)].some((c) => c > NOISE_CORES)) {
-    out.push(`  WARNING: other processes used > ${NOISE_CORES} of ${f.cpus} cores during a measurement; the figures are contaminated, rerun on a quiet machine`);
+    out.push(
+      `  WARNING: other processes used > ${NOISE_CORES} of ${f.cpus} cores during a measurement; the figures are contaminated, rerun on a quiet machine`,
+    );
   }
   out.push(`  RSS timeline (after phase: tasks→RSS): ${f.timeline.map((t) => `${t.after} ${t.tasks}→${t.rss_mb} MB`).join(', ')}`);
-  out.push(`  flows: ${f.completed} completed, ${f.failed} failed${f.errors.size ? ` (${[...f.errors].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}`);
+  out.push(
+    `  flows: ${f.completed} completed, ${f.failed} failed${f.errors.size ? ` (${[...f.errors].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}`,
+  );
   for (const ex of f.examples) out.push(`    e.g. ${ex}`);
   const held = f.firstTaskStillHeld === undefined ? 'not checked' : f.firstTaskStillHeld ? 'yes' : 'NO';
   out.push(`  first task still answered by tasks/get after ${f.tasksAfter} tasks: ${held}`);
@@ -223,19 +321,29 @@ function storeDetails(f: Figures): string[] {
 
 export function formatReport(rep: Report): string {
   const out = [''];
-  out.push(`Benchmark: node ${process.version}, ${os.cpus().length} CPUs; stores: ${rep.stores.map((f) => STORE_LABEL[f.store]).join(', ') || 'none'}; args: ${rep.argv.join(' ') || '(defaults)'}`);
+  out.push(
+    `Benchmark: node ${process.version}, ${os.cpus().length} CPUs; stores: ${rep.stores.map((f) => STORE_LABEL[f.store]).join(', ') || 'none'}; args: ${rep.argv.join(' ') || '(defaults)'}`,
+  );
   const src = rep.source;
-  out.push(`code under test: src/ + drizzle/ sha256 ${src.start.hash} (${src.start.files} files, newest ${src.start.newest} at ${src.start.newestAt})`);
+  out.push(
+    `code under test: src/ + drizzle/ sha256 ${src.start.hash} (${src.start.files} files, newest ${src.start.newest} at ${src.start.newestAt})`,
+  );
   if (src.end.hash !== src.start.hash) {
-    out.push(`WARNING: src/ or drizzle/ changed during the run (now ${src.end.hash}, newest ${src.end.newest} at ${src.end.newestAt}): servers started at different times ran different code`);
+    out.push(
+      `WARNING: src/ or drizzle/ changed during the run (now ${src.end.hash}, newest ${src.end.newest} at ${src.end.newestAt}): servers started at different times ran different code`,
+    );
   }
-  if (rep.stores.some((f) => f.long)) out.push(`long stream: ONE task, the scripted model streams ${rep.longChunks} text chunks of ${rep.longChunkChars} characters${rep.longChunks !== 10_000 ? ' (not the 10,000 of the figure)' : ''}; the ceiling replays the same frames from a bare node:http writer`);
+  if (rep.stores.some((f) => f.long))
+    out.push(
+      `long stream: ONE task, the scripted model streams ${rep.longChunks} text chunks of ${rep.longChunkChars} characters${rep.longChunks !== 10_000 ? ' (not the 10,000 of the figure)' : ''}; the ceiling replays the same frames from a bare node:http writer`,
+    );
   for (const s of rep.skipped) out.push(`(${STORE_LABEL[s.store]} not run: ${s.why})`);
   out.push('');
   const per = rep.stores.map((f) => cells(f, rep.ceiling));
   if (per.length === 0) out.push('(no store legs run)');
   const keys: { key: string; label: string; target: string }[] = [];
-  for (const list of per) for (const c of list) if (!keys.some((k) => k.key === c.key)) keys.push({ key: c.key, label: c.label, target: c.target ?? '' });
+  for (const list of per)
+    for (const c of list) if (!keys.some((k) => k.key === c.key)) keys.push({ key: c.key, label: c.label, target: c.target ?? '' });
   const head = ['metric', ...rep.stores.map((f) => STORE_LABEL[f.store]), 'target', ''];
   const body = keys.map(({ key, label, target }) => {
     const row = per.map((list) => list.find((c) => c.key === key));
@@ -252,7 +360,10 @@ export function formatReport(rep: Report): string {
       `  ${c.events} frames, ${c.bytes} B in ${fmt(c.ms, 1)} ms → ${fmt(c.eventsPerS, 0)} events/s, ${fmt(c.mbPerS, 1)} MB/s (runs: ${c.allEventsPerS.map((x) => fmt(x, 0)).join(', ')} events/s)${c.error ? `; error: ${c.error}` : ''}`,
     );
     for (const f of rep.stores) {
-      if (f.long) out.push(`  ${STORE_LABEL[f.store]}: ${fmt(f.long.eventsPerS, 0)} events/s = ${fmt((100 * f.long.eventsPerS) / c.eventsPerS, 2)} % of the ceiling (ceiling is ${fmt(c.eventsPerS / f.long.eventsPerS, 1)}× faster)`);
+      if (f.long)
+        out.push(
+          `  ${STORE_LABEL[f.store]}: ${fmt(f.long.eventsPerS, 0)} events/s = ${fmt((100 * f.long.eventsPerS) / c.eventsPerS, 2)} % of the ceiling (ceiling is ${fmt(c.eventsPerS / f.long.eventsPerS, 1)}× faster)`,
+        );
     }
   }
   for (const f of rep.stores) out.push(...storeDetails(f));
@@ -265,10 +376,12 @@ export function formatReport(rep: Report): string {
         `(requirement ≤ ${MEMORY_LIMIT_MB} MB): ${mark(m.meets)}`,
       `  ${m.completed} completed, ${m.failed} failed${m.errors.size ? ` (${[...m.errors].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}; ${fmt(m.flowsPerS, 0)} flows/s; phase ${fmt(m.seconds, 1)} s`,
       `  RSS while loading (tasks→MB): ${m.timeline.map((t) => `${t.tasks}→${t.rss_mb}`).join(', ')}`,
-      `  flows/s per segment (tasks: flows/s): ${m.timeline.map((t, i) => {
-        const prev = i === 0 ? { tasks: 0, s: 0 } : m.timeline[i - 1];
-        return `${t.tasks}: ${fmt((t.tasks - prev.tasks) / Math.max(0.001, t.s - prev.s), 1)}`;
-      }).join(', ')}`,
+      `  flows/s per segment (tasks: flows/s): ${m.timeline
+        .map((t, i) => {
+          const prev = i === 0 ? { tasks: 0, s: 0 } : m.timeline[i - 1];
+          return `${t.tasks}: ${fmt((t.tasks - prev.tasks) / Math.max(0.001, t.s - prev.s), 1)}`;
+        })
+        .join(', ')}`,
     );
     for (const ex of m.examples) out.push(`    e.g. ${ex}`);
   } else out.push(`Memory (RSS after 100 vs 10,000 tasks): ${rep.memoryNote ?? 'not run'}`);
@@ -324,7 +437,11 @@ function storeJson(f: Figures, ceiling: CeilingResult | undefined): Record<strin
     rss_per_task_kb: round(perTaskKb(f), 2),
     rss_timeline: f.timeline,
     first_task_still_held: f.firstTaskStillHeld ?? null,
-    restart: { start_to_ready_ms: round(f.restart.readyMs, 1), rss_idle_mb: f.restart.rssIdleMb, first_task_found: f.restart.firstTaskFound ?? null },
+    restart: {
+      start_to_ready_ms: round(f.restart.readyMs, 1),
+      rss_idle_mb: f.restart.rssIdleMb,
+      first_task_found: f.restart.firstTaskFound ?? null,
+    },
     long_stream: l
       ? {
           ok: l.ok,
@@ -380,13 +497,26 @@ export function resultJson(rep: Report): Record<string, unknown> {
     cpus: f0?.cpus ?? os.cpus().length,
     bench_s: round(rep.benchSeconds, 1),
     argv: rep.argv,
-    source: { hash: rep.source.start.hash, newest: rep.source.start.newest, newest_at: rep.source.start.newestAt, changed_during_run: rep.source.end.hash !== rep.source.start.hash },
+    source: {
+      hash: rep.source.start.hash,
+      newest: rep.source.start.newest,
+      newest_at: rep.source.start.newestAt,
+      changed_during_run: rep.source.end.hash !== rep.source.start.hash,
+    },
     targets: TARGETS,
     stores: Object.fromEntries(rep.stores.map((f) => [f.store, storeJson(f, c)])),
     skipped: rep.skipped,
     long_stream: { chunks: rep.longChunks, chunk_chars: rep.longChunkChars },
     long_stream_ceiling: c
-      ? { events: c.events, bytes: c.bytes, ms: round(c.ms, 1), events_per_s: round(c.eventsPerS, 1), mb_per_s: round(c.mbPerS, 2), runs_events_per_s: c.allEventsPerS.map((x) => round(x, 0)), error: c.error ?? null }
+      ? {
+          events: c.events,
+          bytes: c.bytes,
+          ms: round(c.ms, 1),
+          events_per_s: round(c.eventsPerS, 1),
+          mb_per_s: round(c.mbPerS, 2),
+          runs_events_per_s: c.allEventsPerS.map((x) => round(x, 0)),
+          error: c.error ?? null,
+        }
       : null,
     memory: m
       ? {

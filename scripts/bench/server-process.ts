@@ -70,9 +70,11 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
   delete env.GOOGLE_GENAI_USE_VERTEXAI;
   delete env.NODE_OPTIONS;
   // The store comes from opts.env only: never the caller's ./.data or DATABASE_URL.
-  for (const name of ['DATABASE_URL', 'DATA_DIR', 'TEST_DATABASE_URL', 'BENCH_DATABASE_URL', 'INSTANCE_ID', 'APPROVAL_TIMEOUT']) delete env[name];
+  for (const name of ['DATABASE_URL', 'DATA_DIR', 'TEST_DATABASE_URL', 'BENCH_DATABASE_URL', 'INSTANCE_ID', 'APPROVAL_TIMEOUT'])
+    delete env[name];
   Object.assign(env, opts.env ?? {});
-  if (env.DATABASE_URL === undefined && env.DATA_DIR === undefined) throw new Error('spawnServer: no store (DATA_DIR or DATABASE_URL) given');
+  if (env.DATABASE_URL === undefined && env.DATA_DIR === undefined)
+    throw new Error('spawnServer: no store (DATA_DIR or DATABASE_URL) given');
   const tail: string[] = [];
   const warnLines: string[] = [];
   let warnTotal = 0;
@@ -100,7 +102,16 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   if (child.pid === undefined) throw new Error('spawn failed: no pid');
-  return { child, pid: child.pid, port, url: `http://127.0.0.1:${port}/`, workspace, spawnedAt, output: () => tail.join(''), warnings: () => ({ lines: warnLines, total: warnTotal }) };
+  return {
+    child,
+    pid: child.pid,
+    port,
+    url: `http://127.0.0.1:${port}/`,
+    workspace,
+    spawnedAt,
+    output: () => tail.join(''),
+    warnings: () => ({ lines: warnLines, total: warnTotal }),
+  };
 }
 
 function getOnce(url: string): Promise<number> {
@@ -280,7 +291,11 @@ export function sourceFingerprint(root: string, dirs: string[]): { hash: string;
       if (st.isDirectory()) walk(rel);
       else if (st.isFile()) {
         files++;
-        hash.update(rel).update('\0').update(readFileSync(path.join(root, rel))).update('\0');
+        hash
+          .update(rel)
+          .update('\0')
+          .update(readFileSync(path.join(root, rel)))
+          .update('\0');
         if (st.mtimeMs > newestMs) {
           newestMs = st.mtimeMs;
           newest = rel;

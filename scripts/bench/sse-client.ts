@@ -103,7 +103,14 @@ export class BenchClient {
     const t0 = performance.now();
     return new Promise((resolve) => {
       const out: StreamResult = {
-        status: 0, firstMs: Number.NaN, finalMs: Number.NaN, endMs: Number.NaN, results: [], afterFinal: 0, frames: 0, bytes: 0,
+        status: 0,
+        firstMs: Number.NaN,
+        finalMs: Number.NaN,
+        endMs: Number.NaN,
+        results: [],
+        afterFinal: 0,
+        frames: 0,
+        bytes: 0,
         ...(opts.ids ? { ids: [] } : {}),
       };
       let settled = false;
@@ -205,9 +212,13 @@ export class BenchClient {
   /** One Appendix A flow: new task → input-required → proceed_once → completed. */
   async flow(): Promise<FlowResult> {
     const t0 = performance.now();
-    const first = await this.stream('message/stream', {
-      message: { kind: 'message', role: 'user', messageId: messageId(), parts: [{ kind: 'text', text: 'bench: write the file' }] },
-    }, { ids: true });
+    const first = await this.stream(
+      'message/stream',
+      {
+        message: { kind: 'message', role: 'user', messageId: messageId(), parts: [{ kind: 'text', text: 'bench: write the file' }] },
+      },
+      { ids: true },
+    );
     const fail = (error: string, detail?: string): FlowResult => ({
       ok: false,
       flowMs: performance.now() - t0,
@@ -224,16 +235,20 @@ export class BenchClient {
     if (!task?.id || !task?.contextId || !card?.tool_call_id) return fail('missing ids in first stream');
     if (!first.results.every((r) => (r.kind === 'task' ? r.id : r.taskId) === task.id)) return fail('taskId mismatch: first stream');
 
-    const second = await this.stream('message/stream', {
-      message: {
-        kind: 'message',
-        role: 'user',
-        messageId: messageId(),
-        taskId: task.id,
-        contextId: task.contextId,
-        parts: [{ kind: 'data', data: { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' } }],
+    const second = await this.stream(
+      'message/stream',
+      {
+        message: {
+          kind: 'message',
+          role: 'user',
+          messageId: messageId(),
+          taskId: task.id,
+          contextId: task.contextId,
+          parts: [{ kind: 'data', data: { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' } }],
+        },
       },
-    }, { ids: true });
+      { ids: true },
+    );
     if (second.error) return fail(second.error);
     const sig2 = second.results.map(signature).join(' | ');
     if (sig2 !== EXPECTED_CONFIRM) return fail('order: confirm stream', sig2);

@@ -73,8 +73,12 @@ export async function postgresStore(adminUrl: string): Promise<BenchStore> {
 
 /** Parses `--stores pglite,postgres`. */
 export function parseStores(value: string): StoreKind[] {
-  const kinds = value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
-  for (const k of kinds) if (!STORE_KINDS.includes(k as StoreKind)) throw new Error(`--stores: unknown store "${k}" (expected ${STORE_KINDS.join(', ')})`);
+  const kinds = value
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  for (const k of kinds)
+    if (!STORE_KINDS.includes(k as StoreKind)) throw new Error(`--stores: unknown store "${k}" (expected ${STORE_KINDS.join(', ')})`);
   if (kinds.length === 0) throw new Error('--stores needs at least one store');
   return [...new Set(kinds)] as StoreKind[];
 }

@@ -21,7 +21,8 @@ export interface AccessRules {
 
 export const OPEN_ACCESS: AccessRules = Object.freeze({ enabled: false, approverRoles: [], adminRoles: [] });
 
-const hasAny = (caller: Caller | undefined, roles: readonly string[]) => caller !== undefined && caller.roles.some((r) => roles.includes(r));
+const hasAny = (caller: Caller | undefined, roles: readonly string[]) =>
+  caller !== undefined && caller.roles.some((r) => roles.includes(r));
 
 export class Access {
   constructor(readonly rules: AccessRules = OPEN_ACCESS) {}
@@ -51,7 +52,9 @@ export class Access {
   /** Throws forbidden unless the caller owns `what` (issue 5: only the principal that started a task may use it). */
   checkOwner(caller: Caller | undefined, owner: string | undefined, what: string): void {
     if (this.isOwner(caller, owner)) return;
-    throw forbidden(`${what} belongs to ${owner === undefined ? 'no principal (it was created without authentication)' : 'another principal'}; ${caller?.id ?? 'the caller'} may not use it`);
+    throw forbidden(
+      `${what} belongs to ${owner === undefined ? 'no principal (it was created without authentication)' : 'another principal'}; ${caller?.id ?? 'the caller'} may not use it`,
+    );
   }
 
   /** Settings that skip approvals or start programs need an approver. */
@@ -63,7 +66,9 @@ export class Access {
     if ((s.allowedTools ?? []).length > 0) risky.push('allowed_tools');
     if (s.mcpServers !== undefined && Object.keys(s.mcpServers).length > 0) risky.push('mcp_servers');
     if (risky.length > 0) {
-      throw forbidden(`${risky.join(', ')} would let tools run without approval; only a principal with role ${this.rules.approverRoles.join(' or ')} may set it`);
+      throw forbidden(
+        `${risky.join(', ')} would let tools run without approval; only a principal with role ${this.rules.approverRoles.join(' or ')} may set it`,
+      );
     }
   }
 

@@ -93,8 +93,16 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>): Offere
   if (tool.mcp !== undefined) {
     const { serverName, toolName } = tool.mcp;
     options.push(
-      { id: ConfirmationOptionId.proceedAlwaysTool, name: `Always allow ${toolName}`, description: `Run ${serverName}'s ${toolName} without asking for the rest of this conversation` },
-      { id: ConfirmationOptionId.proceedAlwaysServer, name: `Always allow ${serverName}`, description: `Run every tool of MCP server ${serverName} without asking for the rest of this conversation` },
+      {
+        id: ConfirmationOptionId.proceedAlwaysTool,
+        name: `Always allow ${toolName}`,
+        description: `Run ${serverName}'s ${toolName} without asking for the rest of this conversation`,
+      },
+      {
+        id: ConfirmationOptionId.proceedAlwaysServer,
+        name: `Always allow ${serverName}`,
+        description: `Run every tool of MCP server ${serverName} without asking for the rest of this conversation`,
+      },
     );
   } else if (tool.commandLine !== undefined) {
     const line = lineOf(tool, args);
@@ -102,10 +110,18 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>): Offere
     // A line with command substitution cannot be trusted by its roots: offer no "always".
     if (roots !== undefined && roots.length > 0) {
       const list = [...new Set(roots)].map((r) => `"${r}"`).join(', ');
-      options.push({ id: ConfirmationOptionId.proceedAlways, name: 'Allow always', description: `Run ${list} commands without asking for the rest of this conversation` });
+      options.push({
+        id: ConfirmationOptionId.proceedAlways,
+        name: 'Allow always',
+        description: `Run ${list} commands without asking for the rest of this conversation`,
+      });
     }
   } else {
-    options.push({ id: ConfirmationOptionId.proceedAlways, name: 'Allow always', description: `Run ${tool.name} without asking for the rest of this conversation` });
+    options.push({
+      id: ConfirmationOptionId.proceedAlways,
+      name: 'Allow always',
+      description: `Run ${tool.name} without asking for the rest of this conversation`,
+    });
   }
   if (tool.withModifiedContent !== undefined) {
     options.push({

@@ -67,7 +67,11 @@ export class EventHub {
    * final event (or at once after `signal` aborts). With `untilFinal: false` it returns when
    * the log has nothing more right now (a replay).
    */
-  async *follow(taskId: string, afterSeq: number, opts: { signal?: AbortSignal; untilFinal?: boolean } = {}): AsyncGenerator<StoredEvent, void, undefined> {
+  async *follow(
+    taskId: string,
+    afterSeq: number,
+    opts: { signal?: AbortSignal; untilFinal?: boolean } = {},
+  ): AsyncGenerator<StoredEvent, void, undefined> {
     const w: Watcher = { taskId, buffer: [], stale: true };
     let set = this.watchers.get(taskId);
     if (!set) this.watchers.set(taskId, (set = new Set()));

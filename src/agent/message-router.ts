@@ -213,7 +213,13 @@ export class MessageRouter {
 
   /** The AgentSettings a message carries, checked (workspace on disk, MCP configs). Throws invalidParams. */
   requestedSettings(message: Pick<Message, 'metadata'>, at?: string): RequestedSettings | undefined {
-    return readSettings(message.metadata, this.opts.schema, (servers, where) => this.opts.toolbox.checkServers(servers, where), at, this.opts.workspacePolicy);
+    return readSettings(
+      message.metadata,
+      this.opts.schema,
+      (servers, where) => this.opts.toolbox.checkServers(servers, where),
+      at,
+      this.opts.workspacePolicy,
+    );
   }
 
   /** Client-given MCP URLs pass the SSRF guard. Throws invalidParams. */
@@ -274,7 +280,12 @@ export class MessageRouter {
    * Creates a task in `context` for `message` (its first history entry) and publishes its
    * snapshot and `working`; the caller sets it moving. `taskMetadata` goes on the Task.
    */
-  async createTask(context: ContextState, message: Message, taskMetadata: Record<string, unknown> | undefined, caller: Caller | undefined): Promise<LiveTask> {
+  async createTask(
+    context: ContextState,
+    message: Message,
+    taskMetadata: Record<string, unknown> | undefined,
+    caller: Caller | undefined,
+  ): Promise<LiveTask> {
     const { store, cache } = this.opts;
     const principal = this.opts.access.ownerFor(caller);
     const taskId = randomUUID();

@@ -155,7 +155,13 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     const caller = callerOf(ctx);
     if (this.opts.access.enabled && caller === undefined) throw forbidden('tasks/list needs an authenticated caller');
     const principal = this.opts.access.enabled ? caller?.id : undefined;
-    const { tasks, total } = await this.opts.store.listTasks({ contextId: params.contextId || undefined, state, principal, limit: pageSize, offset });
+    const { tasks, total } = await this.opts.store.listTasks({
+      contextId: params.contextId || undefined,
+      state,
+      principal,
+      limit: pageSize,
+      offset,
+    });
     const next = offset + pageSize < total ? String(offset + pageSize) : '';
     return { tasks: tasks.map((t) => applyHistoryLength(t, params.historyLength)), nextPageToken: next, pageSize, totalSize: total };
   }
@@ -229,7 +235,10 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     return toWire(await push.save(p, version(ctx), this.opts.access.ownerFor(caller), stored.lastSeq));
   }
 
-  async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest, ctx?: ServerCallContext): Promise<TaskPushNotificationConfig> {
+  async getTaskPushNotificationConfig(
+    p: GetTaskPushNotificationConfigRequest,
+    ctx?: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
     await this.checkTask(p.taskId, callerOf(ctx));
     const id = p.id || p.taskId;
@@ -241,7 +250,10 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     return toWire(found);
   }
 
-  async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest, ctx?: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+  async listTaskPushNotificationConfigs(
+    p: ListTaskPushNotificationConfigsRequest,
+    ctx?: ServerCallContext,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
     const push = this.pushOrThrow();
     await this.checkTask(p.taskId, callerOf(ctx));
     if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
@@ -265,8 +277,10 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     if (unknown.length > 0) throw invalidParams(`params.${unknown[0]} is not a field of audit/list (expected task_id or context_id)`);
     const taskId = p.task_id ?? p.taskId;
     const contextId = p.context_id ?? p.contextId;
-    if (taskId !== undefined && (typeof taskId !== 'string' || taskId === '')) throw invalidParams('params.task_id must be a non-empty string');
-    if (contextId !== undefined && (typeof contextId !== 'string' || contextId === '')) throw invalidParams('params.context_id must be a non-empty string');
+    if (taskId !== undefined && (typeof taskId !== 'string' || taskId === ''))
+      throw invalidParams('params.task_id must be a non-empty string');
+    if (contextId !== undefined && (typeof contextId !== 'string' || contextId === ''))
+      throw invalidParams('params.context_id must be a non-empty string');
     if (taskId === undefined && contextId === undefined) throw invalidParams('audit/list needs params.task_id or params.context_id');
     const records = await this.opts.store.listAudit({ taskId: taskId as string | undefined, contextId: contextId as string | undefined });
     return {
@@ -319,7 +333,8 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
       if (id !== undefined && waiting.has(id)) latest.set(id, ev);
     }
     const pause = events.filter((ev) => ev.final).at(-1);
-    const isPause = pause?.response.payload?.$case === 'statusUpdate' && pause.response.payload.value.status?.state === STATE_TO_V1['input-required'];
+    const isPause =
+      pause?.response.payload?.$case === 'statusUpdate' && pause.response.payload.value.status?.state === STATE_TO_V1['input-required'];
     return [...[...latest.values()].sort((a, b) => a.seq - b.seq), ...(isPause && pause ? [pause] : [])];
   }
 }

@@ -34,9 +34,7 @@ const YES_NO = new Map([
 
 /** True when the message carries anything shaped like an answer to a tool call. */
 export function carriesConfirmation(message: Message, schema: DevtoolSchema): boolean {
-  return messageData(message).some(
-    ({ data }) => schema.looksLikeToolCallConfirmation(data) || (isObject(data) && 'confirmation' in data),
-  );
+  return messageData(message).some(({ data }) => schema.looksLikeToolCallConfirmation(data) || (isObject(data) && 'confirmation' in data));
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -55,7 +53,8 @@ function decide(task: LiveTask, known: KnownCalls, at: string, id: string, optio
   const call = known.get(id);
   const waiting = task.awaiting();
   if (call === undefined) {
-    const pending = waiting.length > 0 ? `waiting: ${waiting.map((c) => c.snapshot.id).join(', ')}` : `it is not waiting for any; state ${task.state}`;
+    const pending =
+      waiting.length > 0 ? `waiting: ${waiting.map((c) => c.snapshot.id).join(', ')}` : `it is not waiting for any; state ${task.state}`;
     throw invalidParams(`${at}.tool_call_id: task ${task.id} has no tool call "${id}" (${pending})`);
   }
   if (call.phase !== 'awaiting') throw invalidParams(`${at}.tool_call_id: ${describeAnswered(call)}`);
@@ -129,7 +128,14 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
  * second answer, before its stream starts. Resolves once the claim is decided; the
  * approved calls then run detached.
  */
-export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLoop, message: Message, principal: string | undefined, claim: ClaimFn): Promise<void> {
+export async function applyResume(
+  task: LiveTask,
+  plan: ResumePlan,
+  loop: TurnLoop,
+  message: Message,
+  principal: string | undefined,
+  claim: ClaimFn,
+): Promise<void> {
   if (plan.kind === 'reprompt') {
     task.addUserMessage(message);
     const waiting = task.awaiting();
@@ -196,4 +202,6 @@ export async function applyResume(task: LiveTask, plan: ResumePlan, loop: TurnLo
   void loop.runCalls(task, toRun);
 }
 
-export type ClaimFn = (claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>) => Promise<{ ok: true } | { ok: false; notAwaiting: string[] }>;
+export type ClaimFn = (
+  claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>,
+) => Promise<{ ok: true } | { ok: false; notAwaiting: string[] }>;

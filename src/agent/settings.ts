@@ -29,7 +29,8 @@ export interface WorkspacePolicy {
   protectedPaths?: readonly string[];
 }
 
-const inside = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
+const inside = (child: string, parent: string) =>
+  child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
 
 /** Reads AgentSettings from `metadata` (undefined when it carries none). Throws invalidParams. */
 export function readSettings(
@@ -48,10 +49,15 @@ export function readSettings(
   if (v.workspace_path !== undefined) {
     const ws = checkWorkspace(v.workspace_path, at);
     if (policy.roots !== undefined && !policy.roots.some((root) => inside(ws, root))) {
-      throw invalidParams(`${at}.workspace_path "${v.workspace_path}" is outside the allowed workspace roots (${policy.roots.join(', ')}; WORKSPACE_ROOTS)`);
+      throw invalidParams(
+        `${at}.workspace_path "${v.workspace_path}" is outside the allowed workspace roots (${policy.roots.join(', ')}; WORKSPACE_ROOTS)`,
+      );
     }
     const own = (policy.protectedPaths ?? []).find((p) => inside(p, ws));
-    if (own !== undefined) throw invalidParams(`${at}.workspace_path "${v.workspace_path}" contains the server's own files (${own}); choose a project directory`);
+    if (own !== undefined)
+      throw invalidParams(
+        `${at}.workspace_path "${v.workspace_path}" contains the server's own files (${own}); choose a project directory`,
+      );
     out.workspace = ws;
   }
   if (v.approval_mode !== undefined) out.settings.approvalMode = v.approval_mode;

@@ -47,7 +47,10 @@ interface CommandSpec extends SlashCommandJson {
   run?: (run: CommandRun) => Promise<Started>;
 }
 
-type Started = { kind: 'text'; text: string } | { kind: 'calls'; calls: Array<{ name: string; args: Record<string, unknown> }> } | { kind: 'model'; prompt: string };
+type Started =
+  | { kind: 'text'; text: string }
+  | { kind: 'calls'; calls: Array<{ name: string; args: Record<string, unknown> }> }
+  | { kind: 'model'; prompt: string };
 
 export const INIT_PROMPT = `You are setting up the context file ${MEMORY_FILE} for this project. Explore the workspace with your read-only tools (list_directory, glob, read_file, read_many_files, search_file_content) to learn what the project is, how it is built, tested and run, its layout, and its conventions. Then write ${MEMORY_FILE} at the workspace root with write_file: a concise Markdown document with the sections "Project overview", "Building and running", "Testing", "Layout" and "Conventions". State only what you found in the files; where something is unknown, say so. Write the file once, then reply with a one-paragraph summary.`;
 
@@ -56,8 +59,16 @@ export class SlashCommands {
 
   constructor(private readonly opts: SlashCommandsOptions) {
     this.commands = [
-      { name: 'tools', description: 'List the tools the agent can use and whether each asks before running', run: async (r) => ({ kind: 'text', text: toolsText(r.context) }) },
-      { name: 'mcp', description: 'List the MCP servers, their status and their tools', run: async (r) => ({ kind: 'text', text: mcpText(r.context) }) },
+      {
+        name: 'tools',
+        description: 'List the tools the agent can use and whether each asks before running',
+        run: async (r) => ({ kind: 'text', text: toolsText(r.context) }),
+      },
+      {
+        name: 'mcp',
+        description: 'List the MCP servers, their status and their tools',
+        run: async (r) => ({ kind: 'text', text: mcpText(r.context) }),
+      },
       {
         name: 'memory',
         description: `Show or add to the project context file (${MEMORY_FILE}) the model reads`,
@@ -69,7 +80,12 @@ export class SlashCommands {
             arguments: [{ name: 'fact', description: 'The text to remember', is_required: true }],
             run: async (r) => ({
               kind: 'calls',
-              calls: [{ name: 'write_file', args: { file_path: MEMORY_FILE, content: withMemory(await readMemory(r.context.workspace), r.args) } }],
+              calls: [
+                {
+                  name: 'write_file',
+                  args: { file_path: MEMORY_FILE, content: withMemory(await readMemory(r.context.workspace), r.args) },
+                },
+              ],
             }),
           },
         ],
@@ -80,7 +96,10 @@ export class SlashCommands {
         run: async (r) => {
           const existing = await readMemory(r.context.workspace);
           if (existing !== undefined && existing.trim() !== '') {
-            return { kind: 'text', text: `${MEMORY_FILE} already exists in ${r.context.workspace}; nothing was changed. Use /memory show to read it, or /memory add to extend it.` };
+            return {
+              kind: 'text',
+              text: `${MEMORY_FILE} already exists in ${r.context.workspace}; nothing was changed. Use /memory show to read it, or /memory add to extend it.`,
+            };
           }
           return { kind: 'model', prompt: INIT_PROMPT };
         },
@@ -106,7 +125,8 @@ export class SlashCommands {
    */
   async execute(params: unknown, caller?: Caller): Promise<ExecuteSlashCommandResponseJson> {
     const { schema, router } = this.opts;
-    if (typeof params !== 'object' || params === null || Array.isArray(params)) throw invalidParams('params must be an ExecuteSlashCommandRequest object');
+    if (typeof params !== 'object' || params === null || Array.isArray(params))
+      throw invalidParams('params must be an ExecuteSlashCommandRequest object');
     const { metadata, ...rest } = params as Record<string, unknown>;
     if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))) {
       throw invalidParams('params.metadata must be a JSON object');
@@ -121,7 +141,9 @@ export class SlashCommands {
     const { spec, label } = found;
     const required = (spec.arguments ?? []).filter((a) => a.is_required);
     if (required.length > 0 && args.trim() === '') {
-      return failed(`${label} needs ${required.map((a) => `<${a.name}>`).join(' ')}: ${required.map((a) => a.description).join('; ')}. Example: ${label} use pnpm, not npm`);
+      return failed(
+        `${label} needs ${required.map((a) => `<${a.name}>`).join(' ')}: ${required.map((a) => a.description).join('; ')}. Example: ${label} use pnpm, not npm`,
+      );
     }
     if (required.length === 0 && (spec.arguments ?? []).length === 0 && args.trim() !== '') {
       return failed(`${label} takes no arguments (got "${args.trim()}")`);
@@ -140,7 +162,12 @@ export class SlashCommands {
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
     const message = userMessage(context.id, [textPart(text)]);
     const direct = started.kind !== 'model';
-    const task = await router.createTask(context, message, direct ? { [DEVTOOL_EXTENSION_URI]: { slash_command: label } } : undefined, caller);
+    const task = await router.createTask(
+      context,
+      message,
+      direct ? { [DEVTOOL_EXTENSION_URI]: { slash_command: label } } : undefined,
+      caller,
+    );
     const status = await this.run(task, started);
     return schema.executeSlashCommandResponse({ execution_id: task.id, status });
   }
@@ -175,7 +202,8 @@ export class SlashCommands {
     for (const name of names) {
       spec = level.find((c) => c.name === name);
       const where = seen.length === 0 ? 'command' : `subcommand of /${seen.join(' ')}`;
-      if (spec === undefined) return `Unknown ${where} "${name}". Available: ${level.map((c) => (seen.length === 0 ? `/${c.name}` : c.name)).join(', ')}`;
+      if (spec === undefined)
+        return `Unknown ${where} "${name}". Available: ${level.map((c) => (seen.length === 0 ? `/${c.name}` : c.name)).join(', ')}`;
       seen.push(name);
       level = spec.sub_commands ?? [];
     }
@@ -199,14 +227,17 @@ function toolsText(ctx: ContextState): string {
     let rule: string;
     const auto = autoApproval(tool, {}, scope);
     if (tool.commandLine !== undefined && auto === undefined) {
-      const prefixes = (ctx.settings.allowedTools ?? []).filter((a) => a.startsWith(`${tool.name}(`)).map((a) => a.slice(tool.name.length + 1, -1));
+      const prefixes = (ctx.settings.allowedTools ?? [])
+        .filter((a) => a.startsWith(`${tool.name}(`))
+        .map((a) => a.slice(tool.name.length + 1, -1));
       const roots = [...ctx.trustedTools].filter((g) => g.startsWith(`${tool.name}(`)).map((g) => g.slice(tool.name.length + 1, -1));
       rule = 'asks';
       if (prefixes.length > 0) rule += `; runs without asking: commands starting with ${prefixes.map((p) => `"${p}"`).join(', ')}`;
       if (roots.length > 0) rule += `; allowed always in this conversation: ${roots.map((r) => `"${r}"`).join(', ')}`;
     } else if (auto === undefined) rule = 'asks';
     else rule = `runs without asking (${auto})`;
-    if (tool.mcp !== undefined && auto === undefined && ctx.trustedTools.has(serverGrant(tool.mcp.serverName))) rule = 'runs without asking (server allowed always)';
+    if (tool.mcp !== undefined && auto === undefined && ctx.trustedTools.has(serverGrant(tool.mcp.serverName)))
+      rule = 'runs without asking (server allowed always)';
     return `- ${tool.name} [${tool.kind}]: ${firstSentence(tool.description)} — ${rule}`;
   });
   return `Approval mode: ${mode}. ${lines.length} tools:\n${lines.join('\n')}`;
@@ -214,7 +245,8 @@ function toolsText(ctx: ContextState): string {
 
 function mcpText(ctx: ContextState): string {
   const servers = ctx.tools.servers;
-  if (servers.length === 0) return 'No MCP servers are configured. Add them in the server settings file (mcpServers) or in AgentSettings.mcp_servers.';
+  if (servers.length === 0)
+    return 'No MCP servers are configured. Add them in the server settings file (mcpServers) or in AgentSettings.mcp_servers.';
   const lines = servers.map((s) => {
     const head = `- ${s.name} (${s.transport}): ${s.status}`;
     if (s.status === 'failed' || s.error) return `${head} — ${s.error ?? 'no detail'}`;
@@ -225,6 +257,7 @@ function mcpText(ctx: ContextState): string {
 
 async function memoryText(ctx: ContextState): Promise<string> {
   const text = await readMemory(ctx.workspace);
-  if (text === undefined || text.trim() === '') return `There is no ${MEMORY_FILE} in ${ctx.workspace} yet. /memory add <fact> starts one; /init drafts one.`;
+  if (text === undefined || text.trim() === '')
+    return `There is no ${MEMORY_FILE} in ${ctx.workspace} yet. /memory add <fact> starts one; /init drafts one.`;
   return `${MEMORY_FILE} (${ctx.workspace}):\n\n${text}`;
 }

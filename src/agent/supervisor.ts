@@ -93,7 +93,8 @@ export class Supervisor {
       task.publishCall(call);
       task.audit({ toolCallId: stored.id, decision: 'interrupted', detail: { leaseOwner: stored.leaseOwner } });
     }
-    for (const call of task.turn) if (call.phase === 'awaiting') declineCall(task, call, 'The task failed before this call was answered.', 'cancelled');
+    for (const call of task.turn)
+      if (call.phase === 'awaiting') declineCall(task, call, 'The task failed before this call was answered.', 'cancelled');
     const what = calls.length > 0 ? calls.map((c) => c.toolName).join(', ') : 'the model was answering';
     const reason = `Interrupted: the server stopped while ${calls.length > 0 ? `${what} ran` : what}; the task cannot go on.`;
     abandonTurn(task, reason);

@@ -159,7 +159,13 @@ export interface TaskStore {
   createTask(task: Task, principal?: string): Promise<void>;
   loadTask(id: string): Promise<StoredTask | undefined>;
   /** `principal` limits the list to that principal's tasks. */
-  listTasks(q: { contextId?: string; state?: string; principal?: string; limit: number; offset: number }): Promise<{ tasks: Task[]; total: number }>;
+  listTasks(q: {
+    contextId?: string;
+    state?: string;
+    principal?: string;
+    limit: number;
+    offset: number;
+  }): Promise<{ tasks: Task[]; total: number }>;
 
   /**
    * Appends one event to the task's log and saves `task` (its new snapshot) in the same

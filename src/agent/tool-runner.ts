@@ -28,7 +28,11 @@ function finish(task: LiveTask, call: TurnCall, result: ToolResult): void {
   }
   call.phase = 'done';
   task.publishCall(call);
-  task.audit({ toolCallId: snap.id, decision: result.isError ? 'failed' : 'succeeded', detail: result.isError ? { error: result.error } : undefined });
+  task.audit({
+    toolCallId: snap.id,
+    decision: result.isError ? 'failed' : 'succeeded',
+    detail: result.isError ? { error: result.error } : undefined,
+  });
 }
 
 /** Executes `call` (already approved or needing no approval). Never throws. */

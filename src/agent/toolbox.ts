@@ -118,10 +118,7 @@ export class Toolbox {
     // A context's own server replaces an operator server of the same name.
     for (const t of own?.connection.tools() ?? []) add(t);
     for (const t of this.global?.tools() ?? []) if (!ownNames.has(t.mcp?.serverName ?? '')) add(t);
-    const servers = [
-      ...(this.global?.status() ?? []).filter((s) => !ownNames.has(s.name)),
-      ...(own?.connection.status() ?? []),
-    ];
+    const servers = [...(this.global?.status() ?? []).filter((s) => !ownNames.has(s.name)), ...(own?.connection.status() ?? [])];
     return { byName: tools, declarations, servers };
   }
 
@@ -157,7 +154,8 @@ export class Toolbox {
       lastUsed: Date.now(),
       started: connection.start().then(() => {
         for (const s of connection.status()) {
-          if (s.status === 'failed') this.opts.logger.warn({ contextId: ctx.id, server: s.name, error: s.error }, 'MCP server failed to start');
+          if (s.status === 'failed')
+            this.opts.logger.warn({ contextId: ctx.id, server: s.name, error: s.error }, 'MCP server failed to start');
         }
       }),
     };

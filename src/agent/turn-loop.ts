@@ -127,7 +127,10 @@ export class TurnLoop {
     }
     if (!(await this.opts.store.closeTurn(task.id, task.turnNo))) return; // another process continued
     if (task.slashCommand !== undefined) {
-      const text = commandSummary(task.slashCommand, stored.map((c) => c.snapshot));
+      const text = commandSummary(
+        task.slashCommand,
+        stored.map((c) => c.snapshot),
+      );
       task.turn = [];
       task.publish({ type: 'state', state: 'completed', text });
       return;
@@ -169,7 +172,10 @@ export class TurnLoop {
   /** A server that failed to start is reported once per context, and the rest of the tools work. */
   private reportFailedServers(task: LiveTask, set: ToolSet): void {
     for (const s of this.opts.toolbox.unreportedFailures(task.context.id, set)) {
-      task.publish({ type: 'text', delta: `MCP server "${s.name}" is unavailable: ${s.error ?? s.status}. Its tools cannot be used in this conversation.\n\n` });
+      task.publish({
+        type: 'text',
+        delta: `MCP server "${s.name}" is unavailable: ${s.error ?? s.status}. Its tools cannot be used in this conversation.\n\n`,
+      });
     }
   }
 
@@ -251,7 +257,10 @@ export class TurnLoop {
     };
     const tool = set.byName.get(fc.name);
     if (tool === undefined) {
-      call.snapshot.error = { message: `Unknown tool "${fc.name}". Available tools: ${[...set.byName.keys()].join(', ')}`, type: 'unknown_tool' };
+      call.snapshot.error = {
+        message: `Unknown tool "${fc.name}". Available tools: ${[...set.byName.keys()].join(', ')}`,
+        type: 'unknown_tool',
+      };
       return call;
     }
     call.tool = tool;
@@ -279,7 +288,9 @@ export class TurnLoop {
       if (this.opts.approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + this.opts.approvalTimeoutMs);
     } catch (err) {
       call.snapshot.error =
-        err instanceof ToolFailure ? err.error : { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
+        err instanceof ToolFailure
+          ? err.error
+          : { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
       call.args = undefined;
     }
   }
@@ -312,7 +323,9 @@ export function commandSummary(command: string, calls: ReadonlyArray<ToolCallSna
 
 /** The text of the input-required event: what is waiting and how to answer. */
 export function pausePrompt(waiting: ReadonlyArray<Pick<TurnCall, 'snapshot'>>): string {
-  const list = waiting.map((c) => `${c.snapshot.toolName} (${c.snapshot.id})${c.snapshot.description ? `: ${c.snapshot.description}` : ''}`);
+  const list = waiting.map(
+    (c) => `${c.snapshot.toolName} (${c.snapshot.id})${c.snapshot.description ? `: ${c.snapshot.description}` : ''}`,
+  );
   const how =
     waiting.length === 1
       ? 'Reply "yes" to allow it or "no" to reject it, or send a ToolCallConfirmation.'

@@ -26,7 +26,8 @@ interface Queued {
 function toBatch(items: Queued[]): WriteBatch {
   const batch: WriteBatch = { events: [], calls: [], history: [], trust: [], audit: [] };
   for (const { op } of items) {
-    if (op.kind === 'event') batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final });
+    if (op.kind === 'event')
+      batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final });
     else if (op.kind === 'call') batch.calls.push(op.call);
     else if (op.kind === 'history') batch.history.push({ contextId: op.contextId, contents: op.contents });
     else if (op.kind === 'trust') batch.trust.push({ contextId: op.contextId, toolName: op.toolName, principal: op.principal });

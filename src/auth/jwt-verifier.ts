@@ -80,7 +80,9 @@ export function createJwtVerifier(cfg: JwtConfig, o: JwtVerifierOptions): (token
 
 /** Short, printable, and bounded: header values an attacker chose are not echoed in full. */
 function safe(s: unknown): string {
-  return String(s).replace(/[^\x20-\x7e]/g, '?').slice(0, 64);
+  return String(s)
+    .replace(/[^\x20-\x7e]/g, '?')
+    .slice(0, 64);
 }
 
 function joseFailure(
@@ -136,7 +138,10 @@ function claimMessage(err: InstanceType<typeof errors.JWTClaimValidationFailed>,
     case 'iss':
       return `JWT issuer is wrong (expected "${cfg.issuer}")`;
     case 'aud':
-      return `JWT audience is wrong (expected ${[cfg.audience].flat().map((a) => `"${a}"`).join(' or ')})`;
+      return `JWT audience is wrong (expected ${[cfg.audience]
+        .flat()
+        .map((a) => `"${a}"`)
+        .join(' or ')})`;
     case 'nbf':
       return 'JWT is not valid yet (nbf is in the future)';
     default:

@@ -88,14 +88,16 @@ function loadServerSettings(env: Env, cwd: string): ServerSettings {
   } catch (err) {
     throw new ConfigError(`SETTINGS_FILE=${raw}: not valid JSON (${(err as Error).message})`);
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new ConfigError(`SETTINGS_FILE=${raw}: must hold a JSON object`);
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new ConfigError(`SETTINGS_FILE=${raw}: must hold a JSON object`);
   const servers = (json as Record<string, unknown>).mcpServers;
   if (servers === undefined) return { file };
   if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) {
     throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers must be an object mapping server names to their settings`);
   }
   for (const [name, cfg] of Object.entries(servers)) {
-    if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers.${name} must be an object`);
+    if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg))
+      throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers.${name} must be an object`);
   }
   return { file, mcpServers: servers as Record<string, Record<string, unknown>> };
 }
@@ -225,11 +227,15 @@ function isLoopbackHost(host: string): boolean {
 function workspaceRoots(env: Env, cwd: string, fallback: string[] | undefined): string[] | undefined {
   const raw = str(env, 'WORKSPACE_ROOTS');
   if (raw === undefined) return fallback;
-  return raw.split(path.delimiter).filter((p) => p.trim() !== '').map((p) => {
-    const dir = path.resolve(cwd, p.trim());
-    if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new ConfigError(`WORKSPACE_ROOTS: ${p} is not an existing directory (${dir})`);
-    return fs.realpathSync(dir);
-  });
+  return raw
+    .split(path.delimiter)
+    .filter((p) => p.trim() !== '')
+    .map((p) => {
+      const dir = path.resolve(cwd, p.trim());
+      if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory())
+        throw new ConfigError(`WORKSPACE_ROOTS: ${p} is not an existing directory (${dir})`);
+      return fs.realpathSync(dir);
+    });
 }
 
 function authConfigFile(env: Env, cwd: string): string | undefined {

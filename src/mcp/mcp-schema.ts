@@ -50,7 +50,8 @@ function flatten(node: Json, root: Json, depth: number): Json {
     for (const p of parts) {
       merged.type ??= p.type;
       merged.description ??= p.description;
-      if (isObject(p.properties)) merged.properties = { ...(p.properties as Json), ...(isObject(merged.properties) ? merged.properties : {}) };
+      if (isObject(p.properties))
+        merged.properties = { ...(p.properties as Json), ...(isObject(merged.properties) ? merged.properties : {}) };
       if (Array.isArray(p.required)) merged.required = [...(Array.isArray(merged.required) ? merged.required : []), ...p.required];
     }
     n = merged;
@@ -98,7 +99,7 @@ function convertNode(raw: unknown, root: Json, depth: number): GeminiSchema {
   applyEnum(out, n);
   if (depth >= MAX_DEPTH) return out;
   if (out.type === 'array') {
-    out.items = convertNode(Array.isArray(n.items) ? n.items[0] : n.items ?? {}, root, depth + 1);
+    out.items = convertNode(Array.isArray(n.items) ? n.items[0] : (n.items ?? {}), root, depth + 1);
   } else if (out.type === 'object' && isObject(n.properties)) {
     const props: Record<string, GeminiSchema> = {};
     for (const [key, sub] of Object.entries(n.properties)) {

@@ -90,7 +90,11 @@ export function mapCallToolResult(result: CallToolResult | Record<string, unknow
   const hasStructured = typeof structured === 'object' && structured !== null && !Array.isArray(structured);
   let text = blocks.map(contentText).join('\n');
   if (result.isError === true) {
-    return { isError: true, error: { type: 'mcp_tool_error', message: text || `${label} reported an error without a message` }, llmContent: text };
+    return {
+      isError: true,
+      error: { type: 'mcp_tool_error', message: text || `${label} reported an error without a message` },
+      llmContent: text,
+    };
   }
   if (text === '' && hasStructured) text = JSON.stringify(structured);
   if (hasStructured) return { llmContent: text, display: { type: 'structured', data: structured as Record<string, unknown> } };

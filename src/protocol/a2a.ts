@@ -64,7 +64,16 @@ export function agentMessage(taskId: string, contextId: string, parts: Part[]): 
 
 /** A user message (e.g. the command line of a slash command, recorded as its task's first message). */
 export function userMessage(contextId: string, parts: Part[]): Message {
-  return { messageId: randomUUID(), contextId, taskId: '', role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts,
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 export function statusUpdate(

@@ -22,11 +22,7 @@ export type ToolCallStatusName = 'PENDING' | 'EXECUTING' | 'SUCCEEDED' | 'FAILED
 /** Names of DevelopmentToolEvent.DevelopmentToolEventKind the server may emit. */
 export type DevtoolEventKind = 'TOOL_CALL_CONFIRMATION' | 'TOOL_CALL_UPDATE' | 'TEXT_CONTENT' | 'STATE_CHANGE' | 'THOUGHT';
 /** Names of CommandExecutionStatus the server may emit. */
-export type CommandExecutionStatusName =
-  | 'STARTED'
-  | 'FAILED_TO_START'
-  | 'AWAITING_SHELL_CONFIRMATION'
-  | 'AWAITING_ACTION_CONFIRMATION';
+export type CommandExecutionStatusName = 'STARTED' | 'FAILED_TO_START' | 'AWAITING_SHELL_CONFIRMATION' | 'AWAITING_ACTION_CONFIRMATION';
 
 /** FileDiff in JSON form. Note: proto3 JSON omits `new_content` when it is "". */
 export type FileDiffJson = {
@@ -377,7 +373,9 @@ export function loadDevtoolSchema(protoFile: string = DEFAULT_PROTO): DevtoolSch
   for (const [name, expected] of Object.entries(INBOUND_FIELDS)) {
     const actual = lookupType(root, name, file).fieldsArray.map((f) => f.name);
     if (actual.join() !== expected.join()) {
-      throw new Error(`development-tool schema: ${PACKAGE}.${name} has fields ${actual.join(', ')}; the parsers expect ${expected.join(', ')}`);
+      throw new Error(
+        `development-tool schema: ${PACKAGE}.${name} has fields ${actual.join(', ')}; the parsers expect ${expected.join(', ')}`,
+      );
     }
   }
   const t = (name: string) => lookupType(root, name, file);
@@ -396,8 +394,7 @@ export function loadDevtoolSchema(protoFile: string = DEFAULT_PROTO): DevtoolSch
     parseToolCallConfirmation,
     parseAgentSettings,
     parseExecuteSlashCommandRequest,
-    looksLikeToolCallConfirmation: (data) =>
-      isPlainObject(data) && CONFIRMATION_KEYS.some((k) => Object.hasOwn(data, k)),
+    looksLikeToolCallConfirmation: (data) => isPlainObject(data) && CONFIRMATION_KEYS.some((k) => Object.hasOwn(data, k)),
   };
   cache.set(file, schema);
   return schema;

@@ -25,8 +25,7 @@ import {
 export const invalidParams = (message: string) => new RequestMalformedError(message);
 export const taskNotFound = (taskId: string) => new TaskNotFoundError(`Task ${taskId} not found`);
 export const notCancelable = (message: string) => new TaskNotCancelableError(message);
-export const pushUnsupported = () =>
-  new PushNotificationNotSupportedError('Push notifications are not supported by this server yet');
+export const pushUnsupported = () => new PushNotificationNotSupportedError('Push notifications are not supported by this server yet');
 export const unsupported = (message: string) => new UnsupportedOperationError(message);
 export const extendedCardUnsupported = () => new ExtendedAgentCardNotConfiguredError('No extended agent card is configured');
 

@@ -132,9 +132,7 @@ function checkSingle(field: ReflectedField, v: unknown, p: string): string | nul
     case 'bool':
       return typeof v === 'boolean' ? null : `${p} must be a boolean`;
     case 'int32':
-      return Number.isInteger(v) && (v as number) >= INT32_MIN && (v as number) <= INT32_MAX
-        ? null
-        : `${p} must be an int32 integer`;
+      return Number.isInteger(v) && (v as number) >= INT32_MIN && (v as number) <= INT32_MAX ? null : `${p} must be an int32 integer`;
     default:
       return `${p} has type ${field.type}, which this checker does not support`;
   }

@@ -111,9 +111,7 @@ function fromValue(valueType: PbType, m: Record<string, unknown>): unknown {
       return fromStruct(field(valueType, 5).type, m[kind!] as Record<string, unknown>);
     case 6: {
       const list = field(valueType, 6);
-      const values = (m[kind!] as Record<string, unknown>)[field(list.type, 1).name] as
-        | Record<string, unknown>[]
-        | undefined;
+      const values = (m[kind!] as Record<string, unknown>)[field(list.type, 1).name] as Record<string, unknown>[] | undefined;
       return (values ?? []).map((x) => fromValue(valueType, x));
     }
     default:

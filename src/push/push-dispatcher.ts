@@ -66,7 +66,6 @@ export interface PushDispatcherOptions {
   lookup?: LookupFn;
 }
 
-
 /** `final`: the receiver refused the body (a 4xx other than 408/425/429); retrying will not help. */
 type Outcome = { ok: true } | { ok: false; error: string; final?: boolean };
 
@@ -152,7 +151,9 @@ export class PushDispatcher {
     let attempts = config.attempts;
     let delivered = config.deliveredSeq;
     const save = async (seq: number, dropped?: string): Promise<boolean> =>
-      seq <= config.deliveredSeq && dropped === undefined ? true : store.advancePush(config.taskId, config.id, owner, seq, dropped === undefined ? {} : { dropped });
+      seq <= config.deliveredSeq && dropped === undefined
+        ? true
+        : store.advancePush(config.taskId, config.id, owner, seq, dropped === undefined ? {} : { dropped });
     const events = await this.opts.sources.eventsAfter(config.taskId, config.deliveredSeq);
     // v0.3 bodies are the Task snapshot: read it once per batch (each body gets its event's status).
     const task = config.wireVersion === '0.3' && events.length > 0 ? (await this.opts.sources.loadTask(config.taskId))?.task : undefined;
@@ -174,8 +175,14 @@ export class PushDispatcher {
         attempts = 0;
         continue;
       }
-      const delay = backoffDelay(attempts, { baseMs: this.opts.retryBaseMs ?? PUSH_RETRY_BASE_MS, maxMs: this.opts.retryMaxMs ?? PUSH_RETRY_MAX_MS });
-      this.opts.logger.info({ taskId: config.taskId, configId: config.id, seq: ev.seq, attempts, retryInMs: delay, error: outcome.error }, 'push delivery failed; will retry');
+      const delay = backoffDelay(attempts, {
+        baseMs: this.opts.retryBaseMs ?? PUSH_RETRY_BASE_MS,
+        maxMs: this.opts.retryMaxMs ?? PUSH_RETRY_MAX_MS,
+      });
+      this.opts.logger.info(
+        { taskId: config.taskId, configId: config.id, seq: ev.seq, attempts, retryInMs: delay, error: outcome.error },
+        'push delivery failed; will retry',
+      );
       await store.deferPush(config.taskId, config.id, owner, attempts, new Date(Date.now() + delay), outcome.error, delivered);
       setTimeout(() => this.kick(true), delay + 5).unref();
       return;
@@ -234,7 +241,6 @@ export class PushDispatcher {
   }
 }
 
-
 /** POSTs `body`, connecting to `address` (the one the SSRF guard checked), within `timeoutMs`. */
 function post(url: URL, address: string | undefined, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
@@ -243,18 +249,27 @@ function post(url: URL, address: string | undefined, headers: Record<string, str
         ? undefined
         : (_host, options, cb) => {
             const family = address.includes(':') ? 6 : 4;
-            if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+            if ((options as { all?: boolean }).all)
+              (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
             else cb(null, address, family);
           };
     const client = url.protocol === 'https:' ? https : http;
-    const req = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup, timeout: timeoutMs }, (res) => {
-      res.resume();
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        resolve(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `receiver answered HTTP ${status}`, final: !isRetryableStatus(status) });
-      });
-      res.on('error', (err) => resolve({ ok: false, error: err.message }));
-    });
+    const req = client.request(
+      url,
+      { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup, timeout: timeoutMs },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          resolve(
+            status >= 200 && status < 300
+              ? { ok: true }
+              : { ok: false, error: `receiver answered HTTP ${status}`, final: !isRetryableStatus(status) },
+          );
+        });
+        res.on('error', (err) => resolve({ ok: false, error: err.message }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', (err) => resolve({ ok: false, error: (err as NodeJS.ErrnoException).code ?? err.message }));
     req.end(body);

@@ -16,7 +16,8 @@ export interface PushRegistryOptions {
   onSaved?: () => void;
 }
 
-type ConfigIn = Pick<TaskPushNotificationConfig, 'url' | 'token' | 'authentication'> & Partial<Pick<TaskPushNotificationConfig, 'id' | 'taskId'>>;
+type ConfigIn = Pick<TaskPushNotificationConfig, 'url' | 'token' | 'authentication'> &
+  Partial<Pick<TaskPushNotificationConfig, 'id' | 'taskId'>>;
 
 export class PushRegistry {
   constructor(private readonly opts: PushRegistryOptions) {}
@@ -29,7 +30,9 @@ export class PushRegistry {
     const auth = config.authentication;
     if (auth && (auth.scheme || auth.credentials)) {
       if (!/^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*$/.test(auth.scheme ?? '')) {
-        throw invalidParams(`${at}.authentication.schemes must name one HTTP auth scheme (e.g. "Bearer"), got ${JSON.stringify(auth.scheme)}`);
+        throw invalidParams(
+          `${at}.authentication.schemes must name one HTTP auth scheme (e.g. "Bearer"), got ${JSON.stringify(auth.scheme)}`,
+        );
       }
       if (/[\r\n]/.test(auth.credentials ?? '')) throw invalidParams(`${at}.authentication.credentials must not contain line breaks`);
     }
@@ -37,11 +40,27 @@ export class PushRegistry {
   }
 
   /** Creates or replaces a config (id defaults to the task id); a new one starts after event `afterSeq`. */
-  async save(config: ConfigIn & { taskId: string }, wireVersion: PushWireVersion, principal: string | undefined, afterSeq: number): Promise<PushConfigRecord> {
+  async save(
+    config: ConfigIn & { taskId: string },
+    wireVersion: PushWireVersion,
+    principal: string | undefined,
+    afterSeq: number,
+  ): Promise<PushConfigRecord> {
     const id = config.id || config.taskId;
-    const auth = config.authentication && config.authentication.scheme ? { scheme: config.authentication.scheme, credentials: config.authentication.credentials ?? '' } : undefined;
+    const auth =
+      config.authentication && config.authentication.scheme
+        ? { scheme: config.authentication.scheme, credentials: config.authentication.credentials ?? '' }
+        : undefined;
     await this.opts.store.savePushConfig(
-      { taskId: config.taskId, id, url: config.url, ...(config.token ? { token: config.token } : {}), ...(auth ? { authentication: auth } : {}), wireVersion, principal },
+      {
+        taskId: config.taskId,
+        id,
+        url: config.url,
+        ...(config.token ? { token: config.token } : {}),
+        ...(auth ? { authentication: auth } : {}),
+        wireVersion,
+        principal,
+      },
       afterSeq,
     );
     this.opts.onSaved?.();

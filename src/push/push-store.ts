@@ -54,5 +54,13 @@ export interface PushStore extends SigningKeyStore {
    * (`error` = why the last attempt failed; undefined keeps the last recorded error), moving
    * the cursor forward to `deliveredSeq` when given (never backward).
    */
-  deferPush(taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined, deliveredSeq?: number): Promise<boolean>;
+  deferPush(
+    taskId: string,
+    id: string,
+    owner: string,
+    attempts: number,
+    nextAttemptAt: Date,
+    error: string | undefined,
+    deliveredSeq?: number,
+  ): Promise<boolean>;
 }

@@ -14,15 +14,7 @@ import { promises as dns } from 'node:dns';
 import net from 'node:net';
 
 export type AddressClass =
-  | 'loopback'
-  | 'private'
-  | 'link-local'
-  | 'metadata'
-  | 'unspecified'
-  | 'carrier-grade NAT'
-  | 'multicast'
-  | 'broadcast'
-  | 'reserved';
+  'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified' | 'carrier-grade NAT' | 'multicast' | 'broadcast' | 'reserved';
 
 const PHRASE: Record<AddressClass, string> = {
   loopback: 'a loopback address',
@@ -177,7 +169,10 @@ export async function checkPushUrl(raw: string, opts: PushUrlCheckOptions): Prom
   }
   // Query and fragment left out of messages: they often carry tokens.
   const shown = `${url.protocol}//${url.host}${url.pathname}`;
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  const host = url.hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
   const refuse = (what: string, cls: AddressClass) => ({
     ok: false as const,
     addressClass: cls,

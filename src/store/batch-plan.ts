@@ -76,8 +76,10 @@ interface TaskTail {
 
 /** The task an event belongs to; throws on an event that cannot be stored. */
 function taskIdOf(ev: BatchEvent): string {
-  if (ev.task !== undefined && ev.task.id !== ev.taskId) throw new Error(`commit: event of task ${ev.taskId} carries the snapshot of task ${ev.task.id}`);
-  if (ev.task === undefined && ev.status === undefined) throw new Error(`commit: event of task ${ev.taskId} carries neither task nor status`);
+  if (ev.task !== undefined && ev.task.id !== ev.taskId)
+    throw new Error(`commit: event of task ${ev.taskId} carries the snapshot of task ${ev.task.id}`);
+  if (ev.task === undefined && ev.status === undefined)
+    throw new Error(`commit: event of task ${ev.taskId} carries neither task nor status`);
   return ev.taskId;
 }
 

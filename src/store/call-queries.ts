@@ -20,7 +20,10 @@ const LIVE_PHASES = ['executing', 'ready'] as const;
 
 /** The calls of the task's highest turn, in position order. */
 export async function loadTurn(db: StoreDb, taskId: string): Promise<StoredCall[]> {
-  const latest = db.select({ turn: max(toolCalls.turn) }).from(toolCalls).where(eq(toolCalls.taskId, taskId));
+  const latest = db
+    .select({ turn: max(toolCalls.turn) })
+    .from(toolCalls)
+    .where(eq(toolCalls.taskId, taskId));
   const rows = await db
     .select()
     .from(toolCalls)
@@ -116,7 +119,10 @@ export async function claimReminders(db: StoreDb, before: Date, now: Date): Prom
 /** Marks tasks as worked on by `owner` until `leaseUntil`. */
 export async function leaseTasks(db: StoreDb, taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {
   if (taskIds.length === 0) return;
-  await db.update(tasks).set({ leaseOwner: owner, leaseUntil }).where(sql`${tasks.id} = ${anyOf(taskIds)}`);
+  await db
+    .update(tasks)
+    .set({ leaseOwner: owner, leaseUntil })
+    .where(sql`${tasks.id} = ${anyOf(taskIds)}`);
 }
 
 /**
@@ -132,11 +138,7 @@ export async function findStaleTasks(db: StoreDb, now: Date): Promise<string[]> 
     .select({ id: tasks.id })
     .from(tasks)
     .where(
-      and(
-        inArray(tasks.state, ['working', 'submitted']),
-        or(isNull(tasks.leaseUntil), lt(tasks.leaseUntil, now)),
-        notExists(liveCall),
-      ),
+      and(inArray(tasks.state, ['working', 'submitted']), or(isNull(tasks.leaseUntil), lt(tasks.leaseUntil, now)), notExists(liveCall)),
     );
   return rows.map((r) => r.id);
 }

@@ -34,13 +34,33 @@ function rejected(message: string): Error {
 type Columns = Record<string, PgColumn>;
 
 const CALL_REPLACED = [
-  'taskId', 'turn', 'position', 'toolName', 'modelCallId', 'args', 'snapshot', 'phase',
-  'answer', 'response', 'shownHash', 'proposedAt', 'expiresAt', 'leaseOwner', 'leaseUntil',
+  'taskId',
+  'turn',
+  'position',
+  'toolName',
+  'modelCallId',
+  'args',
+  'snapshot',
+  'phase',
+  'answer',
+  'response',
+  'shownHash',
+  'proposedAt',
+  'expiresAt',
+  'leaseOwner',
+  'leaseUntil',
 ] as const satisfies ReadonlyArray<keyof typeof toolCalls.$inferInsert>;
 const CALL_FIELDS = ['id', ...CALL_REPLACED] as const;
 const TRUST_FIELDS = ['contextId', 'toolName', 'principal'] as const satisfies ReadonlyArray<keyof typeof trustGrants.$inferInsert>;
 const AUDIT_FIELDS = [
-  'taskId', 'contextId', 'toolCallId', 'decision', 'principal', 'optionId', 'shownHash', 'detail',
+  'taskId',
+  'contextId',
+  'toolCallId',
+  'decision',
+  'principal',
+  'optionId',
+  'shownHash',
+  'detail',
 ] as const satisfies ReadonlyArray<keyof typeof auditLog.$inferInsert>;
 
 /**
@@ -49,7 +69,11 @@ const AUDIT_FIELDS = [
  * `i`, so rows are written (and locked, and numbered by serials) in the given order. Absent
  * and null values both become SQL NULL.
  */
-function insertRows(table: typeof toolCalls | typeof trustGrants | typeof auditLog, fields: readonly string[], rows: Array<Record<string, unknown>>): SQL {
+function insertRows(
+  table: typeof toolCalls | typeof trustGrants | typeof auditLog,
+  fields: readonly string[],
+  rows: Array<Record<string, unknown>>,
+): SQL {
   const columns = getTableColumns(table) as Columns;
   const cols = fields.map((f) => columns[f]);
   const json = rows.map((row, i) => {
@@ -103,7 +127,9 @@ function appendOneTask(plan: BatchPlan, channel: string): SQL {
  */
 function appendManyTasks(plan: BatchPlan, channel: string): SQL {
   // An absent task (status-only) or status (whole snapshot) is NULL in x.
-  const bumps = JSON.stringify(plan.tasks.map((t) => ({ id: t.id, n: t.count, task: t.snapshot, status: t.status, state: t.state, f: t.final ? 1 : 0 })));
+  const bumps = JSON.stringify(
+    plan.tasks.map((t) => ({ id: t.id, n: t.count, task: t.snapshot, status: t.status, state: t.state, f: t.final ? 1 : 0 })),
+  );
   return sql`with locked as (
       select id from ${tasks} where id = ${anyOf(plan.tasks.map((t) => t.id))} order by id for no key update
     ), bumped as (

@@ -95,7 +95,9 @@ async function runMigrations(db: StoreDb, config: MigrationConfig): Promise<{ av
   const schemaName = config.migrationsSchema ?? 'drizzle';
   const count = async () => {
     // to_regclass first: counting a missing table would log an ERROR on the server at every first boot.
-    const [{ found }] = rowsOf<{ found: boolean }>(await db.execute(sql`select to_regclass(${`"${schemaName}"."${tableName}"`}) is not null as found`));
+    const [{ found }] = rowsOf<{ found: boolean }>(
+      await db.execute(sql`select to_regclass(${`"${schemaName}"."${tableName}"`}) is not null as found`),
+    );
     if (!found) return 0;
     const rows = await db.execute(sql`select count(*)::int as n from ${sql.identifier(schemaName)}.${sql.identifier(tableName)}`);
     return rowsOf<{ n: number }>(rows)[0].n;

@@ -112,7 +112,13 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /** Most recently updated first. `state` is an A2A name ('working') or 'TASK_STATE_WORKING'. */
-  async listTasks(q: { contextId?: string; state?: string; principal?: string; limit: number; offset: number }): Promise<{ tasks: Task[]; total: number }> {
+  async listTasks(q: {
+    contextId?: string;
+    state?: string;
+    principal?: string;
+    limit: number;
+    offset: number;
+  }): Promise<{ tasks: Task[]; total: number }> {
     const filters: SQL[] = [];
     if (q.principal !== undefined) filters.push(eq(tasks.principal, q.principal));
     if (q.contextId !== undefined) filters.push(eq(tasks.contextId, q.contextId));
@@ -259,7 +265,15 @@ export class PgTaskStore implements TaskStore, PushStore {
     return push_.advancePush(this.db, taskId, id, owner, seq, outcome);
   }
 
-  deferPush(taskId: string, id: string, owner: string, attempts: number, nextAttemptAt: Date, error: string | undefined, deliveredSeq?: number): Promise<boolean> {
+  deferPush(
+    taskId: string,
+    id: string,
+    owner: string,
+    attempts: number,
+    nextAttemptAt: Date,
+    error: string | undefined,
+    deliveredSeq?: number,
+  ): Promise<boolean> {
     return push_.deferPush(this.db, taskId, id, owner, attempts, nextAttemptAt, error, deliveredSeq);
   }
 

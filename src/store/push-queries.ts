@@ -40,16 +40,26 @@ export async function savePushConfig(db: StoreDb, c: PushConfigInput, afterSeq: 
   await db
     .insert(pushConfigs)
     .values({ taskId: c.taskId, id: c.id, ...fields, deliveredSeq: afterSeq })
-    .onConflictDoUpdate({ target: [pushConfigs.taskId, pushConfigs.id], set: { ...fields, attempts: 0, nextAttemptAt: new Date(), lastError: null } });
+    .onConflictDoUpdate({
+      target: [pushConfigs.taskId, pushConfigs.id],
+      set: { ...fields, attempts: 0, nextAttemptAt: new Date(), lastError: null },
+    });
 }
 
 export async function getPushConfig(db: StoreDb, taskId: string, id: string): Promise<PushConfigRecord | undefined> {
-  const [row] = await db.select().from(pushConfigs).where(and(eq(pushConfigs.taskId, taskId), eq(pushConfigs.id, id)));
+  const [row] = await db
+    .select()
+    .from(pushConfigs)
+    .where(and(eq(pushConfigs.taskId, taskId), eq(pushConfigs.id, id)));
   return row ? fromRow(row) : undefined;
 }
 
 export async function listPushConfigs(db: StoreDb, taskId: string): Promise<PushConfigRecord[]> {
-  const rows = await db.select().from(pushConfigs).where(eq(pushConfigs.taskId, taskId)).orderBy(asc(pushConfigs.createdAt), asc(pushConfigs.id));
+  const rows = await db
+    .select()
+    .from(pushConfigs)
+    .where(eq(pushConfigs.taskId, taskId))
+    .orderBy(asc(pushConfigs.createdAt), asc(pushConfigs.id));
   return rows.map(fromRow);
 }
 
@@ -59,7 +69,10 @@ export async function hasPushConfigs(db: StoreDb): Promise<boolean> {
 }
 
 export async function deletePushConfig(db: StoreDb, taskId: string, id: string): Promise<boolean> {
-  const gone = await db.delete(pushConfigs).where(and(eq(pushConfigs.taskId, taskId), eq(pushConfigs.id, id))).returning({ id: pushConfigs.id });
+  const gone = await db
+    .delete(pushConfigs)
+    .where(and(eq(pushConfigs.taskId, taskId), eq(pushConfigs.id, id)))
+    .returning({ id: pushConfigs.id });
   return gone.length > 0;
 }
 
@@ -90,7 +103,14 @@ export async function claimDuePushes(db: StoreDb, owner: string, now: Date, leas
 const held = (taskId: string, id: string, owner: string) =>
   and(eq(pushConfigs.taskId, taskId), eq(pushConfigs.id, id), eq(pushConfigs.leaseOwner, owner));
 
-export async function advancePush(db: StoreDb, taskId: string, id: string, owner: string, seq: number, outcome: { dropped?: string }): Promise<boolean> {
+export async function advancePush(
+  db: StoreDb,
+  taskId: string,
+  id: string,
+  owner: string,
+  seq: number,
+  outcome: { dropped?: string },
+): Promise<boolean> {
   const rows = await db
     .update(pushConfigs)
     .set({

@@ -118,7 +118,9 @@ export const toolCalls = pgTable(
   (t) => [
     index('tool_calls_task_turn_idx').on(t.taskId, t.turn),
     // Done calls pile up forever; the sweeps (findInterrupted/findExpired) only look at live ones.
-    index('tool_calls_live_phase_idx').on(t.phase).where(sql`phase <> 'done'`),
+    index('tool_calls_live_phase_idx')
+      .on(t.phase)
+      .where(sql`phase <> 'done'`),
   ],
 );
 

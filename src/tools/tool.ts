@@ -43,9 +43,7 @@ export interface ToolContext {
 
 /** What the user sees as the tool's result. */
 export type ToolDisplay =
-  | { type: 'text'; text: string }
-  | { type: 'diff'; change: FileChange }
-  | { type: 'structured'; data: Record<string, unknown> };
+  { type: 'text'; text: string } | { type: 'diff'; change: FileChange } | { type: 'structured'; data: Record<string, unknown> };
 
 export interface ToolError {
   /** Human-readable reason; also what the model is told. */

@@ -63,7 +63,10 @@ t.test('multi-step function calling: thought, read_file, thought, text; model na
   const srv = await startGeminiServer(t);
   writeFileSync(path.join(srv.workspace, 'seed.txt'), 'hi from seed\n');
   scenario(srv.fake)
-    .chunks([{ text: '**Planning** the read of seed.txt', thought: true, thoughtSignature: 'sig-1' }], [{ functionCall: { id: 'call-1', name: 'read_file', args: { file_path: 'seed.txt' } } }])
+    .chunks(
+      [{ text: '**Planning** the read of seed.txt', thought: true, thoughtSignature: 'sig-1' }],
+      [{ functionCall: { id: 'call-1', name: 'read_file', args: { file_path: 'seed.txt' } } }],
+    )
     .chunks([{ text: '**Answering**  the user', thought: true }], [{ text: 'The seed ' }], [{ text: 'says hi.' }]);
   const watch = new TaskWatch();
   const rs = watch.take(await send(srv, 'what does seed.txt say?'));
@@ -79,9 +82,17 @@ t.test('multi-step function calling: thought, read_file, thought, text; model na
     ['TEXT_CONTENT', 'working'],
     ['STATE_CHANGE', 'completed'],
   ]);
-  t.same(dataOf(rs[2]), { subject: 'Planning', description: 'the read of seed.txt' }, 'AgentThought DataPart from "**Subject** description"');
+  t.same(
+    dataOf(rs[2]),
+    { subject: 'Planning', description: 'the read of seed.txt' },
+    'AgentThought DataPart from "**Subject** description"',
+  );
   t.same(dataOf(rs[6]), { subject: 'Answering', description: 'the user' });
-  t.same(rs[2].status.message.parts.map((p: any) => p.kind), ['data'], 'a thought is one DataPart, no text');
+  t.same(
+    rs[2].status.message.parts.map((p: any) => p.kind),
+    ['data'],
+    'a thought is one DataPart, no text',
+  );
   const pending = dataOf(rs[3]);
   t.match(pending, { tool_name: 'read_file', input_parameters: { file_path: 'seed.txt' }, description: 'Read seed.txt' });
   t.notOk('confirmation_request' in pending, 'a read never asks');
@@ -103,13 +114,17 @@ t.test('multi-step function calling: thought, read_file, thought, text; model na
   );
   const second = modelBody(srv.fake, 1);
   t.equal(second.contents.length, 3, 'user, model, function responses');
-  t.same(second.contents[1], {
-    role: 'model',
-    parts: [
-      { text: '**Planning** the read of seed.txt', thought: true, thoughtSignature: 'sig-1' },
-      { functionCall: { id: 'call-1', name: 'read_file', args: { file_path: 'seed.txt' } } },
-    ],
-  }, 'the model turn goes back verbatim (thought signature included)');
+  t.same(
+    second.contents[1],
+    {
+      role: 'model',
+      parts: [
+        { text: '**Planning** the read of seed.txt', thought: true, thoughtSignature: 'sig-1' },
+        { functionCall: { id: 'call-1', name: 'read_file', args: { file_path: 'seed.txt' } } },
+      ],
+    },
+    'the model turn goes back verbatim (thought signature included)',
+  );
   t.same(second.contents[2], {
     role: 'user',
     parts: [{ functionResponse: { id: 'call-1', name: 'read_file', response: { output: 'hi from seed\n' } } }],
@@ -125,10 +140,14 @@ t.test('multi-step function calling: thought, read_file, thought, text; model na
     ]);
     const body = modelBody(srv.fake, 2);
     t.equal(body.contents.length, 5);
-    t.same(body.contents[3], {
-      role: 'model',
-      parts: [{ text: '**Answering**  the user', thought: true }, { text: 'The seed ' }, { text: 'says hi.' }],
-    }, 'the earlier answer is kept');
+    t.same(
+      body.contents[3],
+      {
+        role: 'model',
+        parts: [{ text: '**Answering**  the user', thought: true }, { text: 'The seed ' }, { text: 'says hi.' }],
+      },
+      'the earlier answer is kept',
+    );
     t.same(body.contents[4], { role: 'user', parts: [{ text: 'and again?' }] });
   });
 });
@@ -147,7 +166,10 @@ t.test('read tools through the loop', async (t) => {
     t.equal(done.error.type, 'file_not_found');
     t.equal(done.error.message, `File not found: missing.txt (relative to the workspace ${srv.workspace})`);
     t.notOk('output' in done);
-    t.same(failedEvent.status.message.parts.map((p: any) => p.kind), ['data', 'text']);
+    t.same(
+      failedEvent.status.message.parts.map((p: any) => p.kind),
+      ['data', 'text'],
+    );
     t.equal(failedEvent.status.message.parts[1].text, `read_file failed: ${done.error.message}`);
     t.same(told, { error: done.error.message, error_type: 'file_not_found' }, 'functionResponse.response: the reason and its type');
   });
@@ -222,7 +244,10 @@ t.test('replace through the loop', async (t) => {
     scenario(srv.fake).call('replace', { file_path: 'a.txt', old_string: 'x = 1', new_string: 'x = 2' }, 'r-1').say('I need more context.');
     const watch = new TaskWatch();
     const rs = watch.take(await send(srv, 'edit a.txt'));
-    t.ok(rs.every((r) => r.status?.state !== 'input-required'), 'never input-required');
+    t.ok(
+      rs.every((r) => r.status?.state !== 'input-required'),
+      'never input-required',
+    );
     const failed = rs.map(dataOf).find((d) => d?.status === 'FAILED');
     t.equal(failed.tool_name, 'replace');
     t.match(failed.error.message, /Expected 1 occurrence of old_string in a\.txt but found 2; add more surrounding context/);
@@ -262,7 +287,9 @@ t.test('replace through the loop', async (t) => {
     t.match(card.confirmation_request.file_edit_details.formatted_diff, /-two\n\+TWO/);
     t.equal(readFileSync(file, 'utf8'), 'one\ntwo\nthree\n', 'nothing changed before approval');
     const requestsBefore = srv.fake.requests.length;
-    const second = watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }));
+    const second = watch.take(
+      await answer(srv, watch.taskId, watch.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+    );
     t.same(shape(second), [
       ['TOOL_CALL_UPDATE', 'EXECUTING'],
       ['TOOL_CALL_UPDATE', 'SUCCEEDED'],
@@ -272,7 +299,11 @@ t.test('replace through the loop', async (t) => {
     t.equal(readFileSync(file, 'utf8'), 'one\nTWO\nthree\n', 'the file changed on disk');
     t.equal(dataOf(second[1]).output.diff.new_content, 'one\nTWO\nthree\n');
     t.equal(srv.fake.requests.length, requestsBefore + 1);
-    t.same(functionResponses(srv.fake, requestsBefore)[0], { id: 'r-2', name: 'replace', response: { output: 'Replaced 1 occurrence in a.txt' } });
+    t.same(functionResponses(srv.fake, requestsBefore)[0], {
+      id: 'r-2',
+      name: 'replace',
+      response: { output: 'Replaced 1 occurrence in a.txt' },
+    });
     checkToolCalls(t, watch);
   });
 });
@@ -321,12 +352,16 @@ t.test('model errors', async (t) => {
       .fail(429, 'Resource has been exhausted.', 'RESOURCE_EXHAUSTED')
       .say('Recovered.');
     const rs = results(await send(srv, 'hello'));
-    t.same(shape(rs), [
-      ['task', 'submitted'],
-      ['STATE_CHANGE', 'working'],
-      ['TEXT_CONTENT', 'working'],
-      ['STATE_CHANGE', 'completed'],
-    ], 'the client sees no trace of the retries');
+    t.same(
+      shape(rs),
+      [
+        ['task', 'submitted'],
+        ['STATE_CHANGE', 'working'],
+        ['TEXT_CONTENT', 'working'],
+        ['STATE_CHANGE', 'completed'],
+      ],
+      'the client sees no trace of the retries',
+    );
     t.equal(textOf(rs[2]), 'Recovered.');
     t.equal(srv.fake.requests.length, 3, 'three HTTP requests');
     t.same(modelBody(srv.fake, 2).contents, modelBody(srv.fake, 0).contents, 'the same request each time');
@@ -344,7 +379,10 @@ t.test('model errors', async (t) => {
     const failed = rs.at(-1);
     t.equal(failed.final, true);
     const reason = textOf(failed);
-    t.equal(reason, 'Model call failed: Gemini API rejected the request as invalid (HTTP 400 INVALID_ARGUMENT): Invalid value at contents[0]');
+    t.equal(
+      reason,
+      'Model call failed: Gemini API rejected the request as invalid (HTTP 400 INVALID_ARGUMENT): Invalid value at contents[0]',
+    );
     t.equal(devtool(failed).error, reason, 'DevelopmentToolEvent.error');
     t.equal(devtool(failed).kind, 'STATE_CHANGE');
     t.equal(srv.fake.requests.length, 1, 'one request, no retry');
@@ -361,7 +399,10 @@ t.test('model errors', async (t) => {
       .say('never asked for');
     const rs = results(await send(srv, 'hello'));
     t.same(shape(rs).at(-1), ['STATE_CHANGE', 'failed']);
-    t.match(textOf(rs.at(-1)), /^Model call failed: Gemini API is unavailable or failed \(HTTP 503 UNAVAILABLE\): overloaded 3 \(after 3 attempts\)$/);
+    t.match(
+      textOf(rs.at(-1)),
+      /^Model call failed: Gemini API is unavailable or failed \(HTTP 503 UNAVAILABLE\): overloaded 3 \(after 3 attempts\)$/,
+    );
     t.equal(devtool(rs.at(-1)).error, textOf(rs.at(-1)));
     t.equal(srv.fake.requests.length, 3, 'exactly three requests');
   });
@@ -372,7 +413,13 @@ t.test('tasks/cancel', async (t) => {
     const srv = await startGeminiServer(t);
     scenario(srv.fake).call('run_shell_command', { command: 'sleep 30 & echo pid=$!; wait' }).say('unreachable');
     const stream = await openStream(srv.url, 'message/stream', {
-      message: { kind: 'message', role: 'user', messageId: 'cancel-shell', parts: [{ kind: 'text', text: 'run it' }], metadata: { [URI]: { approval_mode: 'YOLO' } } },
+      message: {
+        kind: 'message',
+        role: 'user',
+        messageId: 'cancel-shell',
+        parts: [{ kind: 'text', text: 'run it' }],
+        metadata: { [URI]: { approval_mode: 'YOLO' } },
+      },
     });
     t.teardown(() => stream.close());
     const live = await stream.until((ev) => /pid=\d+/.test(dataOf(ev.data.result)?.live_content ?? ''));

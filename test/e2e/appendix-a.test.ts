@@ -54,7 +54,14 @@ t.test('Appendix A over v0.3 message/stream, raw SSE', async (t) => {
   const kinds = ev2.map((r) => [devtool(r)?.kind, dataOf(r)?.status ?? r.status.state]);
   t.same(kinds[0], ['TOOL_CALL_UPDATE', 'EXECUTING'], 'step 7 event 1: EXECUTING');
   t.same(kinds[1], ['TOOL_CALL_UPDATE', 'SUCCEEDED'], 'step 7 event 2: SUCCEEDED');
-  t.same(kinds.slice(2, -1), [['TEXT_CONTENT', 'working'], ['TEXT_CONTENT', 'working']], 'step 9 event 3: text deltas');
+  t.same(
+    kinds.slice(2, -1),
+    [
+      ['TEXT_CONTENT', 'working'],
+      ['TEXT_CONTENT', 'working'],
+    ],
+    'step 9 event 3: text deltas',
+  );
   t.same(kinds.at(-1), ['STATE_CHANGE', 'completed']);
   t.equal(ev2.at(-1).final, true, 'step 9 event 4: completed is final');
   t.equal(ev2.slice(2, -1).map(textOf).join(''), 'Wrote hello.txt.', 'deltas concatenate to the answer');
@@ -78,7 +85,10 @@ t.test('Appendix A over v0.3 message/stream, raw SSE', async (t) => {
     ],
   );
   t.equal(textOf(ev3[1]), 'You said: thanks');
-  t.ok(ev3.every((r) => r.taskId === task.id && r.contextId === task.contextId), 'same task and context');
+  t.ok(
+    ev3.every((r) => r.taskId === task.id && r.contextId === task.contextId),
+    'same task and context',
+  );
 });
 
 t.test('Appendix A over v1.0 SendStreamingMessage, raw SSE', async (t) => {

@@ -54,7 +54,10 @@ async function run(
     watch.take(res);
   } else {
     t.notOk(card && 'confirmation_request' in card, 'a call that runs without asking has no confirmation_request');
-    t.ok(first.every((r) => r.status?.state !== 'input-required'), 'never input-required');
+    t.ok(
+      first.every((r) => r.status?.state !== 'input-required'),
+      'never input-required',
+    );
   }
   const last = watch.results.at(-1);
   t.equal(last.status.state, 'completed', 'the task completes');
@@ -86,7 +89,11 @@ t.test('DEFAULT: edits and shell wait, reads run', async (t) => {
       t.equal(glob.status, 'SUCCEEDED');
     });
   }
-  t.equal(functionResponses(srv.fake, 1)[0].response.error, 'The user declined this tool call. Do not retry it unless the user asks.', 'a decline is told to the model');
+  t.equal(
+    functionResponses(srv.fake, 1)[0].response.error,
+    'The user declined this tool call. Do not retry it unless the user asks.',
+    'a decline is told to the model',
+  );
 });
 
 t.test('AUTO_EDIT: write_file and replace run, shell asks', async (t) => {
@@ -179,10 +186,22 @@ t.test('allowed_tools', async (t) => {
   });
 
   await t.test("allowed_tools ['write_file'] runs writes, shell still asks", async (t) => {
-    const w = await run(t, srv, 'write_file', { file_path: 'allowed.txt', content: 'ok\n' }, { settings: { allowed_tools: ['write_file'] } });
+    const w = await run(
+      t,
+      srv,
+      'write_file',
+      { file_path: 'allowed.txt', content: 'ok\n' },
+      { settings: { allowed_tools: ['write_file'] } },
+    );
     t.notOk(w.asked);
     t.equal(readFileSync(path.join(srv.workspace, 'allowed.txt'), 'utf8'), 'ok\n');
-    const r = await run(t, srv, 'replace', { file_path: 'allowed.txt', old_string: 'ok', new_string: 'OK' }, { contextId: w.watch.contextId });
+    const r = await run(
+      t,
+      srv,
+      'replace',
+      { file_path: 'allowed.txt', old_string: 'ok', new_string: 'OK' },
+      { contextId: w.watch.contextId },
+    );
     t.ok(r.asked, 'replace is another tool: it asks');
     const s = await run(t, srv, 'run_shell_command', { command: 'true' }, { contextId: w.watch.contextId });
     t.ok(s.asked);
@@ -198,7 +217,10 @@ t.test('proceed_always on a shell command trusts its root command for the contex
   t.ok(always, 'proceed_always is offered on the shell card');
   t.match(always.description, /"echo"/, 'its description names the root command');
   t.notMatch(always.description, /"a"/);
-  t.same(first.card.confirmation_request.options.map((o: any) => o.id), ['proceed_once', 'proceed_always', 'cancel']);
+  t.same(
+    first.card.confirmation_request.options.map((o: any) => o.id),
+    ['proceed_once', 'proceed_always', 'cancel'],
+  );
   const ctx = first.watch.contextId;
 
   await t.test('a new task of the context: `echo b` runs without asking', async (t) => {
@@ -221,7 +243,11 @@ t.test('proceed_always on a shell command trusts its root command for the contex
     const res = await rpc(srv.url, 'command/execute', { command_path: ['tools'], context_id: ctx });
     t.equal(res.json.result?.status, 'STARTED', JSON.stringify(res.json));
     const replay = await rpc(srv.url, 'tasks/resubscribe', { id: res.json.result?.execution_id }, { headers: { 'Last-Event-ID': '0' } });
-    const text = (replay.events ?? []).map((e) => e.data.result).filter((r) => devtool(r)?.kind === 'TEXT_CONTENT').map(textOf).join('');
+    const text = (replay.events ?? [])
+      .map((e) => e.data.result)
+      .filter((r) => devtool(r)?.kind === 'TEXT_CONTENT')
+      .map(textOf)
+      .join('');
     t.match(text, /^- run_shell_command \[execute\]: .+ — asks; allowed always in this conversation: "echo"$/m);
   });
   await t.test('another context still asks for `echo b`', async (t) => {
@@ -230,7 +256,10 @@ t.test('proceed_always on a shell command trusts its root command for the contex
   await t.test('a command with command substitution is offered no "always"', async (t) => {
     const o = await run(t, srv, 'run_shell_command', { command: 'echo $(pwd)' }, { contextId: ctx });
     t.ok(o.asked);
-    t.same(o.card.confirmation_request.options.map((x: any) => x.id), ['proceed_once', 'cancel']);
+    t.same(
+      o.card.confirmation_request.options.map((x: any) => x.id),
+      ['proceed_once', 'cancel'],
+    );
   });
 });
 
@@ -242,7 +271,13 @@ t.test('settings may change on a later message of the context', async (t) => {
   const ctx = first.watch.contextId;
 
   await t.test('approval_mode YOLO on the second task takes effect', async (t) => {
-    const o = await run(t, srv, 'run_shell_command', { command: 'touch later.txt' }, { contextId: ctx, settings: { approval_mode: 'YOLO', workspace_path: ws } });
+    const o = await run(
+      t,
+      srv,
+      'run_shell_command',
+      { command: 'touch later.txt' },
+      { contextId: ctx, settings: { approval_mode: 'YOLO', workspace_path: ws } },
+    );
     t.notOk(o.asked, 'the same workspace may be repeated');
     t.ok(existsSync(path.join(ws, 'later.txt')), 'ran in the context workspace');
   });
@@ -263,8 +298,17 @@ t.test('settings may change on a later message of the context', async (t) => {
   await t.test('workspace_path cannot change: -32602', async (t) => {
     const other = tempDir();
     const before = srv.fake.requests.length;
-    refused(t, await send(srv, 'hello', { contextId: ctx, settings: { workspace_path: other } }), /workspace_path cannot change/, new RegExp(ws));
-    refused(t, await send(srv, 'hello', { taskId: first.watch.taskId, contextId: ctx, settings: { workspace_path: other } }), /workspace_path cannot change/);
+    refused(
+      t,
+      await send(srv, 'hello', { contextId: ctx, settings: { workspace_path: other } }),
+      /workspace_path cannot change/,
+      new RegExp(ws),
+    );
+    refused(
+      t,
+      await send(srv, 'hello', { taskId: first.watch.taskId, contextId: ctx, settings: { workspace_path: other } }),
+      /workspace_path cannot change/,
+    );
     refused(t, await send(srv, 'hello', { contextId: ctx, settings: { workspace_path: other, approval_mode: 'YOLO' } }), /workspace_path/);
     t.equal(srv.fake.requests.length, before, 'no model call');
     // The refused YOLO did not stick: DEFAULT (set above) still asks.

@@ -75,7 +75,10 @@ t.test('APPROVAL_TIMEOUT=1s', async (t) => {
     );
     t.equal(later.at(-1).final, true);
     t.equal(later.slice(2, -1).map(textOf).join(''), 'Wrote hello.txt.');
-    t.notOk(later.some((r) => dataOf(r)?.status === 'EXECUTING'), 'the call never ran');
+    t.notOk(
+      later.some((r) => dataOf(r)?.status === 'EXECUTING'),
+      'the call never ran',
+    );
     t.notOk(existsSync(path.join(srv.workspace, 'hello.txt')), 'the file was not written');
 
     // The model was told: its conversation holds the function response with the reason.
@@ -112,7 +115,10 @@ t.test('APPROVAL_TIMEOUT=1s', async (t) => {
     const done = await rpc(srv.url, 'message/stream', {
       message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
     });
-    t.same(results(done.events).map((r) => dataOf(r)?.status ?? r.status.state), ['EXECUTING', 'SUCCEEDED', 'working', 'working', 'completed']);
+    t.same(
+      results(done.events).map((r) => dataOf(r)?.status ?? r.status.state),
+      ['EXECUTING', 'SUCCEEDED', 'working', 'working', 'completed'],
+    );
     t.equal(readFileSync(path.join(ws, 'hello.txt'), 'utf8'), 'hello world\n');
     await sleep(1500); // past the call's expiry, many sweeps later
     const replay = await rpc(srv.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '9' } });

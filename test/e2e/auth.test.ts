@@ -55,7 +55,11 @@ async function authServer(t: Test, config: unknown): Promise<TestServer> {
 
 /** A raw POST of one JSON-RPC request, keeping the response headers (rpc() drops them). */
 async function post(srv: TestServer, headers: Record<string, string>, method = 'tasks/get', params: unknown = { id: 'x' }) {
-  const res = await fetch(srv.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(srv.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
 }
@@ -64,10 +68,20 @@ async function post(srv: TestServer, headers: Record<string, string>, method = '
 async function rawPost(srv: TestServer, target: string, method: string, params: unknown, headers: Record<string, string> = {}) {
   const { hostname, port } = new URL(srv.url);
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-  const head = { host: `${hostname}:${port}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close', ...headers };
+  const head = {
+    host: `${hostname}:${port}`,
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close',
+    ...headers,
+  };
   const text = await new Promise<string>((resolve, reject) => {
     const socket = net.connect(Number(port), hostname, () =>
-      socket.write(`POST ${target} HTTP/1.1\r\n${Object.entries(head).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`),
+      socket.write(
+        `POST ${target} HTTP/1.1\r\n${Object.entries(head)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n${body}`,
+      ),
     );
     let out = '';
     socket.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -98,7 +112,9 @@ async function pause(t: Test, srv: TestServer, who: Who, extra: Record<string, u
   return { task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')) };
 }
 
-const answer = (task: any, card: any, option: string) => ({ message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: option }) });
+const answer = (task: any, card: any, option: string) => ({
+  message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: option }),
+});
 
 function forbidden(t: Test, res: PostResult, ...patterns: RegExp[]): void {
   t.equal(res.status, 200, 'a JSON-RPC error on HTTP 200');
@@ -113,11 +129,18 @@ async function stillPending(t: Test, srv: TestServer, owner: Who, task: any, car
   const got = await as(srv, owner)('tasks/get', { id: task.id });
   t.equal(got.json?.result?.status?.state, 'input-required', 'the task still waits');
   const again = await as(srv, owner)('tasks/resubscribe', { id: task.id });
-  const cards = results(again).map(dataOf).filter((d) => d?.tool_call_id === card.tool_call_id);
-  t.same(cards.map((c) => c.status), ['PENDING'], 'the call is still PENDING');
+  const cards = results(again)
+    .map(dataOf)
+    .filter((d) => d?.tool_call_id === card.tool_call_id);
+  t.same(
+    cards.map((c) => c.status),
+    ['PENDING'],
+    'the call is still PENDING',
+  );
 }
 
-const audit = async (srv: TestServer, taskId: string) => (await as(srv, 'root')('audit/list', { task_id: taskId })).json?.result?.entries ?? [];
+const audit = async (srv: TestServer, taskId: string) =>
+  (await as(srv, 'root')('audit/list', { task_id: taskId })).json?.result?.entries ?? [];
 
 t.test('API keys', async (t) => {
   const srv = await authServer(t, { api_keys: API_KEYS });
@@ -126,7 +149,11 @@ t.test('API keys', async (t) => {
     const res = await post(srv, {});
     t.equal(res.status, 401);
     t.match(res.headers.get('www-authenticate'), /^Bearer realm="a2a"$/, 'a bare Bearer challenge (RFC 6750 §3.1)');
-    t.match(res.json, { jsonrpc: '2.0', id: null, error: { code: UNAUTHORIZED, message: /Missing credentials.*Authorization: Bearer.*X-API-Key/ } });
+    t.match(res.json, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: UNAUTHORIZED, message: /Missing credentials.*Authorization: Bearer.*X-API-Key/ },
+    });
   });
 
   await t.test('bad credentials → 401 invalid_token / invalid_request, never echoing the key', async (t) => {
@@ -142,7 +169,11 @@ t.test('API keys', async (t) => {
       t.equal(res.json?.error?.code, UNAUTHORIZED, `${name}: -32011`);
       t.match(res.json?.error?.message, why, `${name}: ${res.json?.error?.message}`);
       t.match(res.headers.get('www-authenticate'), new RegExp(`error="${error}"`), `${name}: WWW-Authenticate error=${error}`);
-      t.notMatch(JSON.stringify(res.json) + res.headers.get('www-authenticate'), /not-a-key-but-long-enough|YWxpY2U6eA/, 'the credential is not echoed');
+      t.notMatch(
+        JSON.stringify(res.json) + res.headers.get('www-authenticate'),
+        /not-a-key-but-long-enough|YWxpY2U6eA/,
+        'the credential is not echoed',
+      );
     }
   });
 
@@ -198,12 +229,22 @@ t.test('a task belongs to its principal', async (t) => {
   const { task, card } = await pause(t, srv, 'alice');
 
   await t.test('bob answering alice’s call: -32010, audited, the call still waits', async (t) => {
-    forbidden(t, await bob('message/stream', answer(task, card, 'proceed_once')), new RegExp(`task ${task.id} belongs to another principal`), /bob may not use it/);
+    forbidden(
+      t,
+      await bob('message/stream', answer(task, card, 'proceed_once')),
+      new RegExp(`task ${task.id} belongs to another principal`),
+      /bob may not use it/,
+    );
     forbidden(t, await bob('message/send', answer(task, card, 'cancel')), /belongs to another principal/);
     await stillPending(t, srv, 'alice', task, card);
     const denied = (await audit(srv, task.id)).filter((e: any) => e.decision === 'denied_identity');
     t.equal(denied.length, 2, 'both refused answers are in the audit log');
-    t.match(denied[0], { principal: 'bob', tool_call_id: card.tool_call_id, task_id: task.id, detail: { owner: 'alice', roles: ['approver'] } });
+    t.match(denied[0], {
+      principal: 'bob',
+      tool_call_id: card.tool_call_id,
+      task_id: task.id,
+      detail: { owner: 'alice', roles: ['approver'] },
+    });
   });
 
   await t.test('bob may not read, resubscribe to, cancel or push-subscribe alice’s task', async (t) => {
@@ -211,15 +252,23 @@ t.test('a task belongs to its principal', async (t) => {
     forbidden(t, await bob('tasks/resubscribe', { id: task.id }));
     forbidden(t, await bob('tasks/cancel', { id: task.id }));
     forbidden(t, await bob('GetTask', { id: task.id }, '1.0'));
-    forbidden(t, await bob('tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'https://example.com/hook' } }));
+    forbidden(
+      t,
+      await bob('tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'https://example.com/hook' } }),
+    );
     forbidden(t, await bob('tasks/pushNotificationConfig/list', { id: task.id }));
-    forbidden(t, await bob('message/stream', { message: userMessage('hello', { contextId: task.contextId }) }), new RegExp(`context ${task.contextId}`));
+    forbidden(
+      t,
+      await bob('message/stream', { message: userMessage('hello', { contextId: task.contextId }) }),
+      new RegExp(`context ${task.contextId}`),
+    );
     await stillPending(t, srv, 'alice', task, card);
   });
 
   await t.test('tasks/list shows each principal its own tasks, admins included (they have audit/list)', async (t) => {
     const own = results(await bob('message/stream', { message: userMessage('hello') }))[0];
-    const ids = async (who: Who) => ((await as(srv, who)('ListTasks', { pageSize: 100 }, '1.0')).json?.result?.tasks ?? []).map((x: any) => x.id);
+    const ids = async (who: Who) =>
+      ((await as(srv, who)('ListTasks', { pageSize: 100 }, '1.0')).json?.result?.tasks ?? []).map((x: any) => x.id);
     const bobs = await ids('bob');
     t.ok(bobs.includes(own.id), 'bob sees his task');
     t.notOk(bobs.includes(task.id), 'bob does not see alice’s');
@@ -236,13 +285,25 @@ t.test('a task belongs to its principal', async (t) => {
     t.equal(results(done).at(-1)?.status?.state, 'completed', done.json?.error?.message ?? 'completed');
     const entries = await audit(srv, task.id);
     const mine = entries.filter((e: any) => e.tool_call_id === card.tool_call_id);
-    t.same(mine.map((e: any) => e.decision), ['proposed', 'denied_identity', 'denied_identity', 'authorized', 'executed', 'succeeded']);
-    t.same(mine.map((e: any) => e.principal), [null, 'bob', 'bob', 'alice', null, null]);
+    t.same(
+      mine.map((e: any) => e.decision),
+      ['proposed', 'denied_identity', 'denied_identity', 'authorized', 'executed', 'succeeded'],
+    );
+    t.same(
+      mine.map((e: any) => e.principal),
+      [null, 'bob', 'bob', 'alice', null, null],
+    );
     for (const e of mine) t.match(e, { at: /^\d{4}-\d\d-\d\dT/, task_id: task.id, context_id: task.contextId, decision: String });
-    t.match(mine.find((e: any) => e.decision === 'authorized'), { principal: 'alice', option_id: 'proceed_once', shown_hash: /^[0-9a-f]{16,}$/ });
+    t.match(
+      mine.find((e: any) => e.decision === 'authorized'),
+      { principal: 'alice', option_id: 'proceed_once', shown_hash: /^[0-9a-f]{16,}$/ },
+    );
     const hashes = new Set(mine.filter((e: any) => e.shown_hash !== null).map((e: any) => e.shown_hash));
     t.equal(hashes.size, 1, 'one shown_hash: what was approved is what was shown');
-    t.ok(entries.every((e: any, i: number) => i === 0 || e.at >= entries[i - 1].at), 'in time order');
+    t.ok(
+      entries.every((e: any, i: number) => i === 0 || e.at >= entries[i - 1].at),
+      'in time order',
+    );
   });
 
   await t.test('audit/list: admins only; params checked', async (t) => {
@@ -266,8 +327,19 @@ t.test('roles: approving and risky settings need an approver; declining does not
   const { task, card } = await pause(t, srv, 'vic');
 
   await t.test('vic approving his own call: -32010 naming the role, audited, still pending', async (t) => {
-    forbidden(t, await vic('message/stream', answer(task, card, 'proceed_once')), /vic may not authorize tool calls/, /needs role approver/, new RegExp(card.tool_call_id), /"cancel" is allowed/);
-    forbidden(t, await vic('message/stream', { message: userMessage('yes', { taskId: task.id, contextId: task.contextId }) }), /needs role approver/);
+    forbidden(
+      t,
+      await vic('message/stream', answer(task, card, 'proceed_once')),
+      /vic may not authorize tool calls/,
+      /needs role approver/,
+      new RegExp(card.tool_call_id),
+      /"cancel" is allowed/,
+    );
+    forbidden(
+      t,
+      await vic('message/stream', { message: userMessage('yes', { taskId: task.id, contextId: task.contextId }) }),
+      /needs role approver/,
+    );
     await stillPending(t, srv, 'vic', task, card);
     const denied = (await audit(srv, task.id)).filter((e: any) => e.decision === 'denied_unauthorized');
     t.equal(denied.length, 2);
@@ -291,15 +363,38 @@ t.test('roles: approving and risky settings need an approver; declining does not
 
   await t.test('settings that skip approvals need an approver', async (t) => {
     const settings = (s: Record<string, unknown>) => ({ metadata: { [URI]: s } });
-    forbidden(t, await vic('message/stream', { message: userMessage('hello', settings({ approval_mode: 'YOLO' })) }), /approval_mode YOLO/, /role approver/);
-    forbidden(t, await vic('message/stream', { message: userMessage('hello', settings({ approval_mode: 'AUTO_EDIT' })) }), /approval_mode AUTO_EDIT/);
-    forbidden(t, await vic('message/stream', { message: userMessage('hello', settings({ allowed_tools: ['write_file'] })) }), /allowed_tools/);
+    forbidden(
+      t,
+      await vic('message/stream', { message: userMessage('hello', settings({ approval_mode: 'YOLO' })) }),
+      /approval_mode YOLO/,
+      /role approver/,
+    );
+    forbidden(
+      t,
+      await vic('message/stream', { message: userMessage('hello', settings({ approval_mode: 'AUTO_EDIT' })) }),
+      /approval_mode AUTO_EDIT/,
+    );
+    forbidden(
+      t,
+      await vic('message/stream', { message: userMessage('hello', settings({ allowed_tools: ['write_file'] })) }),
+      /allowed_tools/,
+    );
     // Not on a follow-up to his (completed) task either.
-    forbidden(t, await vic('message/stream', { message: userMessage('hello', { taskId: task.id, contextId: task.contextId, ...settings({ approval_mode: 'YOLO' }) }) }), /approval_mode YOLO/);
+    forbidden(
+      t,
+      await vic('message/stream', {
+        message: userMessage('hello', { taskId: task.id, contextId: task.contextId, ...settings({ approval_mode: 'YOLO' }) }),
+      }),
+      /approval_mode YOLO/,
+    );
     const plain = await vic('message/stream', { message: userMessage('hello', settings({ approval_mode: 'DEFAULT' })) });
     t.equal(results(plain).at(-1)?.status?.state, 'completed', 'DEFAULT is fine');
     const bob = await as(srv, 'bob')('message/stream', { message: userMessage('write a greeting', settings({ approval_mode: 'YOLO' })) });
-    t.equal(results(bob).at(-1)?.status?.state, 'completed', `an approver may set YOLO (the write runs unasked): ${bob.json?.error?.message ?? 'ok'}`);
+    t.equal(
+      results(bob).at(-1)?.status?.state,
+      'completed',
+      `an approver may set YOLO (the write runs unasked): ${bob.json?.error?.message ?? 'ok'}`,
+    );
   });
 });
 
@@ -320,7 +415,11 @@ t.test('JWTs from a configured issuer', async (t) => {
   const audience = 'devtool-agent';
   const srv = await authServer(t, { api_keys: [API_KEYS[3]], jwt: { issuer, jwks_url: jwksUrl, audience, roles_claim: 'roles' } });
 
-  const token = (sub: string, claims: Record<string, unknown> = {}, opts: { exp?: number; aud?: string; key?: CryptoKey; kid?: string } = {}) =>
+  const token = (
+    sub: string,
+    claims: Record<string, unknown> = {},
+    opts: { exp?: number; aud?: string; key?: CryptoKey; kid?: string } = {},
+  ) =>
     new SignJWT({ roles: ['approver'], ...claims })
       .setProtectedHeader({ alg: 'ES256', kid: opts.kid ?? 'issuer-key-1' })
       .setSubject(sub)
@@ -345,13 +444,20 @@ t.test('JWTs from a configured issuer', async (t) => {
     const card = dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING'));
     const done = await rpc(srv.url, 'message/stream', answer(task, card, 'proceed_once'), { headers: carol });
     t.equal(results(done).at(-1)?.status?.state, 'completed', 'an approver by the roles claim');
-    t.match((await audit(srv, task.id)).find((e: any) => e.decision === 'authorized'), { principal: 'carol', option_id: 'proceed_once' });
+    t.match(
+      (await audit(srv, task.id)).find((e: any) => e.decision === 'authorized'),
+      { principal: 'carol', option_id: 'proceed_once' },
+    );
     const dave = { authorization: `Bearer ${await token('dave')}` };
     forbidden(t, await rpc(srv.url, 'tasks/get', { id: task.id }, { headers: dave }), /dave may not use it/);
     const viewer = { authorization: `Bearer ${await token('erin', { roles: ['viewer'] })}` };
     const paused = await rpc(srv.url, 'message/stream', { message: userMessage('write a greeting') }, { headers: viewer });
     const pev = results(paused);
-    forbidden(t, await rpc(srv.url, 'message/stream', answer(pev[0], dataOf(pev[2]), 'proceed_once'), { headers: viewer }), /erin may not authorize/);
+    forbidden(
+      t,
+      await rpc(srv.url, 'message/stream', answer(pev[0], dataOf(pev[2]), 'proceed_once'), { headers: viewer }),
+      /erin may not authorize/,
+    );
   });
 
   await t.test('bad JWTs → 401', async (t) => {

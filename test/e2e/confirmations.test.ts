@@ -12,7 +12,6 @@ import type { TestServer } from '../support/server.js';
 import { checkToolCalls, getTask, refused, TaskWatch } from '../support/tool-call-watch.js';
 import type { Test } from '../support/tool-call-watch.js';
 
-
 /** A compact view of a stream: [devtool kind, ToolCall status or task state, final]. */
 const shape = (results: any[]) =>
   results.map((r) => [r.kind === 'task' ? 'task' : devtool(r)?.kind, dataOf(r)?.status ?? r.status?.state, r.final ?? null]);
@@ -34,7 +33,10 @@ async function startPaused(t: Test, srv: TestServer, prompt: string, extra: Reco
   t.equal(pause.final, true, `${prompt}: the pause is final`);
   const cards = ev.filter((r) => dataOf(r)?.confirmation_request !== undefined).map(dataOf);
   t.ok(cards.length > 0, `${prompt}: a confirmation card`);
-  t.ok(cards.every((c) => c.status === 'PENDING'), 'cards are PENDING');
+  t.ok(
+    cards.every((c) => c.status === 'PENDING'),
+    'cards are PENDING',
+  );
   return { watch, cards, pause };
 }
 
@@ -76,13 +78,23 @@ t.test('bad answers are refused before any SSE and leave the task answerable', a
     {
       name: 'an option that was not offered (proceed_always_server)',
       conf: (id) => [{ tool_call_id: id, selected_option_id: 'proceed_always_server' }],
-      expect: (id) => [/selected_option_id/, /"proceed_always_server" was not offered/, new RegExp(id), /offered: proceed_once, proceed_always, modify_with_editor, cancel/],
+      expect: (id) => [
+        /selected_option_id/,
+        /"proceed_always_server" was not offered/,
+        new RegExp(id),
+        /offered: proceed_once, proceed_always, modify_with_editor, cancel/,
+      ],
     },
     {
       name: 'modify_with_editor is not offered for run_shell_command',
       prompt: 'shell fail',
       conf: (id) => [{ tool_call_id: id, selected_option_id: 'modify_with_editor', file_details: { new_content: 'x' } }],
-      expect: (id) => [/selected_option_id/, /"modify_with_editor" was not offered/, new RegExp(id), /offered: proceed_once, proceed_always, cancel\)/],
+      expect: (id) => [
+        /selected_option_id/,
+        /"modify_with_editor" was not offered/,
+        new RegExp(id),
+        /offered: proceed_once, proceed_always, cancel\)/,
+      ],
     },
     {
       name: 'missing selected_option_id',
@@ -146,7 +158,10 @@ t.test('bad answers are refused before any SSE and leave the task answerable', a
     },
     {
       name: 'a second confirmation part naming an unknown call',
-      conf: (id) => [{ tool_call_id: id, selected_option_id: 'proceed_once' }, { tool_call_id: 'tc_ghost', selected_option_id: 'cancel' }],
+      conf: (id) => [
+        { tool_call_id: id, selected_option_id: 'proceed_once' },
+        { tool_call_id: 'tc_ghost', selected_option_id: 'cancel' },
+      ],
       expect: () => [/message\.parts\[1\]\.data\.tool_call_id/, /"tc_ghost"/],
     },
     {
@@ -173,7 +188,9 @@ t.test('bad answers are refused before any SSE and leave the task answerable', a
 
       const done = watch.take(await confirm(srv, watch, { tool_call_id: id, selected_option_id: 'proceed_once' }));
       if (c.prompt === 'shell fail') {
-        const statuses = shape(done).map((s) => s[1]).filter((s, i, a) => !(s === 'EXECUTING' && a[i - 1] === 'EXECUTING'));
+        const statuses = shape(done)
+          .map((s) => s[1])
+          .filter((s, i, a) => !(s === 'EXECUTING' && a[i - 1] === 'EXECUTING'));
         t.same(statuses, ['EXECUTING', 'FAILED', 'working', 'completed'], 'a correct answer still works (the command runs and fails)');
         const failed = dataOf(done.find((r) => dataOf(r)?.status === 'FAILED'));
         t.equal(failed?.tool_call_id, id);
@@ -234,7 +251,8 @@ t.test('the same call answered on two connections at once runs once', async (t) 
   t.equal(done.at(-1).status.state, 'completed');
   const seq = checkToolCalls(t, watch).get(id);
   t.ok(
-    JSON.stringify(seq) === JSON.stringify(['PENDING', 'EXECUTING', 'SUCCEEDED']) || JSON.stringify(seq) === JSON.stringify(['PENDING', 'CANCELLED']),
+    JSON.stringify(seq) === JSON.stringify(['PENDING', 'EXECUTING', 'SUCCEEDED']) ||
+      JSON.stringify(seq) === JSON.stringify(['PENDING', 'CANCELLED']),
     `one outcome: ${seq?.join(' → ')}`,
   );
   t.equal(existsSync(hello(srv)), seq?.at(-1) === 'SUCCEEDED', 'the file matches the outcome');
@@ -258,7 +276,12 @@ t.test('a confirmation to a task that is not waiting', async (t) => {
     refused(t, await confirm(srv, watch, { confirmation: 'yes' }), /not waiting/, new RegExp(watch.taskId));
   });
   await t.test('an id the task never had', async (t) => {
-    refused(t, await confirm(srv, watch, { tool_call_id: 'tc_other', selected_option_id: 'proceed_once' }), /"tc_other"/, /not waiting|already answered|waits for none/);
+    refused(
+      t,
+      await confirm(srv, watch, { tool_call_id: 'tc_other', selected_option_id: 'proceed_once' }),
+      /"tc_other"/,
+      /not waiting|already answered|waits for none/,
+    );
   });
   const after = await getTask(srv, watch.taskId);
   t.same(after.status, before.status, 'still completed, status untouched');
@@ -268,7 +291,10 @@ t.test('a confirmation to a task that is not waiting', async (t) => {
 
   // The task still continues with an ordinary follow-up (Appendix A step 10).
   const more = watch.take(await say(srv, watch, 'thanks'));
-  t.same(shape(more).map((s) => s[1]), ['working', 'working', 'completed']);
+  t.same(
+    shape(more).map((s) => s[1]),
+    ['working', 'working', 'completed'],
+  );
   t.equal(textOf(more[1]), 'You said: thanks');
 });
 
@@ -334,7 +360,10 @@ t.test('yes/no tokens (seed 000)', async (t) => {
       const { watch, cards } = await startPaused(t, ws, 'write a greeting');
       const id = cards[0].tool_call_id;
       const done = watch.take(await send(ws, watch));
-      t.same(shape(done).map((s) => s[1]), ['CANCELLED', 'working', 'working', 'completed']);
+      t.same(
+        shape(done).map((s) => s[1]),
+        ['CANCELLED', 'working', 'working', 'completed'],
+      );
       t.equal(devtool(done[0]).kind, 'TOOL_CALL_UPDATE');
       const cancelled = dataOf(done[0]);
       t.equal(cancelled.tool_call_id, id);
@@ -368,10 +397,17 @@ t.test('yes/no tokens (seed 000)', async (t) => {
     t.equal((await getTask(srv, watch.taskId)).status.state, 'input-required');
 
     // Twice in a row still works, and the next real answer is accepted.
-    t.same(shape(watch.take(await say(srv, watch, 'hmm?'))).map((s) => s[1]), ['PENDING', 'input-required']);
+    t.same(
+      shape(watch.take(await say(srv, watch, 'hmm?'))).map((s) => s[1]),
+      ['PENDING', 'input-required'],
+    );
     // Only the exact tokens authorize (seed 000): "YES", "Yes", "yes please" re-prompt.
     for (const near of ['YES', 'Yes', 'yes please', 'y']) {
-      t.same(shape(watch.take(await say(srv, watch, near))).map((s) => s[1]), ['PENDING', 'input-required'], `${JSON.stringify(near)} re-prompts`);
+      t.same(
+        shape(watch.take(await say(srv, watch, near))).map((s) => s[1]),
+        ['PENDING', 'input-required'],
+        `${JSON.stringify(near)} re-prompts`,
+      );
     }
     expectApprovedWrite(t, watch.take(await say(srv, watch, 'yes')), id);
     t.same(checkToolCalls(t, watch).get(id), ['PENDING', 'EXECUTING', 'SUCCEEDED']);
@@ -388,7 +424,11 @@ t.test('yes/no tokens (seed 000)', async (t) => {
       ['TOOL_CALL_UPDATE', 'PENDING', false],
       ['STATE_CHANGE', 'input-required', true],
     ]);
-    t.same(again.slice(0, 2).map((r) => dataOf(r).tool_call_id), ids, 'both cards re-sent, same ids');
+    t.same(
+      again.slice(0, 2).map((r) => dataOf(r).tool_call_id),
+      ids,
+      'both cards re-sent, same ids',
+    );
     t.match(textOf(again[2]), /ambiguous/);
     t.match(textOf(again[2]), /2 tool calls/);
     t.match(textOf(again[2]), new RegExp(ids[0]));
@@ -396,11 +436,13 @@ t.test('yes/no tokens (seed 000)', async (t) => {
     t.notOk(existsSync(path.join(ws.workspace, 'a.txt')), 'nothing ran');
     t.notOk(existsSync(path.join(ws.workspace, 'b.txt')));
     t.equal((await getTask(ws, watch.taskId)).status.state, 'input-required');
-    t.same(shape(watch.take(await confirm(ws, watch, { confirmation: 'no' }))).map((s) => s[1]), ['PENDING', 'PENDING', 'input-required'], '{"confirmation":"no"} is ambiguous too');
-
-    const done = watch.take(
-      await confirm(ws, watch, ...ids.map((id) => ({ tool_call_id: id, selected_option_id: 'proceed_once' }))),
+    t.same(
+      shape(watch.take(await confirm(ws, watch, { confirmation: 'no' }))).map((s) => s[1]),
+      ['PENDING', 'PENDING', 'input-required'],
+      '{"confirmation":"no"} is ambiguous too',
     );
+
+    const done = watch.take(await confirm(ws, watch, ...ids.map((id) => ({ tool_call_id: id, selected_option_id: 'proceed_once' }))));
     t.equal(done.at(-1).status.state, 'completed');
     t.equal(readFileSync(path.join(ws.workspace, 'a.txt'), 'utf8'), 'A\n');
     t.equal(readFileSync(path.join(ws.workspace, 'b.txt'), 'utf8'), 'B\n');
@@ -411,10 +453,17 @@ t.test('yes/no tokens (seed 000)', async (t) => {
 t.test('modify_with_editor writes the edited content', async (t) => {
   const srv = await startServer(t);
   const forms: [string, (id: string) => Record<string, unknown>][] = [
-    ['proto3 JSON form', (id) => ({ tool_call_id: id, selected_option_id: 'modify_with_editor', file_details: { new_content: 'edited\n' } })],
+    [
+      'proto3 JSON form',
+      (id) => ({ tool_call_id: id, selected_option_id: 'modify_with_editor', file_details: { new_content: 'edited\n' } }),
+    ],
     [
       'nested modified_details form',
-      (id) => ({ tool_call_id: id, selected_option_id: 'modify_with_editor', modified_details: { file_details: { new_content: 'edited\n' } } }),
+      (id) => ({
+        tool_call_id: id,
+        selected_option_id: 'modify_with_editor',
+        modified_details: { file_details: { new_content: 'edited\n' } },
+      }),
     ],
     ['lowerCamelCase form', (id) => ({ toolCallId: id, selectedOptionId: 'modify_with_editor', fileDetails: { newContent: 'edited\n' } })],
     [
@@ -437,7 +486,9 @@ t.test('modify_with_editor writes the edited content', async (t) => {
   await t.test('an empty edit writes an empty file', async (t) => {
     const { watch, cards } = await startPaused(t, srv, 'write a greeting');
     const id = cards[0].tool_call_id;
-    const done = watch.take(await confirm(srv, watch, { tool_call_id: id, selected_option_id: 'modify_with_editor', file_details: { new_content: '' } }));
+    const done = watch.take(
+      await confirm(srv, watch, { tool_call_id: id, selected_option_id: 'modify_with_editor', file_details: { new_content: '' } }),
+    );
     t.equal(done.at(-1).status.state, 'completed');
     t.equal(dataOf(done[1]).status, 'SUCCEEDED');
     t.equal(readFileSync(hello(srv), 'utf8'), '');
@@ -493,7 +544,10 @@ t.test('proceed_always trusts the tool for the rest of the context', async (t) =
     const pending = dataOf(ev[2]);
     t.equal(pending.tool_name, 'write_file');
     t.notOk('confirmation_request' in pending, 'PENDING without confirmation_request');
-    t.ok(ev.every((r) => r.status?.state !== 'input-required'), 'never input-required');
+    t.ok(
+      ev.every((r) => r.status?.state !== 'input-required'),
+      'never input-required',
+    );
     t.equal(dataOf(ev[4]).tool_call_id, pending.tool_call_id);
     checkToolCalls(t, watch);
   });

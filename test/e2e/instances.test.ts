@@ -32,13 +32,17 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
   /** Starts `prompt` on `srv` in a workspace of its own and reads to the pause. */
   async function pauseOn(t: Tap, srv: ServerProcess, prompt: string) {
     const workspace = tempDir();
-    const res = await rpc(srv.url, 'message/stream', { message: userMessage(prompt, { metadata: { [URI]: { workspace_path: workspace } } }) });
+    const res = await rpc(srv.url, 'message/stream', {
+      message: userMessage(prompt, { metadata: { [URI]: { workspace_path: workspace } } }),
+    });
     const ev = results(res.events);
     t.equal(ev.at(-1)?.status?.state, 'input-required', `"${prompt}" paused`);
     return { workspace, task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')) };
   }
-  const proceed = (task: any, card: any) => confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
-  const audit = async (taskId: string) => (await db.sql`select decision from audit_log where task_id = ${taskId} order by id`).map((r) => r.decision);
+  const proceed = (task: any, card: any) =>
+    confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
+  const audit = async (taskId: string) =>
+    (await db.sql`select decision from audit_log where task_id = ${taskId} order by id`).map((r) => r.decision);
 
   await t.test('paused on A, confirmed on B: B streams EXECUTING, SUCCEEDED, completed', async (t) => {
     const { workspace, task, card } = await pauseOn(t, a, 'write a greeting');
@@ -60,11 +64,7 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
     t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n', 'B wrote the file in the context workspace');
     t.equal((await rpc(a.url, 'tasks/get', { id: task.id })).json?.result?.status?.state, 'completed', 'A sees it completed');
     const onA = await rpc(a.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '4' } });
-    t.same(
-      results(onA.events).slice(1),
-      results(done.events),
-      "A's replay of B's events equals what B streamed",
-    );
+    t.same(results(onA.events).slice(1), results(done.events), "A's replay of B's events equals what B streamed");
     t.same(await audit(task.id), ['proposed', 'authorized', 'executed', 'succeeded']);
   });
 
@@ -86,7 +86,10 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
     t.equal(onB.ended, true, "B's stream ends");
     t.equal(results(fromB).at(-1)?.status?.state, 'completed', 'B saw completed');
     t.equal(results(fromB).at(-1)?.final, true);
-    t.ok(results(fromB).some((r) => dataOf(r)?.status === 'SUCCEEDED'), 'B saw SUCCEEDED');
+    t.ok(
+      results(fromB).some((r) => dataOf(r)?.status === 'SUCCEEDED'),
+      'B saw SUCCEEDED',
+    );
     const ids = idsOf(fromB);
     t.same(ids, range(k + 1, k + ids.length), `B: every event after ${k}, once, in order (${ids.join(',')})`);
     const aAfter = fromA.filter((e) => Number(e.id) > k);
@@ -96,7 +99,10 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
       'B saw exactly what A streamed after EXECUTING',
     );
     t.equal(
-      results(fromB).filter((r) => devtool(r)?.kind === 'TEXT_CONTENT').map(textOf).join(''),
+      results(fromB)
+        .filter((r) => devtool(r)?.kind === 'TEXT_CONTENT')
+        .map(textOf)
+        .join(''),
       'Slow command finished.',
     );
   });
@@ -117,7 +123,11 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
       t.match(loser?.json?.error?.message, /already answered/, `round ${round}: "already answered"`);
       t.comment(`round ${round}: ${winners[0] === streams[0] ? 'A' : 'B'} won; the loser was told: ${loser?.json?.error?.message}`);
       const won = await winners[0]?.rest(15_000);
-      t.same(statuses(won), ['EXECUTING', 'SUCCEEDED', 'working', 'working', 'completed'], `round ${round}: the winner runs it to completed`);
+      t.same(
+        statuses(won),
+        ['EXECUTING', 'SUCCEEDED', 'working', 'working', 'completed'],
+        `round ${round}: the winner runs it to completed`,
+      );
       t.same(idsOf(won), [5, 6, 7, 8, 9]);
       t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n');
       t.same(await audit(task.id), ['proposed', 'authorized', 'executed', 'succeeded'], `round ${round}: authorized and executed once`);
@@ -145,7 +155,10 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
     const log = await rpc(a.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '0' } });
     const events = results(log.events).slice(1);
     t.equal(events.at(-1)?.status?.state, 'canceled', 'nothing was logged after canceled');
-    t.notOk(events.some((r) => dataOf(r)?.status === 'FAILED' || dataOf(r)?.status === 'SUCCEEDED'), 'no late result of the killed command');
+    t.notOk(
+      events.some((r) => dataOf(r)?.status === 'FAILED' || dataOf(r)?.status === 'SUCCEEDED'),
+      'no late result of the killed command',
+    );
   });
 });
 

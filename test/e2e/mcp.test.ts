@@ -21,7 +21,10 @@ const SCRIPT: ModelScript = {
   model: 'scripted-mcp',
   scripts: [
     { when: '^echo once', steps: [{ chunks: [[call('echo__echo', { text: 'hi there' })]] }, say('Echoed.')] },
-    { when: '^echo twice', steps: [{ chunks: [[call('echo__echo', { text: 'one' })]] }, { chunks: [[call('echo__add', { a: 2, b: 3 })]] }, say('Both.')] },
+    {
+      when: '^echo twice',
+      steps: [{ chunks: [[call('echo__echo', { text: 'one' })]] }, { chunks: [[call('echo__add', { a: 2, b: 3 })]] }, say('Both.')],
+    },
     { when: '^add', steps: [{ chunks: [[call('echo__add', { a: 20, b: 22 })]] }, say('Added.')] },
     { when: '^fail', steps: [{ chunks: [[call('echo__fail', {})]] }, say('It failed.')] },
     { when: '^global', steps: [{ chunks: [[call('shared__echo', { text: 'from settings file' })]] }, say('Done.')] },
@@ -30,7 +33,10 @@ const SCRIPT: ModelScript = {
 };
 
 const results = (events: SseEvent[] | undefined) => (events ?? []).map((e) => e.data.result);
-const cards = (events: SseEvent[] | undefined) => results(events).map(dataOf).filter((d) => d?.tool_call_id);
+const cards = (events: SseEvent[] | undefined) =>
+  results(events)
+    .map(dataOf)
+    .filter((d) => d?.tool_call_id);
 
 t.test('MCP servers from AgentSettings and SETTINGS_FILE', async (t) => {
   const settingsDir = tempDir('devtool-settings-');
@@ -105,14 +111,24 @@ t.test('MCP servers from AgentSettings and SETTINGS_FILE', async (t) => {
   });
 
   await t.test('operator servers from SETTINGS_FILE are offered to every context', async (t) => {
-    const first = await rpc(srv.url, 'message/stream', { message: userMessage('global', { metadata: { [URI]: { approval_mode: 'yolo' } } }) });
+    const first = await rpc(srv.url, 'message/stream', {
+      message: userMessage('global', { metadata: { [URI]: { approval_mode: 'yolo' } } }),
+    });
     t.match(cards(first.events).at(-1), { tool_name: 'shared__echo', status: 'SUCCEEDED', output: { text: 'from settings file' } });
   });
 
   await t.test('a server that fails to start is reported once, clearly; the other servers work', async (t) => {
-    const meta = { [URI]: { workspace_path: srv.workspace, approval_mode: 'YOLO', mcp_servers: { echo: echoServer(), broken: failingServer('boom: missing token') } } };
+    const meta = {
+      [URI]: {
+        workspace_path: srv.workspace,
+        approval_mode: 'YOLO',
+        mcp_servers: { echo: echoServer(), broken: failingServer('boom: missing token') },
+      },
+    };
     const first = await rpc(srv.url, 'message/stream', { message: userMessage('echo once', { metadata: meta }) });
-    const texts = results(first.events).filter((r) => devtool(r)?.kind === 'TEXT_CONTENT').map(textOf);
+    const texts = results(first.events)
+      .filter((r) => devtool(r)?.kind === 'TEXT_CONTENT')
+      .map(textOf);
     const notices = texts.filter((s) => s.includes('MCP server "broken"'));
     t.equal(notices.length, 1, 'reported in the stream');
     t.match(notices[0], /MCP server "broken" is unavailable: .*boom: missing token/);

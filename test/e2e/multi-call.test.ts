@@ -13,7 +13,6 @@ import type { TestServer } from '../support/server.js';
 import { checkToolCalls, getTask, refused, TaskWatch } from '../support/tool-call-watch.js';
 import type { Test } from '../support/tool-call-watch.js';
 
-
 /** [devtool kind, ToolCall status or task state, tool_call_id or null, final]. */
 const shape = (results: any[]) =>
   results.map((r) => [
@@ -24,7 +23,8 @@ const shape = (results: any[]) =>
   ]);
 
 /** Drops EXECUTING repeats (live_content updates) so shell streams compare exactly. */
-const noLiveRepeats = (s: any[][]) => s.filter((e, i) => !(e[1] === 'EXECUTING' && s[i - 1]?.[1] === 'EXECUTING' && s[i - 1]?.[2] === e[2]));
+const noLiveRepeats = (s: any[][]) =>
+  s.filter((e, i) => !(e[1] === 'EXECUTING' && s[i - 1]?.[1] === 'EXECUTING' && s[i - 1]?.[2] === e[2]));
 
 const confirm = (srv: TestServer, w: TaskWatch, ...confs: Record<string, unknown>[]) =>
   rpc(srv.url, 'message/stream', { message: confirmMessage(w.taskId, w.contextId, ...confs) });
@@ -116,16 +116,22 @@ t.test('two writes answered one at a time, the second first', async (t) => {
 t.test('with one call left, "yes" answers it', async (t) => {
   const srv = await startServer(t);
   const { watch, a, b } = await twoWrites(t, srv);
-  t.same(shape(watch.take(await confirm(srv, watch, once(a)))).map((s) => s[1]), ['EXECUTING', 'SUCCEEDED', 'input-required']);
+  t.same(
+    shape(watch.take(await confirm(srv, watch, once(a)))).map((s) => s[1]),
+    ['EXECUTING', 'SUCCEEDED', 'input-required'],
+  );
   const done = watch.take(
     await rpc(srv.url, 'message/stream', { message: userMessage(' yes ', { taskId: watch.taskId, contextId: watch.contextId }) }),
   );
-  t.same(shape(done).map((s) => [s[1], s[2]]), [
-    ['EXECUTING', b],
-    ['SUCCEEDED', b],
-    ['working', null],
-    ['completed', null],
-  ]);
+  t.same(
+    shape(done).map((s) => [s[1], s[2]]),
+    [
+      ['EXECUTING', b],
+      ['SUCCEEDED', b],
+      ['working', null],
+      ['completed', null],
+    ],
+  );
   t.equal(read(srv, 'a.txt'), 'A\n');
   t.equal(read(srv, 'b.txt'), 'B\n');
   checkToolCalls(t, watch);
@@ -137,7 +143,9 @@ t.test('both answered in one message: proceed_once and cancel', async (t) => {
       const srv = await startServer(t);
       const { watch, a, b } = await twoWrites(t, srv);
       const [ok, no] = order === 'approve a, cancel b' ? [a, b] : [b, a];
-      const done = watch.take(await confirm(srv, watch, ...(order === 'approve a, cancel b' ? [once(a), cancel(b)] : [cancel(a), once(b)])));
+      const done = watch.take(
+        await confirm(srv, watch, ...(order === 'approve a, cancel b' ? [once(a), cancel(b)] : [cancel(a), once(b)])),
+      );
       const s = shape(done);
       const calls = s.filter((e) => e[0] === 'TOOL_CALL_UPDATE');
       t.same(
@@ -145,13 +153,24 @@ t.test('both answered in one message: proceed_once and cancel', async (t) => {
         ['EXECUTING', 'SUCCEEDED'],
         'the approved call runs',
       );
-      t.same(calls.filter((e) => e[2] === no).map((e) => e[1]), ['CANCELLED'], 'the other is cancelled');
+      t.same(
+        calls.filter((e) => e[2] === no).map((e) => e[1]),
+        ['CANCELLED'],
+        'the other is cancelled',
+      );
       t.equal(calls.length, 3);
-      t.same(s.slice(3), [
-        ['TEXT_CONTENT', 'working', null, false],
-        ['STATE_CHANGE', 'completed', null, true],
-      ], 'one stream, straight to completed');
-      t.notOk(s.some((e) => e[1] === 'input-required'), 'no pause in between');
+      t.same(
+        s.slice(3),
+        [
+          ['TEXT_CONTENT', 'working', null, false],
+          ['STATE_CHANGE', 'completed', null, true],
+        ],
+        'one stream, straight to completed',
+      );
+      t.notOk(
+        s.some((e) => e[1] === 'input-required'),
+        'no pause in between',
+      );
       t.equal(dataOf(done.find((r) => dataOf(r)?.tool_call_id === no)).error?.type, 'declined');
       const [written, skipped] = ok === a ? ['a.txt', 'b.txt'] : ['b.txt', 'a.txt'];
       t.equal(read(srv, written), written === 'a.txt' ? 'A\n' : 'B\n');
@@ -168,12 +187,15 @@ t.test('both cancelled in one message: the turn still completes', async (t) => {
   const srv = await startServer(t);
   const { watch, a, b } = await twoWrites(t, srv);
   const done = watch.take(await confirm(srv, watch, cancel(a), cancel(b)));
-  t.same(shape(done).map((s) => [s[1], s[2]]), [
-    ['CANCELLED', a],
-    ['CANCELLED', b],
-    ['working', null],
-    ['completed', null],
-  ]);
+  t.same(
+    shape(done).map((s) => [s[1], s[2]]),
+    [
+      ['CANCELLED', a],
+      ['CANCELLED', b],
+      ['working', null],
+      ['completed', null],
+    ],
+  );
   t.notOk(existsSync(file(srv, 'a.txt')));
   t.notOk(existsSync(file(srv, 'b.txt')));
   checkToolCalls(t, watch);
@@ -206,7 +228,13 @@ t.test('answers for both calls sent concurrently on two connections', async (t) 
   t.equal(read(srv, 'a.txt'), 'A\n');
   t.equal(read(srv, 'b.txt'), 'B\n');
   const seqs = checkToolCalls(t, watch);
-  t.same([seqs.get(a), seqs.get(b)], [['PENDING', 'EXECUTING', 'SUCCEEDED'], ['PENDING', 'EXECUTING', 'SUCCEEDED']]);
+  t.same(
+    [seqs.get(a), seqs.get(b)],
+    [
+      ['PENDING', 'EXECUTING', 'SUCCEEDED'],
+      ['PENDING', 'EXECUTING', 'SUCCEEDED'],
+    ],
+  );
   const states = watch.results.map((r) => r.status.state);
   t.equal(states.filter((st) => st === 'completed').length, 1, 'the turn completed once');
   t.equal(watch.results.filter((r) => textOf(r) === 'Both answered.').length, 1, 'the model continued once');
@@ -218,8 +246,17 @@ t.test('proceed_always on one call also runs its sibling of the same tool', asyn
   const done = watch.take(await confirm(srv, watch, { tool_call_id: a, selected_option_id: 'proceed_always' }));
   const s = shape(done);
   // The order of the two runs is not part of the contract (today the sibling runs first).
-  for (const id of [a, b]) t.same(s.filter((e) => e[2] === id).map((e) => e[1]), ['EXECUTING', 'SUCCEEDED'], `${id} runs`);
-  t.same(s.slice(4).map((e) => e[1]), ['working', 'completed'], 'then the model completes, no pause');
+  for (const id of [a, b])
+    t.same(
+      s.filter((e) => e[2] === id).map((e) => e[1]),
+      ['EXECUTING', 'SUCCEEDED'],
+      `${id} runs`,
+    );
+  t.same(
+    s.slice(4).map((e) => e[1]),
+    ['working', 'completed'],
+    'then the model completes, no pause',
+  );
   t.equal(s.length, 6);
   t.equal(read(srv, 'a.txt'), 'A\n');
   t.equal(read(srv, 'b.txt'), 'B\n');
@@ -256,9 +293,15 @@ t.test('mixed turn: the read runs at once, the write and the shell command wait'
   t.equal(cRead.tool_name, 'read_file');
   t.notOk('confirmation_request' in cRead, 'the read asks nothing');
   t.equal(cWrite.tool_name, 'write_file');
-  t.same(cWrite.confirmation_request.options.map((o: any) => o.id), ['proceed_once', 'proceed_always', 'modify_with_editor', 'cancel']);
+  t.same(
+    cWrite.confirmation_request.options.map((o: any) => o.id),
+    ['proceed_once', 'proceed_always', 'modify_with_editor', 'cancel'],
+  );
   t.equal(cShell.tool_name, 'run_shell_command');
-  t.same(cShell.confirmation_request.options.map((o: any) => o.id), ['proceed_once', 'proceed_always', 'cancel']);
+  t.same(
+    cShell.confirmation_request.options.map((o: any) => o.id),
+    ['proceed_once', 'proceed_always', 'cancel'],
+  );
   t.match(cShell.confirmation_request.execute_details, { command: 'echo ran' });
   t.match(dataOf(ev[7]).output.text, /seed says hi/, 'the read result is shown');
   const prompt = textOf(ev[8]);
@@ -300,17 +343,23 @@ t.test('mixed turn answered in two messages, shell first', async (t) => {
   const ev = watch.take(await rpc(srv.url, 'message/stream', { message: userMessage('mixed bag') }));
   const [, writeId, shellId] = ev.slice(3, 6).map((e) => dataOf(e).tool_call_id);
   const s1 = noLiveRepeats(shape(watch.take(await confirm(srv, watch, once(shellId)))));
-  t.same(s1.map((e) => [e[1], e[2]]), [
-    ['EXECUTING', shellId],
-    ['SUCCEEDED', shellId],
-    ['input-required', null],
-  ]);
+  t.same(
+    s1.map((e) => [e[1], e[2]]),
+    [
+      ['EXECUTING', shellId],
+      ['SUCCEEDED', shellId],
+      ['input-required', null],
+    ],
+  );
   const s2 = shape(watch.take(await confirm(srv, watch, cancel(writeId))));
-  t.same(s2.map((e) => [e[1], e[2]]), [
-    ['CANCELLED', writeId],
-    ['working', null],
-    ['completed', null],
-  ]);
+  t.same(
+    s2.map((e) => [e[1], e[2]]),
+    [
+      ['CANCELLED', writeId],
+      ['working', null],
+      ['completed', null],
+    ],
+  );
   t.notOk(existsSync(file(srv, 'out.txt')));
   checkToolCalls(t, watch);
 });

@@ -21,13 +21,20 @@ import { WebhookReceiver } from '../support/webhook.js';
  * 200–400 ms), so the kill below lands while the dispatcher waits, not while it holds a lease
  * (a lease held by a dead process is only taken over after PUSH_TIMEOUT_MS·3 + 30 s).
  */
-const PUSH_ENV = { PUSH_ALLOW_PRIVATE: '1', PUSH_RETRY_BASE_MS: '400', PUSH_RETRY_MAX_MS: '800', PUSH_MAX_ATTEMPTS: '1000', PUSH_TIMEOUT_MS: '2000' };
+const PUSH_ENV = {
+  PUSH_ALLOW_PRIVATE: '1',
+  PUSH_RETRY_BASE_MS: '400',
+  PUSH_RETRY_MAX_MS: '800',
+  PUSH_MAX_ATTEMPTS: '1000',
+  PUSH_TIMEOUT_MS: '2000',
+};
 
 const results = (res: PostResult) => (res.events ?? []).map((e) => e.data.result);
 const sseIds = (res: PostResult) => (res.events ?? []).map((e) => e.id);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String(from + i));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const kidsOf = async (url: string) => ((await (await fetch(new URL('/.well-known/jwks.json', url))).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
+const kidsOf = async (url: string) =>
+  ((await (await fetch(new URL('/.well-known/jwks.json', url))).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
 
 async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?: FreshDatabase): Promise<void> {
   const hook = await WebhookReceiver.start(t);
@@ -38,20 +45,36 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
   const kids = await kidsOf(first.url);
 
   // Receiver up: the first stream's events (1..4, up to the pause) are delivered.
-  const paused = await rpc(first.url, 'message/stream', { message: userMessage('write a greeting'), configuration: { pushNotificationConfig: { url: hook.url(path), token: 'tok' } } });
+  const paused = await rpc(first.url, 'message/stream', {
+    message: userMessage('write a greeting'),
+    configuration: { pushNotificationConfig: { url: hook.url(path), token: 'tok' } },
+  });
   const task = results(paused)[0];
   t.same(sseIds(paused), range(1, 4), 'the first stream: 1..4');
   const early = await hook.waitForDeliveries(4, { path });
-  t.same(early.map((d) => d.eventId), range(1, 4), 'receiver up: 1..4 delivered');
+  t.same(
+    early.map((d) => d.eventId),
+    range(1, 4),
+    'receiver up: 1..4 delivered',
+  );
 
   // Receiver failing: the task goes on (5..9) and event 5 is retried.
   hook.answer(500);
   const card = dataOf(results(paused).find((r) => dataOf(r)?.status === 'PENDING'));
-  const done = await rpc(first.url, 'message/stream', { message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }) });
+  const done = await rpc(first.url, 'message/stream', {
+    message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+  });
   t.same(sseIds(done), range(5, 9), 'the answer stream: 5..9');
   t.equal(results(done).at(-1)?.status?.state, 'completed');
   const failing = await hook.waitForRequests(6, { path, timeoutMs: 20_000 });
-  t.same(failing.slice(4).map((d) => [d.eventId, d.status]), [['5', 500], ['5', 500]], 'event 5 failed twice (and nothing after it was tried)');
+  t.same(
+    failing.slice(4).map((d) => [d.eventId, d.status]),
+    [
+      ['5', 500],
+      ['5', 500],
+    ],
+    'event 5 failed twice (and nothing after it was tried)',
+  );
 
   // Receiver down, then the server dies while it waits to retry.
   await hook.stop();
@@ -59,7 +82,11 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
   t.match(await first.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the server died by SIGKILL');
   if (pg) {
     const [row] = await pg.sql`select delivered_seq, lease_owner from push_configs where task_id = ${task.id}`;
-    t.same({ delivered: Number(row?.delivered_seq), lease: row?.lease_owner ?? null }, { delivered: 4, lease: null }, 'the store: 1..4 delivered, no lease held');
+    t.same(
+      { delivered: Number(row?.delivered_seq), lease: row?.lease_owner ?? null },
+      { delivered: 4, lease: null },
+      'the store: 1..4 delivered, no lease held',
+    );
   }
   const second = await spawn();
   t.not(second.pid, first.pid, 'a new process on the same store');
@@ -69,10 +96,21 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
   hook.ok();
   await hook.start();
   const all = await hook.waitForDeliveries(9, { path, timeoutMs: 20_000 });
-  t.same(all.map((d) => d.eventId), range(1, 9), 'every event accepted exactly once, in order');
+  t.same(
+    all.map((d) => d.eventId),
+    range(1, 9),
+    'every event accepted exactly once, in order',
+  );
   const seen = hook.to(path).map((d) => Number(d.eventId));
-  t.ok(seen.every((n, i) => i === 0 || n >= seen[i - 1]), `never out of order: ${seen.join(' ')}`);
-  t.same(all.slice(4).map((d) => d.json?.status?.state), results(done).map((r) => r.status.state), 'each body carries its event’s state');
+  t.ok(
+    seen.every((n, i) => i === 0 || n >= seen[i - 1]),
+    `never out of order: ${seen.join(' ')}`,
+  );
+  t.same(
+    all.slice(4).map((d) => d.json?.status?.state),
+    results(done).map((r) => r.status.state),
+    'each body carries its event’s state',
+  );
   t.ok(all.every((d) => d.json?.id === task.id && d.headers['x-a2a-notification-token'] === 'tok'));
 
   const jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', second.url));
@@ -87,7 +125,11 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
   }
   if (pg) {
     const [row] = await pg.sql`select delivered_seq, dropped from push_configs where task_id = ${task.id}`;
-    t.same({ delivered: Number(row?.delivered_seq), dropped: Number(row?.dropped) }, { delivered: 9, dropped: 0 }, 'the cursor is at 9, nothing dropped');
+    t.same(
+      { delivered: Number(row?.delivered_seq), dropped: Number(row?.dropped) },
+      { delivered: 9, dropped: 0 },
+      'the cursor is at 9, nothing dropped',
+    );
   }
 }
 

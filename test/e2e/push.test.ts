@@ -23,7 +23,13 @@ import { WebhookReceiver } from '../support/webhook.js';
 import type { Delivery } from '../support/webhook.js';
 
 /** Loopback receivers allowed; retries fast; nothing is dropped while a test keeps a receiver down. */
-const ENV = { PUSH_ALLOW_PRIVATE: '1', PUSH_RETRY_BASE_MS: '50', PUSH_RETRY_MAX_MS: '200', PUSH_MAX_ATTEMPTS: '1000', PUSH_TIMEOUT_MS: '5000' };
+const ENV = {
+  PUSH_ALLOW_PRIVATE: '1',
+  PUSH_RETRY_BASE_MS: '50',
+  PUSH_RETRY_MAX_MS: '200',
+  PUSH_MAX_ATTEMPTS: '1000',
+  PUSH_TIMEOUT_MS: '5000',
+};
 
 const results = (res: PostResult) => (res.events ?? []).map((e) => e.data.result);
 const sseIds = (res: PostResult) => (res.events ?? []).map((e) => e.id);
@@ -42,7 +48,9 @@ async function streamWithPush(srv: TestServer, prompt: string, pushNotificationC
 function approve(srv: TestServer, first: PostResult, option = 'proceed_once'): Promise<PostResult> {
   const ev = results(first);
   const card = dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING'));
-  return rpc(srv.url, 'message/stream', { message: confirmMessage(ev[0].id, ev[0].contextId, { tool_call_id: card.tool_call_id, selected_option_id: option }) });
+  return rpc(srv.url, 'message/stream', {
+    message: confirmMessage(ev[0].id, ev[0].contextId, { tool_call_id: card.tool_call_id, selected_option_id: option }),
+  });
 }
 
 /** The Authorization-less JWT header of a delivery (whichever header carries it). */
@@ -55,14 +63,20 @@ function jwtOf(d: Delivery): string {
 /** Verifies each delivery's JWT against the server's JWKS: kid, task, event, body hash. */
 async function checkJwts(t: Test, srv: TestServer, taskId: string, deliveries: Delivery[]): Promise<void> {
   const jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', srv.url));
-  const published = (await (await fetch(new URL('/.well-known/jwks.json', srv.url))).json()) as { keys: Array<{ kid: string; d?: string }> };
+  const published = (await (await fetch(new URL('/.well-known/jwks.json', srv.url))).json()) as {
+    keys: Array<{ kid: string; d?: string }>;
+  };
   t.ok(published.keys.length > 0, 'the JWKS publishes a key');
-  t.ok(published.keys.every((k) => k.d === undefined), 'no private key material in the JWKS');
+  t.ok(
+    published.keys.every((k) => k.d === undefined),
+    'no private key material in the JWKS',
+  );
   const problems: string[] = [];
   for (const d of deliveries) {
     try {
       const { payload, protectedHeader } = await jwtVerify(jwtOf(d), jwks);
-      if (!protectedHeader.kid || !published.keys.some((k) => k.kid === protectedHeader.kid)) problems.push(`${d.eventId}: kid ${protectedHeader.kid} not in the JWKS`);
+      if (!protectedHeader.kid || !published.keys.some((k) => k.kid === protectedHeader.kid))
+        problems.push(`${d.eventId}: kid ${protectedHeader.kid} not in the JWKS`);
       if (payload.task_id !== taskId) problems.push(`${d.eventId}: task_id ${payload.task_id}`);
       if (payload.event_id !== d.eventId) problems.push(`${d.eventId}: event_id ${payload.event_id}`);
       if (typeof payload.iat !== 'number') problems.push(`${d.eventId}: no iat`);
@@ -113,8 +127,16 @@ t.test('v0.3: registered in message/stream, every event is pushed once, in order
         continue;
       }
       if (ev.status.state === 'input-required') {
-        t.same(d.json.status.message.parts.slice(0, ev.status.message.parts.length), ev.status.message.parts, `${d.eventId}: the pause's own parts first`);
-        t.same({ ...d.json.status, message: undefined }, { ...ev.status, message: undefined }, `${d.eventId}: state and timestamp of the pause`);
+        t.same(
+          d.json.status.message.parts.slice(0, ev.status.message.parts.length),
+          ev.status.message.parts,
+          `${d.eventId}: the pause's own parts first`,
+        );
+        t.same(
+          { ...d.json.status, message: undefined },
+          { ...ev.status, message: undefined },
+          `${d.eventId}: state and timestamp of the pause`,
+        );
       } else {
         t.same(d.json.status, ev.status, `${d.eventId}: status = the SSE event's status (${ev.status.state})`);
       }
@@ -127,7 +149,10 @@ t.test('v0.3: registered in message/stream, every event is pushed once, in order
     const cards = cardsIn(got[pauseAt].json.status);
     t.equal(cards.length, 1, 'one ToolCall DataPart');
     t.match(cards[0], { tool_call_id: card.tool_call_id, status: 'PENDING', tool_name: 'write_file' });
-    t.same(cards[0].confirmation_request.options.map((o: any) => o.id), ['proceed_once', 'proceed_always', 'modify_with_editor', 'cancel']);
+    t.same(
+      cards[0].confirmation_request.options.map((o: any) => o.id),
+      ['proceed_once', 'proceed_always', 'modify_with_editor', 'cancel'],
+    );
     t.same(cards[0], card, 'the same card the stream showed: a client can draw it from the callback alone');
     t.match(textOf(got[pauseAt].json), /Waiting for approval/);
   });
@@ -148,7 +173,10 @@ t.test('without authentication in the config the JWT rides Authorization: Bearer
   const res = await streamWithPush(srv, 'hello there', { url: hook.url('/plain') });
   t.equal(results(res).at(-1).status.state, 'completed');
   const got = await hook.waitForDeliveries(res.events!.length, { path: '/plain' });
-  t.same(got.map((d) => d.eventId), sseIds(res));
+  t.same(
+    got.map((d) => d.eventId),
+    sseIds(res),
+  );
   for (const d of got) {
     t.match(d.headers.authorization, /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/, `${d.eventId}: Authorization: Bearer <jwt>`);
     t.notOk('x-a2a-notification-jwt' in d.headers, 'no separate JWT header');
@@ -178,9 +206,19 @@ t.test('v1.0 registration, and get/list/delete in both versions', async (t) => {
     { id: 'cfg-v1', taskId: task.id, url: hook.url('/v1'), token: 'tok-v1', authentication: { scheme: 'Bearer', credentials: 'v1-cred' } },
     `CreateTaskPushNotificationConfig answers the config: ${created.raw}`,
   );
-  const set = await rpc(srv.url, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { id: 'cfg-v03', url: hook.url('/v03'), token: 'tok-v03' } });
-  t.same(set.json?.result, { taskId: task.id, pushNotificationConfig: { id: 'cfg-v03', url: hook.url('/v03'), token: 'tok-v03' } }, `tasks/pushNotificationConfig/set: ${set.raw}`);
-  for (const [id, path] of [['cfg-del', '/del'], ['cfg-del03', '/del03']]) {
+  const set = await rpc(srv.url, 'tasks/pushNotificationConfig/set', {
+    taskId: task.id,
+    pushNotificationConfig: { id: 'cfg-v03', url: hook.url('/v03'), token: 'tok-v03' },
+  });
+  t.same(
+    set.json?.result,
+    { taskId: task.id, pushNotificationConfig: { id: 'cfg-v03', url: hook.url('/v03'), token: 'tok-v03' } },
+    `tasks/pushNotificationConfig/set: ${set.raw}`,
+  );
+  for (const [id, path] of [
+    ['cfg-del', '/del'],
+    ['cfg-del03', '/del03'],
+  ]) {
     const r = await rpc(srv.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id, url: hook.url(path) }, { version: '1.0' });
     t.equal(r.json?.result?.id, id, `${id} created`);
   }
@@ -191,7 +229,15 @@ t.test('v1.0 registration, and get/list/delete in both versions', async (t) => {
     const v03 = await rpc(srv.url, 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: 'cfg-v1' });
     t.same(
       v03.json?.result,
-      { taskId: task.id, pushNotificationConfig: { id: 'cfg-v1', url: hook.url('/v1'), token: 'tok-v1', authentication: { schemes: ['Bearer'], credentials: 'v1-cred' } } },
+      {
+        taskId: task.id,
+        pushNotificationConfig: {
+          id: 'cfg-v1',
+          url: hook.url('/v1'),
+          token: 'tok-v1',
+          authentication: { schemes: ['Bearer'], credentials: 'v1-cred' },
+        },
+      },
       'v0.3 reads the v1.0 config',
     );
   });
@@ -227,7 +273,13 @@ t.test('v1.0 registration, and get/list/delete in both versions', async (t) => {
       ['v0.3 list, unknown task', 'tasks/pushNotificationConfig/list', { id: 'no-such-task' }, '0.3', -32001],
       ['v1.0 delete, unknown task', 'DeleteTaskPushNotificationConfig', { taskId: 'no-such-task', id: 'x' }, '1.0', -32001],
       ['v1.0 create, unknown task', 'CreateTaskPushNotificationConfig', { taskId: 'no-such-task', url: hook.url('/x') }, '1.0', -32001],
-      ['v0.3 set, unknown task', 'tasks/pushNotificationConfig/set', { taskId: 'no-such-task', pushNotificationConfig: { url: hook.url('/x') } }, '0.3', -32001],
+      [
+        'v0.3 set, unknown task',
+        'tasks/pushNotificationConfig/set',
+        { taskId: 'no-such-task', pushNotificationConfig: { url: hook.url('/x') } },
+        '0.3',
+        -32001,
+      ],
     ];
     for (const [name, method, params, version, code] of cases) {
       const r = await rpc(srv.url, method, params, { version });
@@ -241,13 +293,21 @@ t.test('v1.0 registration, and get/list/delete in both versions', async (t) => {
   const v03 = await hook.waitForDeliveries(5, { path: '/v03' });
 
   await t.test('the v1.0 config gets StreamResponse JSON, from the event after it was set', async (t) => {
-    t.same(v1.map((d) => d.eventId), range(5, 9), 'events 5..9 (none from before it was set)');
+    t.same(
+      v1.map((d) => d.eventId),
+      range(5, 9),
+      'events 5..9 (none from before it was set)',
+    );
     for (const [i, d] of v1.entries()) {
       const ev = second.events![i].data.result;
       t.match(d.headers['content-type'], /^application\/a2a\+json/, 'application/a2a+json');
       t.same(Object.keys(d.json), ['statusUpdate'], `${d.eventId}: a StreamResponse with statusUpdate`);
       t.match(d.json.statusUpdate, { taskId: task.id, contextId: task.contextId, status: { timestamp: ev.status.timestamp } });
-      t.equal(d.json.statusUpdate.status.state, `TASK_STATE_${ev.status.state.toUpperCase().replace('-', '_')}`, `${d.eventId}: v1.0 state name`);
+      t.equal(
+        d.json.statusUpdate.status.state,
+        `TASK_STATE_${ev.status.state.toUpperCase().replace('-', '_')}`,
+        `${d.eventId}: v1.0 state name`,
+      );
       t.equal(d.headers['x-a2a-notification-token'], 'tok-v1');
       t.equal(d.headers.authorization, 'Bearer v1-cred');
     }
@@ -255,15 +315,23 @@ t.test('v1.0 registration, and get/list/delete in both versions', async (t) => {
   });
 
   await t.test('the v0.3 config set by tasks/pushNotificationConfig/set gets Task bodies', async (t) => {
-    t.same(v03.map((d) => d.eventId), range(5, 9));
+    t.same(
+      v03.map((d) => d.eventId),
+      range(5, 9),
+    );
     t.ok(v03.every((d) => d.json?.kind === 'task' && d.json.id === task.id));
-    t.same(v03.map((d) => d.json.status.state), results(second).map((r) => r.status.state));
+    t.same(
+      v03.map((d) => d.json.status.state),
+      results(second).map((r) => r.status.state),
+    );
   });
 
   t.same(hook.to('/del').length + hook.to('/del03').length, 0, 'deleted configs got nothing');
 
   await t.test('a v1.0 input-required push carries the waiting card as a data part', async (t) => {
-    const more = await rpc(srv.url, 'message/stream', { message: userMessage('write it again', { taskId: task.id, contextId: task.contextId }) });
+    const more = await rpc(srv.url, 'message/stream', {
+      message: userMessage('write it again', { taskId: task.id, contextId: task.contextId }),
+    });
     const ev = results(more);
     t.equal(ev.at(-1)?.status?.state, 'input-required', `the completed task goes on and pauses again: ${more.raw.slice(0, 200)}`);
     const card = dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING'));
@@ -290,7 +358,10 @@ t.test('SSRF guard: private, loopback and metadata URLs are refused and nothing 
   for (const [url, why] of cases) {
     await t.test(url, async (t) => {
       const contextId = `ctx-ssrf-${Math.random().toString(36).slice(2)}`;
-      const stream = await rpc(strict.url, 'message/stream', { message: userMessage('hello', { contextId }), configuration: { pushNotificationConfig: { url } } });
+      const stream = await rpc(strict.url, 'message/stream', {
+        message: userMessage('hello', { contextId }),
+        configuration: { pushNotificationConfig: { url } },
+      });
       t.equal(stream.json?.error?.code, -32602, `message/stream: -32602 before any SSE (${stream.json?.error?.message})`);
       t.match(stream.json?.error?.message, /configuration\.pushNotificationConfig\.url/);
       t.match(stream.json?.error?.message, why, 'names the address class');
@@ -308,10 +379,16 @@ t.test('SSRF guard: private, loopback and metadata URLs are refused and nothing 
   }
 
   await t.test('PUSH_ALLOW_PRIVATE lifts private classes but never cloud metadata', async (t) => {
-    const meta = await rpc(open.url, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'http://169.254.169.254/latest/' } });
+    const meta = await rpc(open.url, 'tasks/pushNotificationConfig/set', {
+      taskId: task.id,
+      pushNotificationConfig: { url: 'http://169.254.169.254/latest/' },
+    });
     t.equal(meta.json?.error?.code, -32602);
     t.match(meta.json?.error?.message, /cloud metadata endpoints are always refused/);
-    const priv = await rpc(open.url, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { id: 'p', url: 'http://10.0.0.1/' } });
+    const priv = await rpc(open.url, 'tasks/pushNotificationConfig/set', {
+      taskId: task.id,
+      pushNotificationConfig: { id: 'p', url: 'http://10.0.0.1/' },
+    });
     t.equal(priv.json?.result?.pushNotificationConfig?.url, 'http://10.0.0.1/', 'a private address is accepted');
     await rpc(open.url, 'tasks/pushNotificationConfig/delete', { id: task.id, pushNotificationConfigId: 'p' });
   });
@@ -327,7 +404,15 @@ t.test('a receiver that fails, then is down, then comes back gets everything onc
   const taskId = results(first)[0].id;
   t.equal(results(first).at(-1).status.state, 'input-required', 'the stream is not held up by the failing receiver');
   const failed = await hook.waitForRequests(3, { path });
-  t.same(failed.slice(0, 3).map((d) => [d.eventId, d.status]), [['1', 500], ['1', 500], ['1', 500]], 'event 1 is retried; nothing later goes first');
+  t.same(
+    failed.slice(0, 3).map((d) => [d.eventId, d.status]),
+    [
+      ['1', 500],
+      ['1', 500],
+      ['1', 500],
+    ],
+    'event 1 is retried; nothing later goes first',
+  );
   // Backoff (PUSH_RETRY_BASE_MS=50): retry k waits at least min(200, 50·2^(k−1))/2 ms.
   const gaps = failed.slice(1, 3).map((d, i) => d.at - failed[i].at);
   t.ok(gaps[0] >= 24 && gaps[1] >= 49, `the retries back off (gaps ${gaps.join(', ')} ms)`);
@@ -348,12 +433,27 @@ t.test('a receiver that fails, then is down, then comes back gets everything onc
   hook.ok();
   await hook.start();
   const got = await hook.waitForDeliveries(9, { path });
-  t.same(got.map((d) => d.eventId), range(1, 9), 'after it is back: 1..9 accepted, once each, in order');
+  t.same(
+    got.map((d) => d.eventId),
+    range(1, 9),
+    'after it is back: 1..9 accepted, once each, in order',
+  );
   const seen = hook.to(path).map((d) => Number(d.eventId));
-  t.ok(seen.every((n, i) => i === 0 || n >= seen[i - 1]), `requests never went back or skipped ahead: ${seen.join(' ')}`);
+  t.ok(
+    seen.every((n, i) => i === 0 || n >= seen[i - 1]),
+    `requests never went back or skipped ahead: ${seen.join(' ')}`,
+  );
   const sse = [...results(first), ...results(second)];
-  t.same(got.slice(1).map((d) => d.json.status.state), sse.slice(1).map((r) => r.status.state), 'each status-update push has its event’s state');
-  t.same(cardsIn(got[3].json.status).map((c: any) => c.status), ['PENDING'], 'the late input-required push still carries the card it paused on');
+  t.same(
+    got.slice(1).map((d) => d.json.status.state),
+    sse.slice(1).map((r) => r.status.state),
+    'each status-update push has its event’s state',
+  );
+  t.same(
+    cardsIn(got[3].json.status).map((c: any) => c.status),
+    ['PENDING'],
+    'the late input-required push still carries the card it paused on',
+  );
   t.equal((await store.getPushConfig(taskId, taskId))?.dropped, 0, 'nothing dropped');
 });
 
@@ -367,8 +467,19 @@ t.test('PUSH_MAX_ATTEMPTS: an event that keeps failing is dropped, the next ones
     const res = await streamWithPush(srv, 'hello again', { url: hook.url('/drop5xx') });
     const n = res.events!.length;
     const got = await hook.waitForDeliveries(n - 1, { path: '/drop5xx' });
-    t.same(got.map((d) => d.eventId), range(2, n), 'events 2.. arrive in order');
-    t.same(hook.to('/drop5xx').filter((d) => d.eventId === '1').map((d) => d.status), [503, 503, 503], 'event 1: three attempts, then given up');
+    t.same(
+      got.map((d) => d.eventId),
+      range(2, n),
+      'events 2.. arrive in order',
+    );
+    t.same(
+      hook
+        .to('/drop5xx')
+        .filter((d) => d.eventId === '1')
+        .map((d) => d.status),
+      [503, 503, 503],
+      'event 1: three attempts, then given up',
+    );
     const taskId = results(res)[0].id;
     const config = await store.getPushConfig(taskId, taskId);
     t.equal(config?.dropped, 1, 'counted as dropped');
@@ -404,7 +515,11 @@ t.test('a slow receiver does not slow the SSE stream', async (t) => {
   hook.answer(200, 0, false); // the call in progress still takes its 2 s; the rest go fast
   const got = await hook.waitForDeliveries(9, { path });
   t.ok((got[0].answeredAt ?? 0) - got[0].at >= 1990, 'the first delivery really took 2 s');
-  t.same(got.map((d) => d.eventId), range(1, 9), 'everything arrives, in order, once');
+  t.same(
+    got.map((d) => d.eventId),
+    range(1, 9),
+    'everything arrives, in order, once',
+  );
   t.equal(hook.to(path).length, 9, 'no retry: a slow 200 is a delivery');
 });
 
@@ -415,15 +530,28 @@ t.test('APPROVAL_TIMEOUT: a reminder push, then the expiry push', async (t) => {
   const first = await streamWithPush(srv, 'write a greeting', { url: hook.url(path) });
   const card = dataOf(results(first).find((r) => dataOf(r)?.status === 'PENDING'));
   t.equal(results(first).at(-1).status.state, 'input-required');
-  const reminder = await hook.waitForDelivery((d) => d.json?.status?.state === 'input-required' && /^Reminder:/.test(textOf(d.json)), { path, timeoutMs: 10_000 });
-  const expired = await hook.waitForDelivery((d) => cardsIn(d.json?.status).some((c: any) => c.status === 'CANCELLED'), { path, timeoutMs: 10_000 });
+  const reminder = await hook.waitForDelivery((d) => d.json?.status?.state === 'input-required' && /^Reminder:/.test(textOf(d.json)), {
+    path,
+    timeoutMs: 10_000,
+  });
+  const expired = await hook.waitForDelivery((d) => cardsIn(d.json?.status).some((c: any) => c.status === 'CANCELLED'), {
+    path,
+    timeoutMs: 10_000,
+  });
   t.match(textOf(reminder.json), new RegExp(`^Reminder: write_file \\(${card.tool_call_id}\\) will be cancelled in about \\d+ s`));
-  t.ok(Number(reminder.eventId) < Number(expired.eventId) && reminder.n < expired.n, `the reminder (${reminder.eventId}) comes before the expiry (${expired.eventId})`);
+  t.ok(
+    Number(reminder.eventId) < Number(expired.eventId) && reminder.n < expired.n,
+    `the reminder (${reminder.eventId}) comes before the expiry (${expired.eventId})`,
+  );
   const cancelled = cardsIn(expired.json.status).find((c: any) => c.status === 'CANCELLED');
   t.match(cancelled, { tool_call_id: card.tool_call_id, status: 'CANCELLED', error: { type: 'approval_timeout' } });
   const end = await hook.waitForDelivery((d) => d.json?.status?.state === 'completed', { path });
   const ids = hook.delivered(path).map((d) => Number(d.eventId));
-  t.same(ids, Array.from({ length: Number(end.eventId) }, (_, i) => i + 1), 'every event up to completion, in order, once');
+  t.same(
+    ids,
+    Array.from({ length: Number(end.eventId) }, (_, i) => i + 1),
+    'every event up to completion, in order, once',
+  );
 });
 
 t.test('the agent card offers push notifications', async (t) => {

@@ -58,7 +58,11 @@ t.test('replay', async (t) => {
       t.same(idsOf(replay.events), [null, ...range(k + 1, 9)], `Last-Event-ID ${k}: the snapshot (no id), then exactly ${k + 1}..9`);
       const [snapshot, ...rest] = results(replay.events);
       t.match(snapshot, { kind: 'task', id: task.id, status: { state: 'completed' } }, 'the snapshot comes first');
-      t.same(rest, range(k + 1, 9).map((id) => byId.get(id)), `Last-Event-ID ${k}: the same events as were streamed live`);
+      t.same(
+        rest,
+        range(k + 1, 9).map((id) => byId.get(id)),
+        `Last-Event-ID ${k}: the same events as were streamed live`,
+      );
     }
     const none = await rpc(srv.url, 'tasks/resubscribe', { id: task.id });
     t.same(idsOf(none.events), [null], 'without Last-Event-ID a finished task gives only its snapshot');
@@ -95,7 +99,10 @@ t.test('replay', async (t) => {
     t.equal(dataOf(ev.find((r) => ['SUCCEEDED', 'FAILED'].includes(dataOf(r)?.status)))?.status, 'SUCCEEDED');
 
     const whole = results([...seen, ...later]);
-    const text = whole.filter((r) => devtool(r)?.kind === 'TEXT_CONTENT').map(textOf).join('');
+    const text = whole
+      .filter((r) => devtool(r)?.kind === 'TEXT_CONTENT')
+      .map(textOf)
+      .join('');
     t.equal(text, 'Slow command finished.', 'the text deltas of both streams make the whole answer');
     const final = dataOf(whole.find((r) => dataOf(r)?.status === 'SUCCEEDED'));
     t.match(final?.output?.text, /^line1\nline2\nline3\nline4\nline5\n/, 'the whole output, on the SUCCEEDED card');
@@ -154,7 +161,10 @@ t.test('replay', async (t) => {
     t.equal((await rpc(srv.url, 'tasks/get', { id: task.id })).json.result.status.state, 'input-required', 'nothing was consumed');
     const done = await rpc(srv.url, 'message/stream', { message: answer(task, cards[0]) });
     t.same(idsOf(done.events), [5, 6, 7, 8, 9], 'the confirmation after the resubscribes: ids 5..9');
-    t.same(results(done.events).map((r) => dataOf(r)?.status ?? r.status.state), ['EXECUTING', 'SUCCEEDED', 'working', 'working', 'completed']);
+    t.same(
+      results(done.events).map((r) => dataOf(r)?.status ?? r.status.state),
+      ['EXECUTING', 'SUCCEEDED', 'working', 'working', 'completed'],
+    );
     t.equal(readFileSync(path.join(srv.workspace, 'hello.txt'), 'utf8'), 'hello world\n');
   });
 
@@ -168,7 +178,10 @@ t.test('replay', async (t) => {
 
     const half = await rpc(srv.url, 'message/stream', { message: answer(task, cards[0]) });
     t.same(idsOf(half.events), [6, 7, 8], 'EXECUTING, SUCCEEDED, input-required (b still waits)');
-    t.same(results(half.events).map((r) => dataOf(r)?.status ?? r.status.state), ['EXECUTING', 'SUCCEEDED', 'input-required']);
+    t.same(
+      results(half.events).map((r) => dataOf(r)?.status ?? r.status.state),
+      ['EXECUTING', 'SUCCEEDED', 'input-required'],
+    );
 
     const second = await rpc(srv.url, 'tasks/resubscribe', { id: task.id });
     t.same(idsOf(second.events), [null, 4, 8], "only b's card, then the latest pause");
@@ -179,7 +192,10 @@ t.test('replay', async (t) => {
 
     const rest = await rpc(srv.url, 'message/stream', { message: answer(task, cards[1], 'cancel') });
     t.same(idsOf(rest.events), range(9, 9 + (rest.events?.length ?? 0) - 1));
-    t.same(results(rest.events).map((r) => dataOf(r)?.status ?? r.status.state), ['CANCELLED', 'working', 'completed']);
+    t.same(
+      results(rest.events).map((r) => dataOf(r)?.status ?? r.status.state),
+      ['CANCELLED', 'working', 'completed'],
+    );
     t.ok(existsSync(path.join(srv.workspace, 'a.txt')));
     t.notOk(existsSync(path.join(srv.workspace, 'b.txt')), 'the declined write did not happen');
   });
@@ -195,7 +211,11 @@ t.test('replay', async (t) => {
     t.equal(got[0]?.data.result.status.state, 'working', 'the snapshot says working');
     const ids = idsOf(got.slice(1));
     t.same(ids, range(3, 2 + ids.length), `3.. with no gap (${ids.join(',')})`);
-    t.equal(results(got).at(-1)?.status?.state, 'completed', 'the stream does not stop at the old input-required (event 4): it ends completed');
+    t.equal(
+      results(got).at(-1)?.status?.state,
+      'completed',
+      'the stream does not stop at the old input-required (event 4): it ends completed',
+    );
   });
 
   await t.test('a working task: a Last-Event-ID past the end of its log does not leave the stream open forever', async (t) => {

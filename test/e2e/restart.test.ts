@@ -31,7 +31,21 @@ const SCRIPT: ModelScript = {
   scripts: [
     {
       when: '^shell long',
-      steps: [{ chunks: [[{ functionCall: { name: 'run_shell_command', args: { command: 'for i in $(seq 600); do [ -e release.flag ] && break; sleep 0.1; done; echo long done' } } }]] }, { chunks: [[{ text: 'Long command finished.' }]] }],
+      steps: [
+        {
+          chunks: [
+            [
+              {
+                functionCall: {
+                  name: 'run_shell_command',
+                  args: { command: 'for i in $(seq 600); do [ -e release.flag ] && break; sleep 0.1; done; echo long done' },
+                },
+              },
+            ],
+          ],
+        },
+        { chunks: [[{ text: 'Long command finished.' }]] },
+      ],
     },
     ...TEST_SCRIPT.scripts,
   ],
@@ -64,12 +78,15 @@ async function pollState(url: string, id: string, want: string, timeoutMs = 15_0
 
 /** Starts `prompt` and reads its stream to the pause: the Task, the (first) PENDING card, every event. */
 async function pauseOn(srv: ServerProcess, workspace: string, prompt: string) {
-  const res = await rpc(srv.url, 'message/stream', { message: userMessage(prompt, { metadata: { [URI]: { workspace_path: workspace } } }) });
+  const res = await rpc(srv.url, 'message/stream', {
+    message: userMessage(prompt, { metadata: { [URI]: { workspace_path: workspace } } }),
+  });
   const ev = results(res.events);
   return { res, task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')) };
 }
 
-const proceed = (task: any, card: any) => confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
+const proceed = (task: any, card: any) =>
+  confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
 
 /**
  * The restart cases on one store (`storeEnv` names it); `pg` enables the PostgreSQL-only case.
@@ -143,7 +160,10 @@ async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: Fres
     const { task, card } = hang as Paused;
     const { task: failed, seen } = await pollState(current.url, task.id, 'failed');
     t.equal(failed?.status?.state, 'failed', `the task ends failed within the bounded wait (states seen: ${seen.join(' → ')})`);
-    t.ok(seen.every((s) => s === 'working' || s === 'failed'), `only working, then failed (seen: ${seen.join(' → ')})`);
+    t.ok(
+      seen.every((s) => s === 'working' || s === 'failed'),
+      `only working, then failed (seen: ${seen.join(' → ')})`,
+    );
 
     const replay = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '5' } });
     t.match(replay.contentType, /^text\/event-stream/, replay.raw);
@@ -162,7 +182,11 @@ async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: Fres
     t.equal(call?.error?.type, 'interrupted', 'error.type interrupted');
     t.match(call?.error?.message, /server stopped while run_shell_command was running/);
     t.notOk(call && 'live_content' in call, 'no live_content on the final card');
-    t.match(textOf(ev[1]), /^run_shell_command failed: The server stopped while run_shell_command was running/, 'a text part says it was interrupted');
+    t.match(
+      textOf(ev[1]),
+      /^run_shell_command failed: The server stopped while run_shell_command was running/,
+      'a text part says it was interrupted',
+    );
     t.match(textOf(ev[2]), /^Interrupted: /, 'the failed event says why');
     t.match(devtool(ev[2])?.error, /Interrupted/);
 
@@ -172,7 +196,10 @@ async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: Fres
     t.same(idsOf(again.events), [null], 'nothing after 7: the call was marked once');
     if (pg) {
       const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
-      t.same(audit.map((r) => r.decision), ['proposed', 'authorized', 'executed', 'interrupted']);
+      t.same(
+        audit.map((r) => r.decision),
+        ['proposed', 'authorized', 'executed', 'interrupted'],
+      );
     }
   });
 
@@ -196,12 +223,18 @@ async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: Fres
     const final = dataOf(ev.find((r) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(dataOf(r)?.status)));
     t.equal(final?.status, 'SUCCEEDED', 'the call succeeded');
     t.match(final?.output?.text, /long done/);
-    t.notOk(ev.some((r) => dataOf(r)?.error?.type === 'interrupted'), 'never marked interrupted');
+    t.notOk(
+      ev.some((r) => dataOf(r)?.error?.type === 'interrupted'),
+      'never marked interrupted',
+    );
     const ids = idsOf(events);
     t.same(ids, range(5, 5 + ids.length - 1), 'ids 5.. with no gap');
     t.equal((await getTask(second.url, task.id))?.status?.state, 'completed', 'completed, seen from the second process');
     const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
-    t.same(audit.map((r) => r.decision), ['proposed', 'authorized', 'executed', 'succeeded']);
+    t.same(
+      audit.map((r) => r.decision),
+      ['proposed', 'authorized', 'executed', 'succeeded'],
+    );
     await second.kill();
   });
 }

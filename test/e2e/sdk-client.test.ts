@@ -80,9 +80,7 @@ function toolCallOf(r: StreamResponse): any {
 
 function textOfUpdate(r: StreamResponse): string {
   if (r.payload?.$case !== 'statusUpdate') return '';
-  return (r.payload.value.status?.message?.parts ?? [])
-    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
-    .join('');
+  return (r.payload.value.status?.message?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
 }
 
 /** [case, state, dev-tool kind, ToolCall status] per event. */
@@ -104,15 +102,9 @@ async function collect(gen: AsyncGenerator<StreamResponse, void, undefined>): Pr
 }
 
 /** The flow shared by both wire versions, over anything with the Transport's stream/get/cancel. */
-async function appendixA(
-  t: Test,
-  srv: TestServer,
-  client: Pick<Transport, 'sendMessageStream' | 'getTask' | 'cancelTask'>,
-): Promise<void> {
+async function appendixA(t: Test, srv: TestServer, client: Pick<Transport, 'sendMessageStream' | 'getTask' | 'cancelTask'>): Promise<void> {
   const first = await collect(
-    client.sendMessageStream(
-      request(message([textPart('write a greeting')], { metadata: { [URI]: { workspace_path: srv.workspace } } })),
-    ),
+    client.sendMessageStream(request(message([textPart('write a greeting')], { metadata: { [URI]: { workspace_path: srv.workspace } } }))),
   );
   t.same(
     summary(first),
@@ -164,7 +156,9 @@ async function appendixA(
     'EXECUTING, SUCCEEDED, text deltas, completed',
   );
   t.ok(
-    second.every((r) => r.payload?.$case === 'statusUpdate' && r.payload.value.taskId === task.id && r.payload.value.contextId === task.contextId),
+    second.every(
+      (r) => r.payload?.$case === 'statusUpdate' && r.payload.value.taskId === task.id && r.payload.value.contextId === task.contextId,
+    ),
     'every update names the same task and context',
   );
   const done = toolCallOf(second[1]);

@@ -13,7 +13,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Starts `prompt`, reads its first stream to the end. */
 async function start(srv: TestServer, prompt: string): Promise<any[]> {
-  const res = await rpc(srv.url, 'message/stream', { message: userMessage(prompt, { metadata: { [URI]: { workspace_path: srv.workspace } } }) });
+  const res = await rpc(srv.url, 'message/stream', {
+    message: userMessage(prompt, { metadata: { [URI]: { workspace_path: srv.workspace } } }),
+  });
   if (res.events === undefined) throw new Error(`expected an SSE stream, got ${res.status} ${res.raw}`);
   return res.events.map((e) => e.data.result);
 }
@@ -65,7 +67,10 @@ t.test('shell slow: live_content grows while EXECUTING, the output replaces it',
 
   const calls = second.map(dataOf).filter(Boolean);
   const executing = calls.filter((c: any) => c.status === 'EXECUTING');
-  t.ok(calls.every((c: any) => c.tool_call_id === card.tool_call_id), 'one call id throughout');
+  t.ok(
+    calls.every((c: any) => c.tool_call_id === card.tool_call_id),
+    'one call id throughout',
+  );
   t.same(
     calls.map((c: any) => c.status),
     [...executing.map(() => 'EXECUTING'), 'SUCCEEDED'],
@@ -210,7 +215,10 @@ t.test('tasks/cancel while shell hang runs', async (t) => {
     running = processesIn(srv.workspace);
     await sleep(50);
   }
-  t.ok(running.some((p) => /^sleep 30$/.test(p.cmd)), 'sleep 30 runs in the workspace');
+  t.ok(
+    running.some((p) => /^sleep 30$/.test(p.cmd)),
+    'sleep 30 runs in the workspace',
+  );
 
   const canceled = await rpc(srv.url, 'tasks/cancel', { id: task.id });
   t.equal(canceled.status, 200);

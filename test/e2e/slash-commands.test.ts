@@ -18,7 +18,11 @@ import { checkToolCalls, getTask, TaskWatch } from '../support/tool-call-watch.j
 import type { Test } from '../support/tool-call-watch.js';
 
 /** The text a command's events said. */
-const said = (events: any[]): string => events.filter((r) => devtool(r)?.kind === 'TEXT_CONTENT').map(textOf).join('');
+const said = (events: any[]): string =>
+  events
+    .filter((r) => devtool(r)?.kind === 'TEXT_CONTENT')
+    .map(textOf)
+    .join('');
 /** The first PENDING card among the events. */
 const pendingCard = (events: any[]): any => dataOf(events.find((r) => dataOf(r)?.status === 'PENDING'));
 
@@ -29,7 +33,12 @@ async function execute(srv: TestServer, params: unknown, version?: '0.3' | '1.0'
 }
 
 /** command/execute that must start: returns the ExecuteSlashCommandResponse. */
-async function started(t: Test, srv: TestServer, params: Record<string, unknown>, status = 'STARTED'): Promise<{ execution_id: string; status: string }> {
+async function started(
+  t: Test,
+  srv: TestServer,
+  params: Record<string, unknown>,
+  status = 'STARTED',
+): Promise<{ execution_id: string; status: string }> {
   const res = await execute(srv, params);
   t.equal(res.status, 200);
   t.match(res.contentType, /^application\/json/, 'a plain JSON answer, not a stream');
@@ -76,10 +85,16 @@ t.test('commands/get lists tools, mcp, memory (show, add <fact>) and init', asyn
       const res = await rpc(srv.url, 'commands/get', {}, { version });
       t.equal(res.json.error, undefined);
       const { commands } = res.json.result;
-      t.same(commands.map((c: any) => c.name), ['tools', 'mcp', 'memory', 'init']);
+      t.same(
+        commands.map((c: any) => c.name),
+        ['tools', 'mcp', 'memory', 'init'],
+      );
       for (const c of commands) t.type(c.description, 'string', `${c.name} has a description`);
       const memory = commands[2];
-      t.same(memory.sub_commands.map((c: any) => c.name), ['show', 'add']);
+      t.same(
+        memory.sub_commands.map((c: any) => c.name),
+        ['show', 'add'],
+      );
       t.same(memory.sub_commands[1].arguments, [{ name: 'fact', description: 'The text to remember', is_required: true }]);
       t.notOk('arguments' in memory.sub_commands[0], 'show takes no arguments');
       t.notOk('sub_commands' in commands[0]);
@@ -100,7 +115,11 @@ t.test('/tools: STARTED, then the task replays from the start', async (t) => {
   const { task, events, ids } = await replay(srv, id);
   t.equal(task.id, id, 'execution_id is the task id');
   t.equal(ids[0], undefined, 'the snapshot has no SSE id');
-  t.same(ids.slice(1), events.map((_, i) => String(i + 1)), 'events numbered from 1');
+  t.same(
+    ids.slice(1),
+    events.map((_, i) => String(i + 1)),
+    'events numbered from 1',
+  );
   t.same(shape(events), [
     ['task', 'submitted'],
     ['STATE_CHANGE', 'working'],
@@ -163,10 +182,19 @@ t.test('context_id runs the command in an existing context', async (t) => {
     t.match(said((await replay(srv, execution_id)).events), /^Approval mode: YOLO\..*— runs without asking \(approval mode YOLO\)$/ms);
   });
   await t.test('another workspace for the existing context: -32602', async (t) => {
-    invalid(t, await execute(srv, { command_path: ['tools'], context_id: contextId, metadata: { [URI]: { workspace_path: tempDir() } } }), /workspace_path cannot change/);
+    invalid(
+      t,
+      await execute(srv, { command_path: ['tools'], context_id: contextId, metadata: { [URI]: { workspace_path: tempDir() } } }),
+      /workspace_path cannot change/,
+    );
   });
   await t.test('a bad approval_mode in params.metadata: -32602', async (t) => {
-    invalid(t, await execute(srv, { command_path: ['tools'], metadata: { [URI]: { approval_mode: 'sometimes' } } }), /approval_mode/, /DEFAULT, AUTO_EDIT, YOLO/);
+    invalid(
+      t,
+      await execute(srv, { command_path: ['tools'], metadata: { [URI]: { approval_mode: 'sometimes' } } }),
+      /approval_mode/,
+      /DEFAULT, AUTO_EDIT, YOLO/,
+    );
   });
 });
 
@@ -189,7 +217,12 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
   const srv = await startGeminiServer(t);
   const ws = tempDir();
   const file = path.join(ws, 'GEMINI.md');
-  const first = await started(t, srv, { command_path: ['memory', 'add'], args: 'use pnpm, not npm', metadata: { [URI]: { workspace_path: ws } } }, 'AWAITING_ACTION_CONFIRMATION');
+  const first = await started(
+    t,
+    srv,
+    { command_path: ['memory', 'add'], args: 'use pnpm, not npm', metadata: { [URI]: { workspace_path: ws } } },
+    'AWAITING_ACTION_CONFIRMATION',
+  );
   const watch = new TaskWatch();
   const { task, events } = await replay(srv, first.execution_id);
   watch.taskId = task.id;
@@ -210,7 +243,9 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
   t.match(diff.formatted_diff, /\+- use pnpm, not npm/);
   t.notOk(existsSync(file), 'nothing written before approval');
 
-  const done = watch.take(await answer(srv, task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }));
+  const done = watch.take(
+    await answer(srv, task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+  );
   t.same(shape(done), [
     ['TOOL_CALL_UPDATE', 'EXECUTING'],
     ['TOOL_CALL_UPDATE', 'SUCCEEDED'],
@@ -233,18 +268,35 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
   });
 
   await t.test('a second fact is appended under the same heading (the diff shows the old content)', async (t) => {
-    const second = await started(t, srv, { command_path: ['memory', 'add'], args: 'tests live in test/', context_id: task.contextId }, 'AWAITING_ACTION_CONFIRMATION');
+    const second = await started(
+      t,
+      srv,
+      { command_path: ['memory', 'add'], args: 'tests live in test/', context_id: task.contextId },
+      'AWAITING_ACTION_CONFIRMATION',
+    );
     const { events } = await replay(srv, second.execution_id);
     const card2 = pendingCard(events);
     t.equal(card2.confirmation_request.file_edit_details.old_content, written);
-    results(await answer(srv, second.execution_id, task.contextId, { tool_call_id: card2.tool_call_id, selected_option_id: 'proceed_once' }));
+    results(
+      await answer(srv, second.execution_id, task.contextId, { tool_call_id: card2.tool_call_id, selected_option_id: 'proceed_once' }),
+    );
     t.equal(readFileSync(file, 'utf8'), '## Gemini Added Memories\n\n- use pnpm, not npm\n- tests live in test/\n');
   });
 
   await t.test('declined: nothing written, the command task still completes', async (t) => {
-    const third = await started(t, srv, { command_path: ['memory', 'add'], args: 'never mind', context_id: task.contextId }, 'AWAITING_ACTION_CONFIRMATION');
+    const third = await started(
+      t,
+      srv,
+      { command_path: ['memory', 'add'], args: 'never mind', context_id: task.contextId },
+      'AWAITING_ACTION_CONFIRMATION',
+    );
     const { events } = await replay(srv, third.execution_id);
-    const rs = results(await answer(srv, third.execution_id, task.contextId, { tool_call_id: pendingCard(events).tool_call_id, selected_option_id: 'cancel' }));
+    const rs = results(
+      await answer(srv, third.execution_id, task.contextId, {
+        tool_call_id: pendingCard(events).tool_call_id,
+        selected_option_id: 'cancel',
+      }),
+    );
     t.same(shape(rs), [
       ['TOOL_CALL_UPDATE', 'CANCELLED'],
       ['STATE_CHANGE', 'completed'],
@@ -258,9 +310,14 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
     const rs = results(await send(srv, 'what do you know?', { contextId: task.contextId }));
     t.equal(rs.at(-1).status.state, 'completed');
     t.equal(srv.fake.requests.length, 1);
-    const system = modelBody(srv.fake, 0).systemInstruction.parts.map((p: any) => p.text).join('');
+    const system = modelBody(srv.fake, 0)
+      .systemInstruction.parts.map((p: any) => p.text)
+      .join('');
     t.match(system, /software development agent/);
-    t.match(system, /--- GEMINI\.md ---\n## Gemini Added Memories\n\n- use pnpm, not npm\n- tests live in test\/\n--- end of GEMINI\.md ---/);
+    t.match(
+      system,
+      /--- GEMINI\.md ---\n## Gemini Added Memories\n\n- use pnpm, not npm\n- tests live in test\/\n--- end of GEMINI\.md ---/,
+    );
     const contents = modelBody(srv.fake, 0).contents;
     t.notMatch(JSON.stringify(contents), /\/memory add/, 'slash command tasks do not enter the model conversation');
   });
@@ -269,7 +326,11 @@ t.test('/memory add asks, writes GEMINI.md on approval, and the model reads it',
 t.test('/memory add in a YOLO context writes without asking', async (t) => {
   const srv = await startServer(t);
   const ws = tempDir();
-  const res = await started(t, srv, { command_path: ['memory', 'add'], args: 'deploys go through CI', metadata: { [URI]: { workspace_path: ws, approval_mode: 'YOLO' } } });
+  const res = await started(t, srv, {
+    command_path: ['memory', 'add'],
+    args: 'deploys go through CI',
+    metadata: { [URI]: { workspace_path: ws, approval_mode: 'YOLO' } },
+  });
   const { events } = await replay(srv, res.execution_id);
   t.same(shape(events), [
     ['task', 'submitted'],
@@ -285,7 +346,11 @@ t.test('/memory add in a YOLO context writes without asking', async (t) => {
   await t.test('an existing GEMINI.md keeps its text; the fact goes under the section', async (t) => {
     const ws2 = tempDir();
     writeFileSync(path.join(ws2, 'GEMINI.md'), '# Project\n\nNotes.\n');
-    const r = await started(t, srv, { command_path: ['memory', 'add'], args: 'one\nfact', metadata: { [URI]: { workspace_path: ws2, approval_mode: 'YOLO' } } });
+    const r = await started(t, srv, {
+      command_path: ['memory', 'add'],
+      args: 'one\nfact',
+      metadata: { [URI]: { workspace_path: ws2, approval_mode: 'YOLO' } },
+    });
     t.equal((await replay(srv, r.execution_id)).events.at(-1).status.state, 'completed');
     t.equal(readFileSync(path.join(ws2, 'GEMINI.md'), 'utf8'), '# Project\n\nNotes.\n\n## Gemini Added Memories\n\n- one fact\n');
   });
@@ -329,12 +394,17 @@ t.test('/init', async (t) => {
     t.equal(card.tool_name, 'write_file');
     t.equal(card.confirmation_request.file_edit_details.file_path, path.join(ws, 'GEMINI.md'));
     t.equal(card.confirmation_request.file_edit_details.new_content, draft);
-    t.ok(events.some((r) => dataOf(r)?.tool_name === 'list_directory' && dataOf(r)?.status === 'SUCCEEDED'), 'the read-only exploration ran');
+    t.ok(
+      events.some((r) => dataOf(r)?.tool_name === 'list_directory' && dataOf(r)?.status === 'SUCCEEDED'),
+      'the read-only exploration ran',
+    );
     t.same(modelBody(srv.fake, 0).contents, [{ role: 'user', parts: [{ text: INIT_PROMPT }] }], 'the init prompt is the user turn');
     t.notOk(existsSync(path.join(ws, 'GEMINI.md')));
     t.equal(task.metadata?.[URI]?.slash_command, undefined, 'a model-driven command task');
 
-    const done = watch.take(await answer(srv, task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }));
+    const done = watch.take(
+      await answer(srv, task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+    );
     t.same(shape(done).at(-1), ['STATE_CHANGE', 'completed']);
     t.equal(textOf(done.at(-2)), 'Drafted GEMINI.md.');
     t.equal(readFileSync(path.join(ws, 'GEMINI.md'), 'utf8'), draft);
@@ -388,7 +458,12 @@ t.test('command/execute errors', async (t) => {
     });
   }
   await t.test('jsonrpc other than "2.0": -32600', async (t) => {
-    const res = await rpc(srv.url, 'command/execute', {}, { body: JSON.stringify({ jsonrpc: '1.0', id: 1, method: 'command/execute', params: { command_path: ['tools'] } }) });
+    const res = await rpc(
+      srv.url,
+      'command/execute',
+      {},
+      { body: JSON.stringify({ jsonrpc: '1.0', id: 1, method: 'command/execute', params: { command_path: ['tools'] } }) },
+    );
     t.equal(res.json.error.code, -32600);
   });
 });

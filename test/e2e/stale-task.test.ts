@@ -15,7 +15,16 @@ async function seedWorkingTask(leaseUntil?: Date): Promise<string> {
   const contextId = randomUUID();
   const taskId = randomUUID();
   await store.createContext({ id: contextId, workspace: '/tmp' });
-  const message = { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_USER, parts: [], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  const message = {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_USER,
+    parts: [],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
   const task = newTask(taskId, contextId, message);
   await store.createTask(task);
   task.status = { state: STATE_TO_V1.working, message: undefined, timestamp: new Date().toISOString() };

@@ -87,7 +87,12 @@ t.test('params validation: -32602 naming the field', async (t) => {
   t.test('v1.0: empty parts and a v0.3 role', async (t) => {
     const empty = await rpc(srv.url, 'SendMessage', { message: { messageId: 'v1-e', role: 'ROLE_USER', parts: [] } }, { version: '1.0' });
     rpcError(t, empty, -32602, /parts must not be empty/);
-    const role = await rpc(srv.url, 'SendMessage', { message: { messageId: 'v1-r', role: 'user', parts: [{ text: 'x' }] } }, { version: '1.0' });
+    const role = await rpc(
+      srv.url,
+      'SendMessage',
+      { message: { messageId: 'v1-r', role: 'user', parts: [{ text: 'x' }] } },
+      { version: '1.0' },
+    );
     rpcError(t, role, -32602, /role must be "ROLE_USER"/);
   });
 
@@ -176,7 +181,9 @@ t.test('task-state errors', async (t) => {
       if (state !== 'working') await sleep(20);
     }
     t.equal(state, 'working');
-    const busy = await rpc(srv.url, 'message/stream', { message: userMessage('are you done?', { taskId: task.id, contextId: task.contextId }) });
+    const busy = await rpc(srv.url, 'message/stream', {
+      message: userMessage('are you done?', { taskId: task.id, contextId: task.contextId }),
+    });
     rpcError(t, busy, -32004, /still working/);
     const done = await running;
     t.equal(done.events!.at(-1)!.data.result.status.state, 'completed', 'the busy task was not disturbed');
@@ -261,8 +268,12 @@ t.test('agent card', async (t) => {
     t.equal(card.url, srv.url, 'url is where the server listens');
     t.equal(card.preferredTransport, 'JSONRPC');
     t.equal(card.capabilities.streaming, true);
-    t.equal(card.capabilities.pushNotifications, true, "push notifications are offered");
-    t.same(card.capabilities.extensions.map((e: any) => [e.uri, e.required]), [[URI, true]], 'the development-tool extension, required');
+    t.equal(card.capabilities.pushNotifications, true, 'push notifications are offered');
+    t.same(
+      card.capabilities.extensions.map((e: any) => [e.uri, e.required]),
+      [[URI, true]],
+      'the development-tool extension, required',
+    );
     t.notOk('supportedInterfaces' in card);
   });
 
@@ -280,7 +291,10 @@ t.test('agent card', async (t) => {
     );
     t.notOk('protocolVersion' in card, 'no v0.3 top-level protocolVersion');
     t.equal(card.capabilities.streaming, true);
-    t.same(card.capabilities.extensions.map((e: any) => [e.uri, e.required]), [[URI, true]]);
+    t.same(
+      card.capabilities.extensions.map((e: any) => [e.uri, e.required]),
+      [[URI, true]],
+    );
   });
 
   t.test('the pre-0.3 location answers the same card', async (t) => {

@@ -29,13 +29,19 @@ function shape(file: string): unknown {
 t.test('drizzle/ matches a fresh drizzle-kit generate of the schema', async (t) => {
   const out = t.testdir({});
   // The same inputs as scripts/drizzle.config.ts, but written elsewhere (a config file would pin `out`).
-  await promisify(execFile)(process.execPath, [KIT, 'generate', '--dialect', 'postgresql', '--schema', 'src/store/schema.ts', '--out', out], { cwd: ROOT });
+  await promisify(execFile)(
+    process.execPath,
+    [KIT, 'generate', '--dialect', 'postgresql', '--schema', 'src/store/schema.ts', '--out', out],
+    { cwd: ROOT },
+  );
   const fresh = readJson<Journal>(path.join(out, 'meta', '_journal.json'));
   const committed = readJson<Journal>(path.join(COMMITTED, 'meta', '_journal.json'));
   t.equal(fresh.entries.length, 1, 'a fresh generate writes one migration');
   t.ok(committed.entries.length >= 1, 'drizzle/ holds migrations');
 
-  const snapshots = readdirSync(path.join(COMMITTED, 'meta')).filter((f) => f.endsWith('_snapshot.json')).sort();
+  const snapshots = readdirSync(path.join(COMMITTED, 'meta'))
+    .filter((f) => f.endsWith('_snapshot.json'))
+    .sort();
   t.same(
     shape(path.join(out, 'meta', '0000_snapshot.json')),
     shape(path.join(COMMITTED, 'meta', snapshots[snapshots.length - 1])),

@@ -17,7 +17,10 @@ t.teardown(() => shared.close());
 t.test('contract (in-memory PGlite)', async (t) => {
   t.equal(shared.kind, 'pglite');
   t.match(shared.migrations, { kind: 'pglite', target: 'memory' });
-  t.ok(shared.migrations.available >= 1 && shared.migrations.applied === shared.migrations.available, 'a new database gets every migration');
+  t.ok(
+    shared.migrations.available >= 1 && shared.migrations.applied === shared.migrations.available,
+    'a new database gets every migration',
+  );
   taskStoreContract(t, async () => {
     // Every store wraps the one PGlite; only the test's teardown really closes it.
     const store = new PgTaskStore({ ...shared, close: async () => {} });
@@ -27,9 +30,14 @@ t.test('contract (in-memory PGlite)', async (t) => {
 
 t.test('JSON columns hold JSON objects, not encoded strings', async (t) => {
   const kinds = rowsOf<{ a: string; b: string }>(
-    await shared.db.execute(sql`select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b from events e join tasks t on t.id = e.task_id`),
+    await shared.db.execute(
+      sql`select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b from events e join tasks t on t.id = e.task_id`,
+    ),
   );
-  t.same(kinds.map((r) => [r.a, r.b]), [['object', 'object']]);
+  t.same(
+    kinds.map((r) => [r.a, r.b]),
+    [['object', 'object']],
+  );
 });
 
 t.test('a data directory: created when missing, data survives close and reopen', async (t) => {
@@ -52,7 +60,10 @@ t.test('a data directory: created when missing, data survives close and reopen',
   t.teardown(() => again.close());
   t.same((await again.loadTask(task.id))?.task, task);
   t.equal((await again.loadTask(task.id))?.principal, 'alice');
-  t.same((await again.eventsAfter(task.id, 0)).map((e) => [e.seq, e.final]), [[1, true]]);
+  t.same(
+    (await again.eventsAfter(task.id, 0)).map((e) => [e.seq, e.final]),
+    [[1, true]],
+  );
   t.same(await again.loadCall(call.id), call);
   t.equal((await again.listAudit({ taskId: task.id })).length, 1);
 });

@@ -31,13 +31,29 @@ if (url === undefined || url === '') {
     const tables = await admin`select table_name from information_schema.tables where table_schema = ${schema} order by 1`;
     t.same(
       tables.map((r) => r.table_name),
-      ['__drizzle_migrations', 'audit_log', 'closed_turns', 'context_history', 'contexts', 'events', 'push_configs', 'signing_keys', 'tasks', 'tool_calls', 'trust_grants'],
+      [
+        '__drizzle_migrations',
+        'audit_log',
+        'closed_turns',
+        'context_history',
+        'contexts',
+        'events',
+        'push_configs',
+        'signing_keys',
+        'tasks',
+        'tool_calls',
+        'trust_grants',
+      ],
     );
     const fks = await admin`
       select distinct ccu.table_schema from information_schema.constraint_column_usage ccu
       join information_schema.table_constraints tc using (constraint_schema, constraint_name)
       where tc.constraint_type = 'FOREIGN KEY' and tc.table_schema = ${schema}`;
-    t.same(fks.map((r) => r.table_schema), [schema], 'foreign keys point inside the schema, not at public');
+    t.same(
+      fks.map((r) => r.table_schema),
+      [schema],
+      'foreign keys point inside the schema, not at public',
+    );
     await t.rejects(openDatabase({ databaseUrl: url, schema: 'Bad-Name' }), /must match/);
   });
 
@@ -52,7 +68,10 @@ if (url === undefined || url === '') {
     const kinds = await admin.unsafe(
       `select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b from "${schema}".events e join "${schema}".tasks t on t.id = e.task_id`,
     );
-    t.same(kinds.map((r) => [r.a, r.b]), [['object', 'object']]);
+    t.same(
+      kinds.map((r) => [r.a, r.b]),
+      [['object', 'object']],
+    );
   });
 
   t.test('notifications stay inside their schema', async (t) => {

@@ -46,18 +46,31 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     await s.createContext({ id, workspace: '/ws/two' });
     t.same(await s.loadContext(id), { id, workspace: '/ws/one', history: [], trustedTools: [], settings: {} });
     const other = uid('ctx');
-    const settings = { approvalMode: 'AUTO_EDIT' as const, allowedTools: ['run_shell_command(git status)'], mcpServers: { fs: { command: 'node', args: ['x.js'] } } };
+    const settings = {
+      approvalMode: 'AUTO_EDIT' as const,
+      allowedTools: ['run_shell_command(git status)'],
+      mcpServers: { fs: { command: 'node', args: ['x.js'] } },
+    };
     await s.createContext({ id: other, workspace: '/ws', settings });
     t.same((await s.loadContext(other))?.settings, settings, 'settings stored with the context');
     await s.updateContextSettings(other, { approvalMode: 'YOLO' });
     t.same((await s.loadContext(other))?.settings, { approvalMode: 'YOLO' }, 'settings replaced');
     const turn = (text: string) => ({ role: 'user' as const, parts: [{ text }] });
-    await s.appendHistory(id, [turn('a'), { role: 'model', parts: [{ functionCall: { id: 'f1', name: 'ls', args: { deep: { x: [1] } } }, thoughtSignature: 'sig' }] }]);
+    await s.appendHistory(id, [
+      turn('a'),
+      { role: 'model', parts: [{ functionCall: { id: 'f1', name: 'ls', args: { deep: { x: [1] } } }, thoughtSignature: 'sig' }] },
+    ]);
     await s.appendHistory(id, []);
     await s.appendHistory(id, [turn('c')]);
     const ctx = await s.loadContext(id);
-    t.same(ctx?.history.map((h) => h.parts[0].text ?? h.parts[0].functionCall?.name), ['a', 'ls', 'c']);
-    t.same(ctx?.history[1], { role: 'model', parts: [{ functionCall: { id: 'f1', name: 'ls', args: { deep: { x: [1] } } }, thoughtSignature: 'sig' }] });
+    t.same(
+      ctx?.history.map((h) => h.parts[0].text ?? h.parts[0].functionCall?.name),
+      ['a', 'ls', 'c'],
+    );
+    t.same(ctx?.history[1], {
+      role: 'model',
+      parts: [{ functionCall: { id: 'f1', name: 'ls', args: { deep: { x: [1] } } }, thoughtSignature: 'sig' }],
+    });
     await s.addTrust(id, 'run_shell', 'alice');
     await s.addTrust(id, 'run_shell', 'bob');
     await s.addTrust(id, 'write_file');
@@ -111,12 +124,22 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     const paused = makeTask(task.contextId, 'TASK_STATE_INPUT_REQUIRED', 3, task.id);
     t.equal(await s.appendEvent(paused, statusEvent(paused, 3), true), 3);
     const all = await s.eventsAfter(task.id, 0);
-    t.same(all.map((e) => [e.seq, e.final]), [[1, false], [2, false], [3, true]]);
+    t.same(
+      all.map((e) => [e.seq, e.final]),
+      [
+        [1, false],
+        [2, false],
+        [3, true],
+      ],
+    );
     t.same(all[0].response, statusEvent(working, 1), 'StreamResponse round trip');
     t.equal(all[0].response.payload?.$case, 'statusUpdate');
     t.same(all[1].response, artifactEvent(working));
     t.equal(all[1].response.payload?.$case, 'artifactUpdate');
-    t.same((await s.eventsAfter(task.id, 1)).map((e) => e.seq), [2, 3]);
+    t.same(
+      (await s.eventsAfter(task.id, 1)).map((e) => e.seq),
+      [2, 3],
+    );
     t.same(await s.eventsAfter(task.id, 3), []);
     t.equal((await s.loadTask(task.id))?.task.status?.state, paused.status?.state);
     await t.rejects(s.appendEvent(makeTask(task.contextId), statusEvent(working), false), 'unknown task throws');
@@ -131,9 +154,16 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
         return (n % 2 ? a : b).appendEvent(snap, statusEvent(snap, n), false);
       }),
     );
-    t.same([...seqs].sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i + 1), 'no gap, no duplicate');
+    t.same(
+      [...seqs].sort((x, y) => x - y),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+      'no gap, no duplicate',
+    );
     const log = await b.eventsAfter(task.id, 0);
-    t.same(log.map((e) => e.seq), Array.from({ length: 20 }, (_, i) => i + 1));
+    t.same(
+      log.map((e) => e.seq),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     const stored = await a.loadTask(task.id);
     t.equal(stored?.lastSeq, 20);
     const lastN = (log[19].response.payload?.value as { metadata?: { n?: number } }).metadata?.n;
@@ -189,7 +219,11 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     t.equal(working.total, 3);
     t.ok(working.tasks.every((x) => x.status?.state === made[0].status?.state));
     t.equal((await s.listTasks({ contextId, state: 'input-required', limit: 10, offset: 0 })).total, 1);
-    t.equal((await s.listTasks({ contextId, state: 'TASK_STATE_COMPLETED', limit: 10, offset: 0 })).total, 1, 'the JSON enum name works too');
+    t.equal(
+      (await s.listTasks({ contextId, state: 'TASK_STATE_COMPLETED', limit: 10, offset: 0 })).total,
+      1,
+      'the JSON enum name works too',
+    );
     const pages = [];
     for (let offset = 0; offset < 6; offset += 2) {
       const page = await s.listTasks({ contextId, limit: 2, offset });
@@ -204,22 +238,49 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     const s = await open(t, makeStore);
     const [ctx1, ctx2] = [uid('ctx'), uid('ctx')];
     const [t1, t2, t3] = [uid('task'), uid('task'), uid('task')];
-    await s.audit({ taskId: t1, contextId: ctx1, toolCallId: 'c1', decision: 'proposed', shownHash: 'h1', detail: { args: { deep: [1, { x: 2 }] } } });
+    await s.audit({
+      taskId: t1,
+      contextId: ctx1,
+      toolCallId: 'c1',
+      decision: 'proposed',
+      shownHash: 'h1',
+      detail: { args: { deep: [1, { x: 2 }] } },
+    });
     await s.audit({ taskId: t2, contextId: ctx1, decision: 'proposed' });
     await s.audit({ taskId: t3, contextId: ctx2, decision: 'expired' });
-    await s.audit({ taskId: t1, contextId: ctx1, toolCallId: 'c1', decision: 'authorized', principal: 'alice', optionId: 'proceed_once', shownHash: 'h1' });
+    await s.audit({
+      taskId: t1,
+      contextId: ctx1,
+      toolCallId: 'c1',
+      decision: 'authorized',
+      principal: 'alice',
+      optionId: 'proceed_once',
+      shownHash: 'h1',
+    });
     await s.audit({ taskId: t1, contextId: ctx1, toolCallId: 'c1', decision: 'succeeded' });
     const byTask = await s.listAudit({ taskId: t1 });
-    t.same(byTask.map((r) => r.decision), ['proposed', 'authorized', 'succeeded']);
-    t.ok(byTask.every((r, i) => i === 0 || r.id > byTask[i - 1].id), 'ids increase');
+    t.same(
+      byTask.map((r) => r.decision),
+      ['proposed', 'authorized', 'succeeded'],
+    );
+    t.ok(
+      byTask.every((r, i) => i === 0 || r.id > byTask[i - 1].id),
+      'ids increase',
+    );
     t.ok(byTask[0].at instanceof Date);
     t.same(byTask[0].detail, { args: { deep: [1, { x: 2 }] } });
     t.match(byTask[1], { principal: 'alice', optionId: 'proceed_once', shownHash: 'h1', toolCallId: 'c1', contextId: ctx1 });
     t.notOk('principal' in byTask[0], 'absent fields stay absent');
     const byContext = await s.listAudit({ contextId: ctx1 });
-    t.same(byContext.map((r) => `${r.taskId === t1 ? 't1' : 't2'}:${r.decision}`), ['t1:proposed', 't2:proposed', 't1:authorized', 't1:succeeded']);
-    t.same((await s.listAudit({ contextId: ctx2 })).map((r) => r.taskId), [t3]);
-    t.same((await s.listAudit({ taskId: t1, contextId: ctx2 })), [], 'filters combine');
+    t.same(
+      byContext.map((r) => `${r.taskId === t1 ? 't1' : 't2'}:${r.decision}`),
+      ['t1:proposed', 't2:proposed', 't1:authorized', 't1:succeeded'],
+    );
+    t.same(
+      (await s.listAudit({ contextId: ctx2 })).map((r) => r.taskId),
+      [t3],
+    );
+    t.same(await s.listAudit({ taskId: t1, contextId: ctx2 }), [], 'filters combine');
   });
 
   t.test('close is idempotent', async (t) => {

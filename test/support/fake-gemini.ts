@@ -67,7 +67,9 @@ export async function startFakeGemini(): Promise<FakeGemini> {
     });
     const next = queue.shift();
     if (next === undefined) {
-      return reply.code(500).send(errorBody(500, `fake-gemini: nothing queued for ${request.method} ${url} (call enqueue() first)`, 'INTERNAL'));
+      return reply
+        .code(500)
+        .send(errorBody(500, `fake-gemini: nothing queued for ${request.method} ${url} (call enqueue() first)`, 'INTERNAL'));
     }
     if ('status' in next) return reply.code(next.status).send({ error: next.error });
     if ('hang' in next) return hang(request, reply, open);

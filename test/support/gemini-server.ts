@@ -122,6 +122,11 @@ export async function send(
 }
 
 /** Answers tool calls of a paused task over v0.3 message/stream. */
-export async function answer(srv: TestServer, taskId: string, contextId: string, ...confirmations: Record<string, unknown>[]): Promise<PostResult> {
+export async function answer(
+  srv: TestServer,
+  taskId: string,
+  contextId: string,
+  ...confirmations: Record<string, unknown>[]
+): Promise<PostResult> {
   return rpc(srv.url, 'message/stream', { message: confirmMessage(taskId, contextId, ...confirmations) });
 }

@@ -24,10 +24,33 @@ interface Teardown {
 
 /** Variables of the test runner's environment that would change what the child server does. */
 const SERVER_VARS = [
-  'PORT', 'HOST', 'PUBLIC_URL', 'WORKSPACE_DIR', 'LOG_LEVEL', 'DATA_DIR', 'DATABASE_URL', 'INSTANCE_ID', 'LEASE_MS',
-  'APPROVAL_TIMEOUT', 'AGENT_MODEL_SCRIPT', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GEMINI_MODEL', 'GOOGLE_GENAI_USE_VERTEXAI',
-  'GOOGLE_CLOUD_PROJECT', 'GOOGLE_CLOUD_LOCATION', 'GOOGLE_GEMINI_BASE_URL', 'SHELL_TIMEOUT_MS', 'SSE_HEARTBEAT_MS',
-  'APPROVAL_REMINDER', 'AUTH_CONFIG', 'PUSH_ALLOW_PRIVATE', 'PUSH_MAX_ATTEMPTS', 'PUSH_RETRY_BASE_MS', 'PUSH_RETRY_MAX_MS', 'PUSH_TIMEOUT_MS',
+  'PORT',
+  'HOST',
+  'PUBLIC_URL',
+  'WORKSPACE_DIR',
+  'LOG_LEVEL',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'INSTANCE_ID',
+  'LEASE_MS',
+  'APPROVAL_TIMEOUT',
+  'AGENT_MODEL_SCRIPT',
+  'GEMINI_API_KEY',
+  'GOOGLE_API_KEY',
+  'GEMINI_MODEL',
+  'GOOGLE_GENAI_USE_VERTEXAI',
+  'GOOGLE_CLOUD_PROJECT',
+  'GOOGLE_CLOUD_LOCATION',
+  'GOOGLE_GEMINI_BASE_URL',
+  'SHELL_TIMEOUT_MS',
+  'SSE_HEARTBEAT_MS',
+  'APPROVAL_REMINDER',
+  'AUTH_CONFIG',
+  'PUSH_ALLOW_PRIVATE',
+  'PUSH_MAX_ATTEMPTS',
+  'PUSH_RETRY_BASE_MS',
+  'PUSH_RETRY_MAX_MS',
+  'PUSH_TIMEOUT_MS',
 ];
 
 export interface ServerProcess {
@@ -247,7 +270,10 @@ export async function openStream(
   const pump = async (deadline: number): Promise<boolean> => {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no SSE data within the bounded wait (${stream.events.length} events so far)`)), Math.max(0, deadline - Date.now()));
+      timer = setTimeout(
+        () => reject(new Error(`no SSE data within the bounded wait (${stream.events.length} events so far)`)),
+        Math.max(0, deadline - Date.now()),
+      );
     });
     try {
       const { value, done } = await Promise.race([reader.read(), timeout]);

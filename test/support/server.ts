@@ -93,5 +93,8 @@ export function dataOf(result: any): any {
 }
 
 export function textOf(result: any): string {
-  return (result?.status?.message?.parts ?? []).filter((p: any) => p.kind === 'text').map((p: any) => p.text).join('');
+  return (result?.status?.message?.parts ?? [])
+    .filter((p: any) => p.kind === 'text')
+    .map((p: any) => p.text)
+    .join('');
 }

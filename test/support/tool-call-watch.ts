@@ -93,4 +93,3 @@ export async function getTask(srv: TestServer, id: string): Promise<any> {
   if (!res.json?.result) throw new Error(`tasks/get failed: ${res.raw}`);
   return res.json.result;
 }
-

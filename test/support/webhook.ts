@@ -182,7 +182,9 @@ export class WebhookReceiver {
    * with what arrived so far.
    */
   waitForDeliveries(count: number, opts: WaitOptions = {}): Promise<Delivery[]> {
-    return this.waitUntil(() => this.delivered(opts.path).length >= count, `${count} deliveries`, opts).then(() => this.delivered(opts.path));
+    return this.waitUntil(() => this.delivered(opts.path).length >= count, `${count} deliveries`, opts).then(() =>
+      this.delivered(opts.path),
+    );
   }
 
   /** Waits until an accepted request to `path` satisfies `pred`; returns it. */
@@ -208,7 +210,11 @@ export class WebhookReceiver {
       const timer = setTimeout(() => {
         cleanup();
         const seen = this.to(opts.path).map((d) => `${d.eventId ?? '?'}:${d.status ?? 'held'}`);
-        reject(new Error(`webhook: no ${what}${opts.path ? ` on ${opts.path}` : ''} within ${timeoutMs} ms (requests so far: ${seen.join(' ') || 'none'})`));
+        reject(
+          new Error(
+            `webhook: no ${what}${opts.path ? ` on ${opts.path}` : ''} within ${timeoutMs} ms (requests so far: ${seen.join(' ') || 'none'})`,
+          ),
+        );
       }, timeoutMs);
       const cleanup = () => {
         clearTimeout(timer);

@@ -25,26 +25,57 @@ const sources: Source[] = files(SRC).map((file) => {
   const rel = path.relative(SRC, file).split(path.sep).join('/');
   const imports = [...text.matchAll(/^\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => {
     const spec = m[1];
-    return spec.startsWith('.') ? path.relative(SRC, path.resolve(path.dirname(file), spec)).split(path.sep).join('/') : spec;
+    return spec.startsWith('.')
+      ? path
+          .relative(SRC, path.resolve(path.dirname(file), spec))
+          .split(path.sep)
+          .join('/')
+      : spec;
   });
   return { rel, area: rel.includes('/') ? rel.split('/')[0] : rel, imports, text };
 });
 
-const internalAreas = (s: Source) => s.imports.filter((i) => !i.startsWith('node:') && !i.startsWith('@') && i.includes('/') && !i.startsWith('..')).map((i) => i.split('/')[0]);
+const internalAreas = (s: Source) =>
+  s.imports
+    .filter((i) => !i.startsWith('node:') && !i.startsWith('@') && i.includes('/') && !i.startsWith('..'))
+    .map((i) => i.split('/')[0]);
 
 const rules: Array<[string, (s: Source) => string[]]> = [
-  ['config/ and protocol/ are leaves', (s) => (s.area === 'config' || s.area === 'protocol' ? internalAreas(s).filter((a) => a !== s.area) : [])],
+  [
+    'config/ and protocol/ are leaves',
+    (s) => (s.area === 'config' || s.area === 'protocol' ? internalAreas(s).filter((a) => a !== s.area) : []),
+  ],
   ['only protocol/ imports protobufjs', (s) => (s.area !== 'protocol' ? s.imports.filter((i) => i.startsWith('protobufjs')) : [])],
-  ['only config/ and main.ts read process.env', (s) => (s.area !== 'config' && s.rel !== 'main.ts' && /process\.env/.test(s.text) ? ['process.env'] : [])],
-  ['tools/ knows nothing of agent, transport, store, protocol', (s) => (s.area === 'tools' ? internalAreas(s).filter((a) => ['agent', 'transport', 'store', 'protocol'].includes(a)) : [])],
-  ['agent/ never imports transport/ or store/', (s) => (s.area === 'agent' ? internalAreas(s).filter((a) => ['transport', 'store'].includes(a)) : [])],
-  ['transport/ never imports agent/ or store/', (s) => (s.area === 'transport' ? internalAreas(s).filter((a) => ['agent', 'store'].includes(a)) : [])],
+  [
+    'only config/ and main.ts read process.env',
+    (s) => (s.area !== 'config' && s.rel !== 'main.ts' && /process\.env/.test(s.text) ? ['process.env'] : []),
+  ],
+  [
+    'tools/ knows nothing of agent, transport, store, protocol',
+    (s) => (s.area === 'tools' ? internalAreas(s).filter((a) => ['agent', 'transport', 'store', 'protocol'].includes(a)) : []),
+  ],
+  [
+    'agent/ never imports transport/ or store/',
+    (s) => (s.area === 'agent' ? internalAreas(s).filter((a) => ['transport', 'store'].includes(a)) : []),
+  ],
+  [
+    'transport/ never imports agent/ or store/',
+    (s) => (s.area === 'transport' ? internalAreas(s).filter((a) => ['agent', 'store'].includes(a)) : []),
+  ],
   ['auth/ is a leaf', (s) => (s.area === 'auth' ? internalAreas(s).filter((a) => a !== 'auth') : [])],
   ['push/ imports only protocol/', (s) => (s.area === 'push' ? internalAreas(s).filter((a) => !['push', 'protocol'].includes(a)) : [])],
   ['mcp/ imports only tools/', (s) => (s.area === 'mcp' ? internalAreas(s).filter((a) => !['mcp', 'tools'].includes(a)) : [])],
-  ['only mcp/ imports the MCP SDK client', (s) => (s.area !== 'mcp' ? s.imports.filter((i) => i.startsWith('@modelcontextprotocol/sdk')) : [])],
-  ['agent/ imports push/ and mcp/ for types only', (s) =>
-    s.area === 'agent' ? [...s.text.matchAll(/^\s*import\s+(?!type\b)[^'"]*from\s+['"](\.\.\/(?:push|mcp)\/[^'"]+)['"]/gm)].map((m) => m[1]) : []],
+  [
+    'only mcp/ imports the MCP SDK client',
+    (s) => (s.area !== 'mcp' ? s.imports.filter((i) => i.startsWith('@modelcontextprotocol/sdk')) : []),
+  ],
+  [
+    'agent/ imports push/ and mcp/ for types only',
+    (s) =>
+      s.area === 'agent'
+        ? [...s.text.matchAll(/^\s*import\s+(?!type\b)[^'"]*from\s+['"](\.\.\/(?:push|mcp)\/[^'"]+)['"]/gm)].map((m) => m[1])
+        : [],
+  ],
   ['only main.ts calls listen()', (s) => (s.rel !== 'main.ts' && /\.listen\(\{/.test(s.text) ? ['listen()'] : [])],
 ];
 

@@ -34,9 +34,20 @@ const RETRYABLE_STATUSES = new Set([429, 500, 502, 503, 504]);
 
 /** Low-level codes of transport failures (Node net/dns and undici). */
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH',
-  'EHOSTUNREACH', 'ENETDOWN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
 ]);
 
 /** Finish reasons that mean the answer was withheld for policy reasons. */
@@ -117,13 +128,15 @@ export class GenaiModelClient implements ModelClient {
     if (request.tools.length > 0) {
       // Tool schemas are JSON Schema (lowercase types), which is what parametersJsonSchema takes;
       // `parameters` expects the OpenAPI Schema message with enum-cased types.
-      config.tools = [{
-        functionDeclarations: request.tools.map((d) => ({
-          name: d.name,
-          description: d.description,
-          parametersJsonSchema: d.parameters,
-        })),
-      }];
+      config.tools = [
+        {
+          functionDeclarations: request.tools.map((d) => ({
+            name: d.name,
+            description: d.description,
+            parametersJsonSchema: d.parameters,
+          })),
+        },
+      ];
     }
     if (this.#includeThoughts) config.thinkingConfig = { includeThoughts: true };
     return config;
@@ -138,7 +151,9 @@ export class GenaiModelClient implements ModelClient {
     if (code !== undefined || err instanceof TypeError) {
       return new ModelError(
         `Network failure talking to the Gemini API at ${this.#endpoint}${code ? ` (${code})` : ''}: ${message}`,
-        true, undefined, { cause: err },
+        true,
+        undefined,
+        { cause: err },
       );
     }
     if (message.includes('Incomplete JSON segment')) {

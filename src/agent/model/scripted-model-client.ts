@@ -99,9 +99,11 @@ export function locatePrompt(contents: ModelContent[]): { text: string; stepInde
 }
 
 function isUserPrompt(content: ModelContent): boolean {
-  return content.role === 'user'
-    && content.parts.some((p) => typeof p.text === 'string' && !p.thought)
-    && !content.parts.some((p) => p.functionResponse !== undefined);
+  return (
+    content.role === 'user' &&
+    content.parts.some((p) => typeof p.text === 'string' && !p.thought) &&
+    !content.parts.some((p) => p.functionResponse !== undefined)
+  );
 }
 
 function promptText(content: ModelContent): string {

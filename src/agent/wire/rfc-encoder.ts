@@ -130,7 +130,13 @@ export class RfcEncoder implements WireEncoder {
         return statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, parts), this.meta('TOOL_CALL_UPDATE', ctx));
       }
       case 'text':
-        return statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, [textPart(event.delta)]), this.meta('TEXT_CONTENT', ctx));
+        return statusUpdate(
+          taskId,
+          contextId,
+          working,
+          agentMessage(taskId, contextId, [textPart(event.delta)]),
+          this.meta('TEXT_CONTENT', ctx),
+        );
       case 'thought': {
         const part = dataPart(this.schema.agentThought({ subject: event.subject, description: event.description }) as JsonObject);
         return statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, [part]), this.meta('THOUGHT', ctx));

@@ -61,15 +61,13 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
     const files: string[] = [];
     for (const entry of entries) {
       const isDir =
-        entry.isDirectory() ||
-        (entry.isSymbolicLink() && this.linksToDirectory(ctx.workspace, path.join(resolved.path, entry.name)));
+        entry.isDirectory() || (entry.isSymbolicLink() && this.linksToDirectory(ctx.workspace, path.join(resolved.path, entry.name)));
       (isDir ? dirs : files).push(entry.name);
     }
     const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
     const lines = [...dirs.sort(byName).map((d) => `${d}/`), ...files.sort(byName)];
-    const text = lines.length === 0
-      ? `Directory ${args.dir_path} is empty.`
-      : `Directory listing for ${args.dir_path}:\n${lines.join('\n')}`;
+    const text =
+      lines.length === 0 ? `Directory ${args.dir_path} is empty.` : `Directory listing for ${args.dir_path}:\n${lines.join('\n')}`;
     return { llmContent: text, display: { type: 'text', text } };
   }
 

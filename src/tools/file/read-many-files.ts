@@ -30,8 +30,21 @@ export interface ReadManyFilesOptions {
 
 /** Directories left out of directory and glob expansion unless useDefaultExcludes is false. */
 export const DEFAULT_EXCLUDED_DIRS: ReadonlySet<string> = new Set([
-  'node_modules', '.git', 'dist', 'build', '.data', 'coverage', '.nyc_output', '.tap', '.next', '.cache',
-  '__pycache__', '.venv', 'venv', '.idea', '.vscode',
+  'node_modules',
+  '.git',
+  'dist',
+  'build',
+  '.data',
+  'coverage',
+  '.nyc_output',
+  '.tap',
+  '.next',
+  '.cache',
+  '__pycache__',
+  '.venv',
+  'venv',
+  '.idea',
+  '.vscode',
 ]);
 /** File patterns left out likewise (secrets and compiled artefacts). */
 export const DEFAULT_EXCLUDED_FILES: readonly string[] = ['.env', '.env.*', '*.pyc', '*.class', '*.o', '*.so', '.DS_Store'];
@@ -53,7 +66,8 @@ function invalid(message: string): { ok: false; error: ToolError } {
 /** An optional array of non-empty strings. */
 function stringList(v: unknown, name: string, required: boolean): { ok: true; value?: string[] } | { ok: false; error: ToolError } {
   if (v === undefined || v === null) return required ? invalid(`${name} must be a non-empty array of strings`) : { ok: true };
-  if (!Array.isArray(v) || (required && v.length === 0)) return invalid(`${name} must be a${required ? ' non-empty' : 'n'} array of strings`);
+  if (!Array.isArray(v) || (required && v.length === 0))
+    return invalid(`${name} must be a${required ? ' non-empty' : 'n'} array of strings`);
   for (let i = 0; i < v.length; i++) {
     if (typeof v[i] !== 'string' || v[i].trim() === '') return invalid(`${name}[${i}] must be a non-empty string`);
   }
@@ -166,7 +180,12 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
       }
       const result = await readTextFile(file.real, file.rel, this.name);
       if (!result.ok) {
-        const why = result.error.type === 'binary_file' ? 'binary file' : result.error.type === 'file_too_large' ? 'larger than 2 MB' : result.error.message;
+        const why =
+          result.error.type === 'binary_file'
+            ? 'binary file'
+            : result.error.type === 'file_too_large'
+              ? 'larger than 2 MB'
+              : result.error.message;
         skipped.push(`${file.rel} (${why})`);
         continue;
       }
@@ -209,8 +228,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     const excludes = [...userExcludes, ...(useDefaults ? DEFAULT_EXCLUDED_FILES : []).map((p) => filterMatcher(p))];
     const skipDirs = useDefaults ? DEFAULT_EXCLUDED_DIRS : undefined;
     // A directory an exclude pattern names (`fixtures`, `test/fixtures`) is not walked at all.
-    const ignore = (real: string, isDir: boolean): boolean =>
-      isDir && userExcludes.some((m) => m(workspaceRelative(workspace, real)));
+    const ignore = (real: string, isDir: boolean): boolean => isDir && userExcludes.some((m) => m(workspaceRelative(workspace, real)));
     const seen = new Set<string>();
     const files: Candidate[] = [];
     const missing: string[] = [];

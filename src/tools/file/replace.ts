@@ -54,7 +54,8 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
       file_path: { type: 'string', description: 'Path of the file to edit, absolute or relative to the workspace.' },
       old_string: {
         type: 'string',
-        description: 'The exact literal text to replace, with enough context (e.g. 3 lines before and after) to be unique. Empty to create a new file.',
+        description:
+          'The exact literal text to replace, with enough context (e.g. 3 lines before and after) to be unique. Empty to create a new file.',
       },
       new_string: { type: 'string', description: 'The exact literal text to put in place of old_string.' },
       expected_replacements: {

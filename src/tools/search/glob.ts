@@ -113,7 +113,12 @@ export class GlobTool implements Tool<GlobArgs> {
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The file search was cancelled' } };
     if (found.length === 0) return this.noMatch(args, ctx.workspace, searchDir);
     found.sort((a, b) => b.mtime - a.mtime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    return this.report(args, workspaceRelative(ctx.workspace, searchDir), found.map((f) => f.path), gitignore !== undefined);
+    return this.report(
+      args,
+      workspaceRelative(ctx.workspace, searchDir),
+      found.map((f) => f.path),
+      gitignore !== undefined,
+    );
   }
 
   /** Gemini CLI's listing, capped at maxResults with a notice. */
@@ -153,7 +158,10 @@ export class GlobTool implements Tool<GlobArgs> {
       const where = describeGivenPath(workspace, args.path);
       if (kind === 'missing') return { ok: false, error: { type: 'dir_not_found', message: `Directory not found: ${where}` } };
       if (kind !== 'directory') {
-        return { ok: false, error: { type: 'path_is_not_a_directory', message: `path ${where} is not a directory; glob searches directories` } };
+        return {
+          ok: false,
+          error: { type: 'path_is_not_a_directory', message: `path ${where} is not a directory; glob searches directories` },
+        };
       }
       searchDir = resolved.path;
     }

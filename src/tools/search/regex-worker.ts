@@ -57,7 +57,15 @@ export class RegexWorker {
       const onError = (err: Error) => done({ ok: false, reason: 'error', message: err.message }, true);
       const onAbort = () => done({ ok: false, reason: 'cancelled', message: 'The search was cancelled' }, true);
       const timer = setTimeout(
-        () => done({ ok: false, reason: 'timeout', message: `the pattern took more than ${this.timeoutMs} ms on one file (catastrophic backtracking?)` }, true),
+        () =>
+          done(
+            {
+              ok: false,
+              reason: 'timeout',
+              message: `the pattern took more than ${this.timeoutMs} ms on one file (catastrophic backtracking?)`,
+            },
+            true,
+          ),
         this.timeoutMs,
       );
       worker.on('message', onMessage);

@@ -197,6 +197,5 @@ export function loadGitignore(workspace: string): ((relToWorkspace: string, isDi
     rules.push({ match: picomatch(line, { dot: true }), dirOnly, anchored });
   }
   if (rules.length === 0) return undefined;
-  return (rel, isDir) =>
-    rules.some((r) => (!r.dirOnly || isDir) && r.match(r.anchored ? rel : path.posix.basename(rel)));
+  return (rel, isDir) => rules.some((r) => (!r.dirOnly || isDir) && r.match(r.anchored ? rel : path.posix.basename(rel)));
 }

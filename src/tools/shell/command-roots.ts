@@ -10,8 +10,28 @@
 
 /** Bash reserved words (and `[[`) that start a compound command: the real commands are further in. */
 const KEYWORDS: ReadonlySet<string> = new Set([
-  '!', 'case', 'coproc', 'do', 'done', 'elif', 'else', 'esac', 'fi', 'for', 'function',
-  'if', 'in', 'select', 'then', 'time', 'until', 'while', '{', '}', '[[', ']]',
+  '!',
+  'case',
+  'coproc',
+  'do',
+  'done',
+  'elif',
+  'else',
+  'esac',
+  'fi',
+  'for',
+  'function',
+  'if',
+  'in',
+  'select',
+  'then',
+  'time',
+  'until',
+  'while',
+  '{',
+  '}',
+  '[[',
+  ']]',
 ]);
 
 /** `NAME=value`, `NAME+=value`, `NAME[i]=value` before the command name (raw, unquoted). */
@@ -76,7 +96,8 @@ function unquoted(command: string, i: number, st: Parsed): number {
     return eol === -1 ? command.length : eol - 1;
   }
   const separator =
-    c === '\n' || c === ';' ||
+    c === '\n' ||
+    c === ';' ||
     (c === '&' && (next === '&' || (prev !== '>' && prev !== '<' && next !== '>'))) || // not 2>&1, <&3, &>f
     (c === '|' && prev !== '>'); // not >| (clobber)
   if (separator) {

@@ -145,7 +145,9 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       `Directory: ${workspaceRelative(ctx.workspace, cwd.path)}`,
       `Output:\n${text === '' ? '(empty)' : text}`,
       ending.ending.kind === 'exit' && ending.ending.code !== null ? `Exit Code: ${ending.ending.code}` : '',
-    ].filter(Boolean).join('\n');
+    ]
+      .filter(Boolean)
+      .join('\n');
     const fail = (error: ToolError): ToolResult => ({ isError: true, error, llmContent, liveOutput: text });
     const tail = lastLines(text);
     const withTail = (head: string): string => (tail === '' ? `${head} (no output)` : `${head}:\n${tail}`);

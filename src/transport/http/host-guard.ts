@@ -23,7 +23,9 @@ export function createHostGuard(opts: HostGuardOptions): onRequestAsyncHookHandl
   return async function hostGuard(request: FastifyRequest, reply: FastifyReply) {
     const host = hostName(String(request.headers.host ?? '').toLowerCase());
     if (!allowed.has(host)) {
-      return reply.code(403).send({ error: `Host "${host}" is not allowed; this server accepts only ${[...allowed].join(', ')} (set PUBLIC_URL to add one)` });
+      return reply
+        .code(403)
+        .send({ error: `Host "${host}" is not allowed; this server accepts only ${[...allowed].join(', ')} (set PUBLIC_URL to add one)` });
     }
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== 'null') {

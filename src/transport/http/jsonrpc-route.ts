@@ -153,7 +153,8 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     const lastEventId = request.headers['last-event-id'];
     if (lastEventId !== undefined) {
       const raw = String(lastEventId).trim();
-      if (!/^\d{1,15}$/.test(raw)) return rpcError(id, -32602, `Invalid Last-Event-ID header "${raw}": expected an event id (a non-negative integer)`);
+      if (!/^\d{1,15}$/.test(raw))
+        return rpcError(id, -32602, `Invalid Last-Event-ID header "${raw}": expected an event id (a non-negative integer)`);
       ctx.state.set(CTX_LAST_EVENT_ID, Number(raw));
     }
     const out = await (version === '1.0' ? v1 : legacy).handle(rpc, ctx);

@@ -16,7 +16,8 @@ function optString(o: Json, key: string, at: string): string | undefined {
 function nonNegInt(o: Json, key: string, at: string): string | undefined {
   const v = o[key];
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) return `${at}.${key} must be a non-negative integer, got ${JSON.stringify(v)}`;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+    return `${at}.${key} must be a non-negative integer, got ${JSON.stringify(v)}`;
   return undefined;
 }
 

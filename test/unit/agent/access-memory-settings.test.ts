@@ -44,14 +44,40 @@ t.test('Access', async (t) => {
   t.ok(a.canApprove(alice));
   t.notOk(a.canApprove(vic));
   t.notOk(a.canApprove(undefined));
-  t.match(codeOf(() => a.checkOwner(vic, 'alice', 'task t1')), /^-32010 Forbidden: task t1 belongs to another principal; vic may not use it/);
-  t.match(codeOf(() => a.checkOwner(vic, undefined, 'task t1')), /created without authentication/);
-  t.match(codeOf(() => a.checkOwner(root, 'alice', 'task t1')), /-32010/, 'admins do not use others’ tasks (they read the audit log)');
-  t.match(codeOf(() => a.checkSettings(vic, { settings: { approvalMode: 'YOLO', allowedTools: ['x'], mcpServers: { s: {} } } })), /approval_mode YOLO, allowed_tools, mcp_servers would let tools run without approval; only a principal with role approver may set it/);
-  t.equal(codeOf(() => a.checkSettings(vic, { settings: { approvalMode: 'DEFAULT', allowedTools: [] } })), undefined, 'harmless settings are fine');
-  t.equal(codeOf(() => a.checkSettings(alice, { settings: { approvalMode: 'YOLO' } })), undefined);
-  t.match(codeOf(() => a.checkAdmin(alice, 'audit/list')), /audit\/list needs role admin/);
-  t.equal(codeOf(() => a.checkAdmin(root, 'audit/list')), undefined);
+  t.match(
+    codeOf(() => a.checkOwner(vic, 'alice', 'task t1')),
+    /^-32010 Forbidden: task t1 belongs to another principal; vic may not use it/,
+  );
+  t.match(
+    codeOf(() => a.checkOwner(vic, undefined, 'task t1')),
+    /created without authentication/,
+  );
+  t.match(
+    codeOf(() => a.checkOwner(root, 'alice', 'task t1')),
+    /-32010/,
+    'admins do not use others’ tasks (they read the audit log)',
+  );
+  t.match(
+    codeOf(() => a.checkSettings(vic, { settings: { approvalMode: 'YOLO', allowedTools: ['x'], mcpServers: { s: {} } } })),
+    /approval_mode YOLO, allowed_tools, mcp_servers would let tools run without approval; only a principal with role approver may set it/,
+  );
+  t.equal(
+    codeOf(() => a.checkSettings(vic, { settings: { approvalMode: 'DEFAULT', allowedTools: [] } })),
+    undefined,
+    'harmless settings are fine',
+  );
+  t.equal(
+    codeOf(() => a.checkSettings(alice, { settings: { approvalMode: 'YOLO' } })),
+    undefined,
+  );
+  t.match(
+    codeOf(() => a.checkAdmin(alice, 'audit/list')),
+    /audit\/list needs role admin/,
+  );
+  t.equal(
+    codeOf(() => a.checkAdmin(root, 'audit/list')),
+    undefined,
+  );
 });
 
 t.test('memory file', async (t) => {
@@ -59,8 +85,14 @@ t.test('memory file', async (t) => {
   t.equal(withMemory('# Project\n', 'a'), `# Project\n\n${MEMORY_SECTION}\n\n- a\n`);
   t.equal(withMemory('# Project', 'a'), `# Project\n\n${MEMORY_SECTION}\n\n- a\n`);
   t.equal(withMemory(`${MEMORY_SECTION}\n\n- a\n`, 'b\n  c'), `${MEMORY_SECTION}\n\n- a\n- b c\n`, 'appends; newlines folded');
-  t.equal(withMemory(`# P\n\n${MEMORY_SECTION}\n- a\n\n## Other\ntext\n`, 'b'), `# P\n\n${MEMORY_SECTION}\n- a\n- b\n\n## Other\ntext\n`, 'inside its section');
-  const dir = fs.realpathSync(t.testdir({ ws: {}, big: { 'GEMINI.md': 'x'.repeat(MAX_MEMORY_BYTES + 10) }, outside: { 'GEMINI.md': 'secret' } }));
+  t.equal(
+    withMemory(`# P\n\n${MEMORY_SECTION}\n- a\n\n## Other\ntext\n`, 'b'),
+    `# P\n\n${MEMORY_SECTION}\n- a\n- b\n\n## Other\ntext\n`,
+    'inside its section',
+  );
+  const dir = fs.realpathSync(
+    t.testdir({ ws: {}, big: { 'GEMINI.md': 'x'.repeat(MAX_MEMORY_BYTES + 10) }, outside: { 'GEMINI.md': 'secret' } }),
+  );
   const ws = path.join(dir, 'ws');
   t.equal(await readMemory(ws), undefined, 'none yet');
   t.equal(await memoryInstruction(ws), undefined);
@@ -85,18 +117,42 @@ t.test('readSettings / mergeSettings / checkSameWorkspace', async (t) => {
     workspace: path.join(ws, 'a'),
     settings: { approvalMode: 'YOLO', allowedTools: ['x'] },
   });
-  t.match(codeOf(() => readSettings(md({ workspace_path: 'rel' }), schema, noCheck)), /-32602 .*workspace_path must be an absolute path/);
-  t.match(codeOf(() => readSettings(md({ workspace_path: path.join(ws, 'nope') }), schema, noCheck)), /does not exist on the server/);
-  t.match(codeOf(() => readSettings(md({ workspace_path: path.join(ws, 'f') }), schema, noCheck)), /is not a directory/);
-  t.match(codeOf(() => readSettings(md({ mcp_servers: { s: { command: 'x' } } }), schema, (_s, at) => `${at}.s is bad`)), /-32602 .*mcp_servers\.s is bad/);
+  t.match(
+    codeOf(() => readSettings(md({ workspace_path: 'rel' }), schema, noCheck)),
+    /-32602 .*workspace_path must be an absolute path/,
+  );
+  t.match(
+    codeOf(() => readSettings(md({ workspace_path: path.join(ws, 'nope') }), schema, noCheck)),
+    /does not exist on the server/,
+  );
+  t.match(
+    codeOf(() => readSettings(md({ workspace_path: path.join(ws, 'f') }), schema, noCheck)),
+    /is not a directory/,
+  );
+  t.match(
+    codeOf(() => readSettings(md({ mcp_servers: { s: { command: 'x' } } }), schema, (_s, at) => `${at}.s is bad`)),
+    /-32602 .*mcp_servers\.s is bad/,
+  );
   t.same(readSettings(md({ mcp_servers: { s: { command: 'x' } } }), schema, noCheck)?.settings, { mcpServers: { s: { command: 'x' } } });
 
   t.equal(mergeSettings({ approvalMode: 'YOLO' }, undefined), undefined);
   t.equal(mergeSettings({ approvalMode: 'YOLO' }, { settings: { approvalMode: 'YOLO' } }), undefined, 'no change');
-  t.same(mergeSettings({ approvalMode: 'YOLO', allowedTools: ['a'] }, { settings: { approvalMode: 'DEFAULT' } }), { approvalMode: 'DEFAULT', allowedTools: ['a'] });
-  t.equal(codeOf(() => checkSameWorkspace({ workspace: '/a', settings: {} }, '/a')), undefined);
-  t.equal(codeOf(() => checkSameWorkspace(undefined, '/a')), undefined);
-  t.match(codeOf(() => checkSameWorkspace({ workspace: '/b', settings: {} }, '/a')), /cannot change within a context/);
+  t.same(mergeSettings({ approvalMode: 'YOLO', allowedTools: ['a'] }, { settings: { approvalMode: 'DEFAULT' } }), {
+    approvalMode: 'DEFAULT',
+    allowedTools: ['a'],
+  });
+  t.equal(
+    codeOf(() => checkSameWorkspace({ workspace: '/a', settings: {} }, '/a')),
+    undefined,
+  );
+  t.equal(
+    codeOf(() => checkSameWorkspace(undefined, '/a')),
+    undefined,
+  );
+  t.match(
+    codeOf(() => checkSameWorkspace({ workspace: '/b', settings: {} }, '/a')),
+    /cannot change within a context/,
+  );
 });
 
 class FakeConnection implements McpConnection {
@@ -107,11 +163,17 @@ class FakeConnection implements McpConnection {
   ) {}
   async start(): Promise<void> {}
   tools(): AnyTool[] {
-    return this.closed ? [] : Object.keys(this.servers).filter((n) => !n.startsWith('bad')).map((n) => this.make(n));
+    return this.closed
+      ? []
+      : Object.keys(this.servers)
+          .filter((n) => !n.startsWith('bad'))
+          .map((n) => this.make(n));
   }
   status(): McpServerStatus[] {
     return Object.keys(this.servers).map((name) =>
-      name.startsWith('bad') ? { name, transport: 'stdio', status: 'failed', error: 'exited 1', tools: [] } : { name, transport: 'stdio', status: 'connected', tools: ['t'] },
+      name.startsWith('bad')
+        ? { name, transport: 'stdio', status: 'failed', error: 'exited 1', tools: [] }
+        : { name, transport: 'stdio', status: 'connected', tools: ['t'] },
     );
   }
   async close(): Promise<void> {
@@ -122,7 +184,8 @@ class FakeConnection implements McpConnection {
 t.test('Toolbox', async (t) => {
   const builtin = createDefaultTools();
   const base = builtin[0];
-  const make = (server: string) => ({ ...base, name: `${server}__t`, mcp: { serverName: server, toolName: 't' }, origin: server }) as unknown as AnyTool;
+  const make = (server: string) =>
+    ({ ...base, name: `${server}__t`, mcp: { serverName: server, toolName: 't' }, origin: server }) as unknown as AnyTool;
   const connections: FakeConnection[] = [];
   const connector: McpConnector = {
     check: (servers, at) => (Object.keys(servers).some((n) => n.includes(' ')) ? `${at}: bad name` : undefined),
@@ -133,20 +196,35 @@ t.test('Toolbox', async (t) => {
     },
   };
   const warnings: string[] = [];
-  const box = new Toolbox({ builtin, mcp: connector, serverMcp: { shared: {}, badglobal: {} }, defaultCwd: '/tmp', logger: { warn: (_o, m) => warnings.push(m) }, idleMs: 50 });
+  const box = new Toolbox({
+    builtin,
+    mcp: connector,
+    serverMcp: { shared: {}, badglobal: {} },
+    defaultCwd: '/tmp',
+    logger: { warn: (_o, m) => warnings.push(m) },
+    idleMs: 50,
+  });
   await box.start();
   t.teardown(() => box.close());
   t.same(warnings, ['MCP server failed to start'], 'a failed operator server is logged');
   const plain = await box.forContext({ id: 'c1', workspace: '/tmp', settings: {} });
   t.same([...plain.byName.keys()].slice(builtin.length), ['shared__t']);
   t.equal(plain.declarations.length, builtin.length + 1);
-  t.same(box.unreportedFailures('c1', plain).map((s) => s.name), ['badglobal'], 'reported once…');
+  t.same(
+    box.unreportedFailures('c1', plain).map((s) => s.name),
+    ['badglobal'],
+    'reported once…',
+  );
   t.same(box.unreportedFailures('c1', plain), [], '…and only once');
 
   const own = await box.forContext({ id: 'c2', workspace: '/tmp', settings: { mcpServers: { mine: {}, shared: {} } } });
   t.same([...own.byName.keys()].slice(builtin.length).sort(), ['mine__t', 'shared__t']);
   t.equal((own.byName.get('shared__t') as unknown as { origin: string }).origin, 'shared');
-  t.same(own.servers.map((s) => s.name), ['badglobal', 'mine', 'shared'], "the context's own server replaces the operator's of that name");
+  t.same(
+    own.servers.map((s) => s.name),
+    ['badglobal', 'mine', 'shared'],
+    "the context's own server replaces the operator's of that name",
+  );
   const again = await box.forContext({ id: 'c2', workspace: '/tmp', settings: { mcpServers: { mine: {}, shared: {} } } });
   t.equal(connections.length, 2, 'same servers: the connection is reused');
   t.same([...again.byName.keys()], [...own.byName.keys()]);

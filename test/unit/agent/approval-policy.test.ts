@@ -1,6 +1,14 @@
 /** The approval policy: modes, allowed_tools, grants, options (seed 000: reads run, writes wait). */
 import t from 'tap';
-import { approves, autoApproval, grantsFor, needsApproval, optionsFor, serverGrant, shellGrant } from '../../../src/agent/approval-policy.js';
+import {
+  approves,
+  autoApproval,
+  grantsFor,
+  needsApproval,
+  optionsFor,
+  serverGrant,
+  shellGrant,
+} from '../../../src/agent/approval-policy.js';
 import type { ApprovalScope } from '../../../src/agent/approval-policy.js';
 import type { ContextSettings } from '../../../src/agent/task-store.js';
 import { createDefaultTools, redirectsOutput } from '../../../src/tools/index.js';
@@ -9,7 +17,14 @@ import type { AnyTool } from '../../../src/tools/tool.js';
 const tools = new Map(createDefaultTools().map((tool) => [tool.name, tool]));
 const tool = (name: string) => tools.get(name) as AnyTool;
 const mcpTool = (server: string, name: string): AnyTool =>
-  ({ ...tool('write_file'), name: `${server}__${name}`, kind: 'other', withModifiedContent: undefined, commandLine: undefined, mcp: { serverName: server, toolName: name } }) as unknown as AnyTool;
+  ({
+    ...tool('write_file'),
+    name: `${server}__${name}`,
+    kind: 'other',
+    withModifiedContent: undefined,
+    commandLine: undefined,
+    mcp: { serverName: server, toolName: name },
+  }) as unknown as AnyTool;
 const scope = (settings: ContextSettings = {}, grants: string[] = []): ApprovalScope => ({ settings, trustedTools: new Set(grants) });
 const sh = (command: string) => ({ command });
 const ids = (tool: AnyTool, args: Record<string, unknown>) => optionsFor(tool, args).map((o) => o.id);
@@ -36,16 +51,33 @@ t.test('allowed_tools: names and shell prefixes', async (t) => {
   for (const ok of ['git status', 'git status --short', '  git status  ', 'git status; git status -s']) {
     t.equal(autoApproval(tool('run_shell_command'), sh(ok), allowed), 'allowed_tools', ok);
   }
-  for (const no of ['git statusx', 'git status && rm x', 'git push', 'git status > ~/.bashrc', 'echo $(git status)', 'ls', `git status $'\\'"' ; touch pwned ; echo "'"'\\'`, 'git status /etc']) {
+  for (const no of [
+    'git statusx',
+    'git status && rm x',
+    'git push',
+    'git status > ~/.bashrc',
+    'echo $(git status)',
+    'ls',
+    `git status $'\\'"' ; touch pwned ; echo "'"'\\'`,
+    'git status /etc',
+  ]) {
     t.ok(needsApproval(tool('run_shell_command'), sh(no), allowed), no);
   }
   t.ok(needsApproval(tool('run_shell_command'), {}, allowed), 'no command: asks');
-  t.equal(autoApproval(tool('run_shell_command'), sh('anything'), scope({ allowedTools: ['run_shell_command'] })), 'allowed_tools', 'the bare name allows every command');
+  t.equal(
+    autoApproval(tool('run_shell_command'), sh('anything'), scope({ allowedTools: ['run_shell_command'] })),
+    'allowed_tools',
+    'the bare name allows every command',
+  );
 });
 
 t.test('grants: tools, shell roots, MCP tools and servers', async (t) => {
   const shell = tool('run_shell_command');
-  t.same(grantsFor(shell, sh('echo a && ls -l | wc -l'), 'proceed_always'), [shellGrant('run_shell_command', 'echo'), shellGrant('run_shell_command', 'ls'), shellGrant('run_shell_command', 'wc')]);
+  t.same(grantsFor(shell, sh('echo a && ls -l | wc -l'), 'proceed_always'), [
+    shellGrant('run_shell_command', 'echo'),
+    shellGrant('run_shell_command', 'ls'),
+    shellGrant('run_shell_command', 'wc'),
+  ]);
   t.same(grantsFor(shell, sh('echo a'), 'proceed_once'), []);
   t.same(grantsFor(shell, sh('echo $(id)'), 'proceed_always'), [], 'command substitution: nothing to trust');
   t.same(grantsFor(shell, sh('echo a > f'), 'proceed_always'), [], 'output redirection: nothing to trust');
@@ -73,7 +105,10 @@ t.test('grants: tools, shell roots, MCP tools and servers', async (t) => {
 t.test('options', async (t) => {
   t.same(ids(tool('write_file'), {}), ['proceed_once', 'proceed_always', 'modify_with_editor', 'cancel']);
   t.same(ids(tool('run_shell_command'), sh('npm test')), ['proceed_once', 'proceed_always', 'cancel']);
-  t.match(optionsFor(tool('run_shell_command'), sh('npm test && npm run lint')).find((o) => o.id === 'proceed_always')?.description, /"npm" commands/);
+  t.match(
+    optionsFor(tool('run_shell_command'), sh('npm test && npm run lint')).find((o) => o.id === 'proceed_always')?.description,
+    /"npm" commands/,
+  );
   t.same(ids(tool('run_shell_command'), sh('for f in *; do rm $f; done')), ['proceed_once', 'cancel'], 'no "always" for what has no root');
   t.same(ids(tool('run_shell_command'), sh('echo hi > out.txt')), ['proceed_once', 'cancel'], 'no "always" for a redirection');
   t.same(ids(mcpTool('gh', 'create'), {}), ['proceed_once', 'proceed_always_tool', 'proceed_always_server', 'cancel']);

@@ -13,9 +13,12 @@ function recordingStore(opts: { delayMs?: number; failOn?: string; dropOn?: stri
       await new Promise((r) => setTimeout(r, opts.delayMs ?? 1));
       if (batch.audit.some((a) => a.decision === opts.failOn)) {
         // As drizzle reports a PostgreSQL error: a DrizzleQueryError whose cause carries the SQLSTATE.
-        throw new Error('constraint violated', { cause: Object.assign(new Error('insert or update violates foreign key'), { code: '23503' }) });
+        throw new Error('constraint violated', {
+          cause: Object.assign(new Error('insert or update violates foreign key'), { code: '23503' }),
+        });
       }
-      if (batch.audit.some((a) => a.decision === opts.dropOn)) throw Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' });
+      if (batch.audit.some((a) => a.decision === opts.dropOn))
+        throw Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' });
       batches.push(batch);
       return batch.events.map((e) => {
         const next = (seqs.get(e.taskId) ?? 0) + 1;
@@ -30,15 +33,18 @@ function recordingStore(opts: { delayMs?: number; failOn?: string; dropOn?: stri
 const logger = { warn() {}, error() {} };
 const event = (taskId: string): WriteOp =>
   ({ kind: 'event', taskId, status: undefined, response: { payload: undefined }, final: false }) as WriteOp;
-const audit = (decision: string): WriteOp =>
-  ({ kind: 'audit', entry: { taskId: 't', contextId: 'c', decision } }) as unknown as WriteOp;
+const audit = (decision: string): WriteOp => ({ kind: 'audit', entry: { taskId: 't', contextId: 'c', decision } }) as unknown as WriteOp;
 
 t.test('a quiet queue commits the first write alone, then groups what arrived meanwhile', async (t) => {
   const { store, batches } = recordingStore({ delayMs: 5 });
   const q = new WriteQueue(store, logger);
   const results = await Promise.all([q.push(event('a')), q.push(event('a')), q.push(event('b')), q.push(event('a'))]);
   t.same(results, [1, 2, 1, 3], 'seqs come back to each write, per task, in order');
-  t.same(batches.map((b) => b.events.length), [1, 3], 'first alone, the rest in one commit');
+  t.same(
+    batches.map((b) => b.events.length),
+    [1, 3],
+    'first alone, the rest in one commit',
+  );
   t.same(q.stats, { commits: 2, writes: 4 });
 });
 
@@ -58,7 +64,12 @@ t.test('one bad write fails alone; the others of its batch still commit', async 
   const { store, batches } = recordingStore({ delayMs: 5, failOn: 'bad' });
   const q = new WriteQueue(store, logger);
   const first = q.push(event('a')); // commits alone while the next three queue up
-  const rest = [q.push(event('a')), q.push(audit('bad')), q.push(event('a'))].map((p) => p.then((v) => ({ ok: v }), (e: Error) => ({ err: e.message })));
+  const rest = [q.push(event('a')), q.push(audit('bad')), q.push(event('a'))].map((p) =>
+    p.then(
+      (v) => ({ ok: v }),
+      (e: Error) => ({ err: e.message }),
+    ),
+  );
   t.equal(await first, 1);
   t.same(await Promise.all(rest), [{ ok: 2 }, { err: 'constraint violated' }, { ok: 3 }]);
   t.equal(batches.length, 3, 'the failed batch was retried write by write');
@@ -68,9 +79,18 @@ t.test('a batch whose outcome is unknown (connection lost) is not retried: no ev
   const { store, batches } = recordingStore({ delayMs: 5, dropOn: 'drop' });
   const q = new WriteQueue(store, logger);
   const first = q.push(event('a'));
-  const rest = [q.push(event('a')), q.push(audit('drop')), q.push(event('a'))].map((p) => p.then((v) => ({ ok: v }), (e: Error) => ({ err: e.message })));
+  const rest = [q.push(event('a')), q.push(audit('drop')), q.push(event('a'))].map((p) =>
+    p.then(
+      (v) => ({ ok: v }),
+      (e: Error) => ({ err: e.message }),
+    ),
+  );
   t.equal(await first, 1);
-  t.same(await Promise.all(rest), [{ err: 'write CONNECTION_CLOSED' }, { err: 'write CONNECTION_CLOSED' }, { err: 'write CONNECTION_CLOSED' }]);
+  t.same(await Promise.all(rest), [
+    { err: 'write CONNECTION_CLOSED' },
+    { err: 'write CONNECTION_CLOSED' },
+    { err: 'write CONNECTION_CLOSED' },
+  ]);
   t.equal(batches.length, 1, 'only the first commit landed; nothing was retried');
 });
 

@@ -31,7 +31,14 @@ function refuses(t: Test, content: unknown, expected: string | RegExp): void {
 }
 
 t.test('api keys with defaults', async (t) => {
-  const c = loadAuthConfig(write(t, { api_keys: [{ key: KEY_A, principal: 'alice', roles: ['approver'] }, { key: KEY_B, principal: 'bob' }] }));
+  const c = loadAuthConfig(
+    write(t, {
+      api_keys: [
+        { key: KEY_A, principal: 'alice', roles: ['approver'] },
+        { key: KEY_B, principal: 'bob' },
+      ],
+    }),
+  );
   t.equal(c.apiKeys.length, 2);
   t.equal(c.apiKeys[0].principal, 'alice');
   t.same(c.apiKeys[0].roles, ['approver']);
@@ -77,7 +84,11 @@ t.test('field errors name the field', async (t) => {
   refuses(t, { api_keys: [ok, 'x'] }, /api_keys\[1\] must be an object/);
   refuses(t, { api_keys: [ok, { key: '', principal: 'b' }] }, 'api_keys[1].key must be a non-empty string');
   refuses(t, { api_keys: [ok, { key: 42, principal: 'b' }] }, 'api_keys[1].key must be a non-empty string');
-  refuses(t, { api_keys: [{ key: 'short-key', principal: 'a' }] }, /api_keys\[0\]\.key is too short \(9 characters; at least 16 required\)/);
+  refuses(
+    t,
+    { api_keys: [{ key: 'short-key', principal: 'a' }] },
+    /api_keys\[0\]\.key is too short \(9 characters; at least 16 required\)/,
+  );
   refuses(t, { api_keys: [{ key: 'has a space in the key!!', principal: 'a' }] }, /api_keys\[0\]\.key must be visible ASCII/);
   refuses(t, { api_keys: [ok, { key: KEY_A, principal: 'b' }] }, /api_keys\[1\]\.key duplicates api_keys\[0\]\.key/);
   refuses(t, { api_keys: [{ key: KEY_A }] }, /api_keys\[0\]\.principal must be a non-empty string/);
@@ -101,7 +112,11 @@ t.test('short or bad keys are never echoed', async (t) => {
 t.test('jwt errors', async (t) => {
   refuses(t, { jwt: 'x' }, /jwt must be an object/);
   refuses(t, { jwt: { ...JWT, issuer: undefined } }, /jwt\.issuer must be a non-empty string/);
-  refuses(t, { jwt: { ...JWT, jwks_url: 'ftp://idp.example/jwks' } }, /jwt\.jwks_url="ftp:\/\/idp\.example\/jwks" must be an http:\/\/ or https:\/\/ URL/);
+  refuses(
+    t,
+    { jwt: { ...JWT, jwks_url: 'ftp://idp.example/jwks' } },
+    /jwt\.jwks_url="ftp:\/\/idp\.example\/jwks" must be an http:\/\/ or https:\/\/ URL/,
+  );
   refuses(t, { jwt: { ...JWT, jwks_url: 'not a url' } }, /jwt\.jwks_url="not a url" must be an http/);
   refuses(t, { jwt: { ...JWT, audience: [] } }, /jwt\.audience must be a non-empty string or a non-empty array/);
   refuses(t, { jwt: { ...JWT, audience: ['a', 3] } }, /jwt\.audience\[1\] must be a non-empty string/);

@@ -54,7 +54,12 @@ function token(claims: JWTPayload, o: TokenOptions = {}): Promise<string> {
   return jwt.sign(o.key ?? signing.privateKey);
 }
 
-const keysConfig = { api_keys: [{ key: KEY_A, principal: 'alice', roles: ['approver'] }, { key: KEY_B, principal: 'bob' }] };
+const keysConfig = {
+  api_keys: [
+    { key: KEY_A, principal: 'alice', roles: ['approver'] },
+    { key: KEY_B, principal: 'bob' },
+  ],
+};
 const jwtConfig = (extra: Record<string, unknown> = {}) => ({ jwt: { issuer: ISS, jwks_url: JWKS_URL, audience: AUD, ...extra } });
 
 function failed(t: Test, r: AuthResult, code: string, message: string | RegExp, secret?: string): void {
@@ -76,8 +81,15 @@ t.test('API keys', async (t) => {
     principal: { id: 'alice', roles: ['approver'], via: 'api_key' },
   });
   t.same(await auth.authenticate({ 'x-api-key': KEY_B }), { ok: true, principal: { id: 'bob', roles: [], via: 'api_key' } });
-  t.same(await auth.authenticate({ 'X-API-Key': KEY_B }), { ok: true, principal: { id: 'bob', roles: [], via: 'api_key' } }, 'any header case');
-  t.same(await auth.authenticate({ authorization: `bearer   ${KEY_A}  ` }), { ok: true, principal: { id: 'alice', roles: ['approver'], via: 'api_key' } });
+  t.same(
+    await auth.authenticate({ 'X-API-Key': KEY_B }),
+    { ok: true, principal: { id: 'bob', roles: [], via: 'api_key' } },
+    'any header case',
+  );
+  t.same(await auth.authenticate({ authorization: `bearer   ${KEY_A}  ` }), {
+    ok: true,
+    principal: { id: 'alice', roles: ['approver'], via: 'api_key' },
+  });
   t.same(await auth.authenticate({ 'x-api-key': [KEY_A] }), { ok: true, principal: { id: 'alice', roles: ['approver'], via: 'api_key' } });
 
   const wrong = 'wrong-key-0123456789abcdef';
@@ -97,12 +109,23 @@ t.test('missing and malformed headers', async (t) => {
   t.equal(!missing.ok && missing.message, 'Missing credentials: send Authorization: Bearer <api key or JWT> or X-API-Key');
   t.equal(!missing.ok && missing.wwwAuthenticate, 'Bearer realm="a2a"', 'no error code when no credentials were sent (RFC 6750 §3.1)');
   failed(t, await auth.authenticate({ authorization: undefined }), 'AGENT_ERR_AUTH_MISSING', MISSING_CREDENTIALS_MESSAGE);
-  failed(t, await auth.authenticate({ authorization: 'Basic YWxpY2U6cHc=' }), 'AGENT_ERR_AUTH_BAD_HEADER', /Unsupported Authorization scheme "Basic"/, 'YWxpY2U6cHc=');
+  failed(
+    t,
+    await auth.authenticate({ authorization: 'Basic YWxpY2U6cHc=' }),
+    'AGENT_ERR_AUTH_BAD_HEADER',
+    /Unsupported Authorization scheme "Basic"/,
+    'YWxpY2U6cHc=',
+  );
   failed(t, await auth.authenticate({ authorization: 'Bearer' }), 'AGENT_ERR_AUTH_BAD_HEADER', 'Authorization: Bearer has no token');
   failed(t, await auth.authenticate({ authorization: '   ' }), 'AGENT_ERR_AUTH_BAD_HEADER', 'Authorization header is empty');
   failed(t, await auth.authenticate({ 'x-api-key': ' ' }), 'AGENT_ERR_AUTH_BAD_HEADER', 'X-API-Key header is empty');
   failed(t, await auth.authenticate({ 'x-api-key': [KEY_A, KEY_B] }), 'AGENT_ERR_AUTH_BAD_HEADER', 'Multiple X-API-Key headers', KEY_A);
-  failed(t, await auth.authenticate({ authorization: [`Bearer ${KEY_A}`, 'x'] }), 'AGENT_ERR_AUTH_BAD_HEADER', 'Multiple Authorization headers');
+  failed(
+    t,
+    await auth.authenticate({ authorization: [`Bearer ${KEY_A}`, 'x'] }),
+    'AGENT_ERR_AUTH_BAD_HEADER',
+    'Multiple Authorization headers',
+  );
   failed(
     t,
     await auth.authenticate({ authorization: 'Basic x', 'x-api-key': KEY_A }),
@@ -121,30 +144,87 @@ t.test('JWT verification against a served JWKS', async (t) => {
     principal: { id: 'carol', roles: ['approver', 'admin'], via: 'jwt' },
   });
   t.ok(jwksHits >= 1, 'the JWKS was fetched over HTTP');
-  t.same(await auth.authenticate({ authorization: `Bearer ${await token({ roles: 'approver  admin ' })}` }), {
-    ok: true,
-    principal: { id: 'carol', roles: ['approver', 'admin'], via: 'jwt' },
-  }, 'a space-separated roles string');
-  t.same(await auth.authenticate({ authorization: `Bearer ${await token({})}` }), { ok: true, principal: { id: 'carol', roles: [], via: 'jwt' } }, 'no roles claim: no roles');
-  t.same(await auth.authenticate({ authorization: `Bearer ${KEY_A}` }), { ok: true, principal: { id: 'alice', roles: ['approver'], via: 'api_key' } }, 'API keys still work alongside');
-  failed(t, await auth.authenticate({ authorization: 'Bearer not-a-key-and-not-a-jwt' }), 'AGENT_ERR_AUTH_INVALID_KEY', /^Invalid API key$/);
+  t.same(
+    await auth.authenticate({ authorization: `Bearer ${await token({ roles: 'approver  admin ' })}` }),
+    {
+      ok: true,
+      principal: { id: 'carol', roles: ['approver', 'admin'], via: 'jwt' },
+    },
+    'a space-separated roles string',
+  );
+  t.same(
+    await auth.authenticate({ authorization: `Bearer ${await token({})}` }),
+    { ok: true, principal: { id: 'carol', roles: [], via: 'jwt' } },
+    'no roles claim: no roles',
+  );
+  t.same(
+    await auth.authenticate({ authorization: `Bearer ${KEY_A}` }),
+    { ok: true, principal: { id: 'alice', roles: ['approver'], via: 'api_key' } },
+    'API keys still work alongside',
+  );
+  failed(
+    t,
+    await auth.authenticate({ authorization: 'Bearer not-a-key-and-not-a-jwt' }),
+    'AGENT_ERR_AUTH_INVALID_KEY',
+    /^Invalid API key$/,
+  );
 
   const expired = await token({}, { exp: now() - 3600 });
-  failed(t, await auth.authenticate({ authorization: `Bearer ${expired}` }), 'AGENT_ERR_AUTH_JWT_EXPIRED', /^JWT expired at \d{4}-/, expired);
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${expired}` }),
+    'AGENT_ERR_AUTH_JWT_EXPIRED',
+    /^JWT expired at \d{4}-/,
+    expired,
+  );
   const wrongAud = await token({}, { aud: 'someone-else' });
-  failed(t, await auth.authenticate({ authorization: `Bearer ${wrongAud}` }), 'AGENT_ERR_AUTH_JWT_CLAIM', 'JWT audience is wrong (expected "a2a-agent")', wrongAud);
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${wrongAud}` }),
+    'AGENT_ERR_AUTH_JWT_CLAIM',
+    'JWT audience is wrong (expected "a2a-agent")',
+    wrongAud,
+  );
   const wrongIss = await token({}, { iss: 'https://evil.test' });
-  failed(t, await auth.authenticate({ authorization: `Bearer ${wrongIss}` }), 'AGENT_ERR_AUTH_JWT_CLAIM', 'JWT issuer is wrong (expected "https://idp.test")', wrongIss);
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${wrongIss}` }),
+    'AGENT_ERR_AUTH_JWT_CLAIM',
+    'JWT issuer is wrong (expected "https://idp.test")',
+    wrongIss,
+  );
   const forged = await token({}, { key: other.privateKey });
-  failed(t, await auth.authenticate({ authorization: `Bearer ${forged}` }), 'AGENT_ERR_AUTH_JWT_SIGNATURE', 'JWT signature verification failed', forged);
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${forged}` }),
+    'AGENT_ERR_AUTH_JWT_SIGNATURE',
+    'JWT signature verification failed',
+    forged,
+  );
   const unknownKid = await token({}, { kid: 'rotated-away', key: other.privateKey });
-  failed(t, await auth.authenticate({ authorization: `Bearer ${unknownKid}` }), 'AGENT_ERR_AUTH_JWT_KEY', /kid\) "rotated-away" is unknown/, unknownKid);
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${unknownKid}` }),
+    'AGENT_ERR_AUTH_JWT_KEY',
+    /kid\) "rotated-away" is unknown/,
+    unknownKid,
+  );
   const noExp = await token({}, { exp: null });
   failed(t, await auth.authenticate({ authorization: `Bearer ${noExp}` }), 'AGENT_ERR_AUTH_JWT_CLAIM', 'JWT has no "exp" claim');
   const noSub = await token({ sub: undefined });
-  failed(t, await auth.authenticate({ authorization: `Bearer ${noSub}` }), 'AGENT_ERR_AUTH_JWT_CLAIM', 'JWT has no "sub" claim naming the principal');
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${noSub}` }),
+    'AGENT_ERR_AUTH_JWT_CLAIM',
+    'JWT has no "sub" claim naming the principal',
+  );
   const badRoles = await token({ roles: 7 });
-  failed(t, await auth.authenticate({ authorization: `Bearer ${badRoles}` }), 'AGENT_ERR_AUTH_JWT_CLAIM', /claim "roles" must be an array of strings/);
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${badRoles}` }),
+    'AGENT_ERR_AUTH_JWT_CLAIM',
+    /claim "roles" must be an array of strings/,
+  );
   const notYet = await token({ nbf: now() + 3600 });
   failed(t, await auth.authenticate({ authorization: `Bearer ${notYet}` }), 'AGENT_ERR_AUTH_JWT_CLAIM', /not valid yet/);
   const r = await auth.authenticate({ authorization: `Bearer ${expired}` });
@@ -154,7 +234,10 @@ t.test('JWT verification against a served JWKS', async (t) => {
 t.test('nested and custom claims', async (t) => {
   const nested = createAuthenticator(parseAuthConfig(jwtConfig({ roles_claim: 'realm_access.roles', principal_claim: 'email' })));
   const tok = await token({ email: 'carol@example.test', realm_access: { roles: ['approver'] } });
-  t.same(await nested.authenticate({ authorization: `Bearer ${tok}` }), { ok: true, principal: { id: 'carol@example.test', roles: ['approver'], via: 'jwt' } });
+  t.same(await nested.authenticate({ authorization: `Bearer ${tok}` }), {
+    ok: true,
+    principal: { id: 'carol@example.test', roles: ['approver'], via: 'jwt' },
+  });
   t.same(
     await nested.authenticate({ authorization: `Bearer ${await token({ email: 'c@x', realm_access: 'approver' })}` }),
     { ok: true, principal: { id: 'c@x', roles: [], via: 'jwt' } },
@@ -171,7 +254,13 @@ t.test('nested and custom claims', async (t) => {
 
 t.test('JWT only', async (t) => {
   const auth = createAuthenticator(parseAuthConfig(jwtConfig()));
-  failed(t, await auth.authenticate({ authorization: 'Bearer opaque-token-value' }), 'AGENT_ERR_AUTH_INVALID_KEY', 'Invalid bearer token: not a JWT', 'opaque-token-value');
+  failed(
+    t,
+    await auth.authenticate({ authorization: 'Bearer opaque-token-value' }),
+    'AGENT_ERR_AUTH_INVALID_KEY',
+    'Invalid bearer token: not a JWT',
+    'opaque-token-value',
+  );
   failed(t, await auth.authenticate({ 'x-api-key': KEY_A }), 'AGENT_ERR_AUTH_INVALID_KEY', /API keys are not accepted here/, KEY_A);
 });
 
@@ -184,10 +273,20 @@ t.test('JWKS unreachable', async (t) => {
     parseAuthConfig({ jwt: { issuer: ISS, jwks_url: `http://127.0.0.1:${port}/jwks.json`, audience: AUD } }),
     { fetchTimeoutMs: 1000 },
   );
-  failed(t, await auth.authenticate({ authorization: `Bearer ${await token({})}` }), 'AGENT_ERR_AUTH_JWKS_UNAVAILABLE', /JWT could not be verified: fetching the issuer's JWKS failed/);
+  failed(
+    t,
+    await auth.authenticate({ authorization: `Bearer ${await token({})}` }),
+    'AGENT_ERR_AUTH_JWKS_UNAVAILABLE',
+    /JWT could not be verified: fetching the issuer's JWKS failed/,
+  );
 
   const notFound = createAuthenticator(parseAuthConfig(jwtConfig({ jwks_url: JWKS_URL.replace('jwks.json', 'missing') })));
-  failed(t, await notFound.authenticate({ authorization: `Bearer ${await token({})}` }), 'AGENT_ERR_AUTH_JWKS_UNAVAILABLE', /Expected 200 OK/);
+  failed(
+    t,
+    await notFound.authenticate({ authorization: `Bearer ${await token({})}` }),
+    'AGENT_ERR_AUTH_JWKS_UNAVAILABLE',
+    /Expected 200 OK/,
+  );
 });
 
 t.test('hasRole', async (t) => {

@@ -22,12 +22,16 @@ t.test('api keys and jwt: v1.0', async (t) => {
     apiKeyBearer: { httpAuthSecurityScheme: { description: 'API key as a bearer token', scheme: 'bearer' } },
     jwt: { httpAuthSecurityScheme: { description: 'JWT from the configured issuer', scheme: 'bearer', bearerFormat: 'JWT' } },
   });
-  t.same(v1.securityRequirements.map((r) => SecurityRequirement.toJSON(r)), [
-    // proto3 JSON drops the empty scope list: `{ list: [] }` renders as `{}`.
-    { schemes: { apiKey: {} } },
-    { schemes: { apiKeyBearer: {} } },
-    { schemes: { jwt: {} } },
-  ], 'one alternative per scheme');
+  t.same(
+    v1.securityRequirements.map((r) => SecurityRequirement.toJSON(r)),
+    [
+      // proto3 JSON drops the empty scope list: `{ list: [] }` renders as `{}`.
+      { schemes: { apiKey: {} } },
+      { schemes: { apiKeyBearer: {} } },
+      { schemes: { jwt: {} } },
+    ],
+    'one alternative per scheme',
+  );
   t.same(v1.securityRequirements[0], { schemes: { apiKey: { list: [] } } });
 });
 

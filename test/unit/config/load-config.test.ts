@@ -101,7 +101,12 @@ t.test('model choice', async (t) => {
 
   t.test('GEMINI_MODEL, base URL and thoughts', async (t) => {
     const c = loadConfig(
-      { GEMINI_API_KEY: 'k', GEMINI_MODEL: 'gemini-2.5-pro', GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:9999', GEMINI_INCLUDE_THOUGHTS: 'false' },
+      {
+        GEMINI_API_KEY: 'k',
+        GEMINI_MODEL: 'gemini-2.5-pro',
+        GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:9999',
+        GEMINI_INCLUDE_THOUGHTS: 'false',
+      },
       dir,
     );
     t.equal(c.model.model, 'gemini-2.5-pro');
@@ -179,7 +184,10 @@ t.test('security defaults: no unauthenticated remote bind; shell commands never 
   t.throws(() => loadConfig({ HOST: '0.0.0.0' }, dir), /HOST=0\.0\.0\.0 is not a loopback address and AUTH_CONFIG is unset/);
   t.equal(loadConfig({ HOST: '0.0.0.0', AUTH_CONFIG: 'auth.json' }, dir).host, '0.0.0.0', 'with authentication it may bind anywhere');
   t.equal(loadConfig({ HOST: '127.0.0.2' }, dir).host, '127.0.0.2');
-  const c = loadConfig({ GEMINI_API_KEY: 'k', DATABASE_URL: 'postgres://u:p@h/db', PATH: '/usr/bin', HOME: '/home/x', AUTH_CONFIG: 'auth.json' }, dir);
+  const c = loadConfig(
+    { GEMINI_API_KEY: 'k', DATABASE_URL: 'postgres://u:p@h/db', PATH: '/usr/bin', HOME: '/home/x', AUTH_CONFIG: 'auth.json' },
+    dir,
+  );
   t.same(c.shell.env, { PATH: '/usr/bin', HOME: '/home/x' }, 'the API key, database URL and auth file stay out of commands');
   t.same(c.workspaceRoots, [dir], 'with AUTH_CONFIG, workspaces default to WORKSPACE_DIR');
   t.equal(loadConfig({}, dir).workspaceRoots, undefined, 'without it, anywhere (local use)');

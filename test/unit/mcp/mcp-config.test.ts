@@ -43,10 +43,16 @@ t.test('the map itself', async (t) => {
 });
 
 t.test('server names', async (t) => {
-  t.equal(message({ 'my server': { command: 'x' } }), 'mcp_servers["my server"]: server name "my server" may only contain letters, digits, "_" and "-"');
+  t.equal(
+    message({ 'my server': { command: 'x' } }),
+    'mcp_servers["my server"]: server name "my server" may only contain letters, digits, "_" and "-"',
+  );
   t.equal(message({ 'a.b': { command: 'x' } }), 'mcp_servers["a.b"]: server name "a.b" may only contain letters, digits, "_" and "-"');
   t.equal(message({ '': { command: 'x' } }), 'mcp_servers[""]: server name "" may only contain letters, digits, "_" and "-"');
-  t.equal(message({ a__b: { command: 'x' } }), 'mcp_servers.a__b: server name "a__b" must not contain "__" (it separates server and tool names)');
+  t.equal(
+    message({ a__b: { command: 'x' } }),
+    'mcp_servers.a__b: server name "a__b" must not contain "__" (it separates server and tool names)',
+  );
   t.match(message({ __proto__x: { command: 'x' } }), /must not contain "__"/);
 });
 
@@ -55,7 +61,10 @@ t.test('entry shape and transport choice', async (t) => {
   t.equal(message({ gh: ['npx'] }), 'mcp_servers.gh must be an object with either command or url');
   t.equal(message({ gh: {} }), 'mcp_servers.gh must set either command (stdio server) or url/httpUrl (HTTP server)');
   t.equal(message({ gh: { command: 'x', url: 'http://h/mcp' } }), 'mcp_servers.gh must set exactly one of command and url, not both');
-  t.equal(message({ gh: { command: 'x', httpUrl: 'http://h/mcp' } }), 'mcp_servers.gh must set exactly one of command and httpUrl, not both');
+  t.equal(
+    message({ gh: { command: 'x', httpUrl: 'http://h/mcp' } }),
+    'mcp_servers.gh must set exactly one of command and httpUrl, not both',
+  );
   t.equal(message({ gh: { url: 'http://h/a', httpUrl: 'http://h/b' } }), 'mcp_servers.gh must set only one of url, httpUrl');
   t.equal(message({ gh: { httpUrl: 'http://h/a', http_url: 'http://h/b' } }), 'mcp_servers.gh must set only one of httpUrl, http_url');
   t.equal(
@@ -84,9 +93,18 @@ t.test('HTTP fields', async (t) => {
   t.equal(message({ web: { url: 7 } }), 'mcp_servers.web.url must be a non-empty string');
   t.equal(message({ web: { url: 'not a url' } }), 'mcp_servers.web.url must be an absolute http:// or https:// URL, got "not a url"');
   t.equal(message({ web: { httpUrl: 'ftp://h/x' } }), 'mcp_servers.web.httpUrl must be an http:// or https:// URL, got "ftp://h/x"');
-  t.equal(message({ web: { http_url: '/relative' } }), 'mcp_servers.web.http_url must be an absolute http:// or https:// URL, got "/relative"');
-  t.equal(message({ web: { url: 'http://h/', headers: 'Bearer x' } }), 'mcp_servers.web.headers must be an object whose values are strings');
-  t.equal(message({ web: { url: 'http://h/', headers: { Authorization: null } } }), 'mcp_servers.web.headers.Authorization must be a string');
+  t.equal(
+    message({ web: { http_url: '/relative' } }),
+    'mcp_servers.web.http_url must be an absolute http:// or https:// URL, got "/relative"',
+  );
+  t.equal(
+    message({ web: { url: 'http://h/', headers: 'Bearer x' } }),
+    'mcp_servers.web.headers must be an object whose values are strings',
+  );
+  t.equal(
+    message({ web: { url: 'http://h/', headers: { Authorization: null } } }),
+    'mcp_servers.web.headers.Authorization must be a string',
+  );
   t.equal(
     message({ web: { url: 'http://h/', env: {} } }),
     'mcp_servers.web.env is only for stdio servers; mcp_servers.web sets url, so it is an HTTP server',
@@ -100,7 +118,11 @@ t.test('HTTP fields', async (t) => {
 t.test('timeout', async (t) => {
   for (const timeout of [0, -5, '100', Number.NaN, Number.POSITIVE_INFINITY, null]) {
     t.equal(message({ s: { command: 'x', timeout } }), 'mcp_servers.s.timeout must be a positive number of milliseconds', String(timeout));
-    t.equal(message({ s: { url: 'http://h/', timeout } }), 'mcp_servers.s.timeout must be a positive number of milliseconds', String(timeout));
+    t.equal(
+      message({ s: { url: 'http://h/', timeout } }),
+      'mcp_servers.s.timeout must be a positive number of milliseconds',
+      String(timeout),
+    );
   }
 });
 

@@ -27,7 +27,7 @@ function isAlive(pid: number): boolean {
 }
 
 async function waitFor(check: () => boolean, ms = 3000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
+  for (const end = Date.now() + ms; Date.now() < end;) {
     if (check()) return true;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -74,7 +74,10 @@ t.test('stdio + HTTP servers, one failing', async (t) => {
     t.match(web, { name: 'web', transport: 'http', status: 'connected' });
     t.same(web.tools, echo.tools);
     t.match(noauth, { name: 'noauth', transport: 'http', status: 'failed', error: /^the server answered HTTP 401$/ });
-    t.ok(stderr.some((s) => s.startsWith('bad: boom: missing token')), 'stderr is handed to onStderr');
+    t.ok(
+      stderr.some((s) => s.startsWith('bad: boom: missing token')),
+      'stderr is handed to onStderr',
+    );
   });
 
   t.test('tools are prefixed, de-duplicated and converted', async (t) => {
@@ -104,7 +107,10 @@ t.test('stdio + HTTP servers, one failing', async (t) => {
   });
 
   t.test('calls over stdio', async (t) => {
-    t.same(await toolNamed(tools, 'echo__echo').run({ text: 'hello' }, c), { llmContent: 'hello', display: { type: 'text', text: 'hello' } });
+    t.same(await toolNamed(tools, 'echo__echo').run({ text: 'hello' }, c), {
+      llmContent: 'hello',
+      display: { type: 'text', text: 'hello' },
+    });
     t.same(await toolNamed(tools, 'echo__add').run({ a: 2, b: 40 }, c), { llmContent: '42', display: { type: 'text', text: '42' } });
     t.same(await toolNamed(tools, 'echo__fail').run({}, c), {
       isError: true,
@@ -116,16 +122,26 @@ t.test('stdio + HTTP servers, one failing', async (t) => {
       display: { type: 'structured', data: { city: 'Oslo', temperature: 21 } },
     });
     t.match(await toolNamed(tools, 'echo__image').run({}, c), { llmContent: 'a pixel\n[image/png, 1234 bytes]' });
-    t.match(await toolNamed(tools, 'echo__env').run({ name: 'FIXTURE_VAR' }, c), { llmContent: 'from-config' }, 'config env reaches the child');
+    t.match(
+      await toolNamed(tools, 'echo__env').run({ name: 'FIXTURE_VAR' }, c),
+      { llmContent: 'from-config' },
+      'config env reaches the child',
+    );
     t.match(await toolNamed(tools, 'echo__cwd').run({}, c), { llmContent: workspace }, 'the workspace is the default cwd');
-    t.match(await toolNamed(tools, 'echo__add').run({ a: 'x', b: 1 }, c), { isError: true, error: { type: 'mcp_tool_error', message: /a/ } });
+    t.match(await toolNamed(tools, 'echo__add').run({ a: 'x', b: 1 }, c), {
+      isError: true,
+      error: { type: 'mcp_tool_error', message: /a/ },
+    });
   });
 
   t.test('abort cancels a slow call on the server', async (t) => {
     const controller = new AbortController();
     const live: string[] = [];
     const started = Date.now();
-    const pending = toolNamed(tools, 'echo__slow').run({ ms: 10_000 }, ctx(workspace, controller.signal, (s) => live.push(s)));
+    const pending = toolNamed(tools, 'echo__slow').run(
+      { ms: 10_000 },
+      ctx(workspace, controller.signal, (s) => live.push(s)),
+    );
     t.ok(await waitFor(() => live.length > 0), 'progress arrives as live output');
     t.same(live, ['waiting (1/2)']);
     controller.abort();
@@ -141,7 +157,10 @@ t.test('stdio + HTTP servers, one failing', async (t) => {
     const anonymous = http.requests.filter((r) => r.authorization === undefined);
     t.ok(authorized.length >= 3, 'initialize, tools/list and tools/call were authorized');
     t.equal(anonymous.length, 1, 'only the noauth server came without the header, and was refused');
-    t.ok(authorized.some((r) => r.sessionId !== undefined), 'the session id is sent back');
+    t.ok(
+      authorized.some((r) => r.sessionId !== undefined),
+      'the session id is sent back',
+    );
   });
 
   t.test('close ends the child and the HTTP session', async (t) => {
@@ -150,7 +169,10 @@ t.test('stdio + HTTP servers, one failing', async (t) => {
     t.ok(isAlive(pid), 'the stdio child runs');
     await manager.close();
     t.ok(await waitFor(() => !isAlive(pid)), 'the stdio child is gone');
-    t.ok(http.requests.some((r) => r.method === 'DELETE' && r.sessionId !== undefined), 'the HTTP session was terminated');
+    t.ok(
+      http.requests.some((r) => r.method === 'DELETE' && r.sessionId !== undefined),
+      'the HTTP session was terminated',
+    );
     t.same(
       manager.status().map((s) => s.status),
       ['disconnected', 'failed', 'disconnected', 'failed'],
@@ -181,7 +203,11 @@ t.test('a server that dies after start is marked disconnected; calls time out', 
   const crash = await toolNamed(tools, 'echo__crash').run({}, c);
   t.match(crash, {
     isError: true,
-    error: { type: 'mcp_call_failed', message: /MCP server "echo" is disconnected: the server closed the connection \(it may have exited\); stderr: .*crash: exiting on request/s },
+    error: {
+      type: 'mcp_call_failed',
+      message:
+        /MCP server "echo" is disconnected: the server closed the connection \(it may have exited\); stderr: .*crash: exiting on request/s,
+    },
   });
   const [status] = manager.status();
   t.equal(status.status, 'disconnected');
@@ -212,7 +238,11 @@ t.test('start failures: timeout, missing command, unreachable URL', async (t) =>
     status: 'failed',
     error: 'cannot run "definitely-not-an-mcp-server": command not found, or its working directory does not exist',
   });
-  t.match(down, { transport: 'http', status: 'failed', error: `cannot reach http://127.0.0.1:${port}/mcp: connect ECONNREFUSED 127.0.0.1:${port}` });
+  t.match(down, {
+    transport: 'http',
+    status: 'failed',
+    error: `cannot reach http://127.0.0.1:${port}/mcp: connect ECONNREFUSED 127.0.0.1:${port}`,
+  });
   t.match(badcwd, { status: 'failed', error: /command not found, or its working directory does not exist/ });
   t.same(manager.tools(), []);
 });

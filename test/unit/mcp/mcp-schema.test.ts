@@ -127,7 +127,12 @@ t.test('$ref and allOf are resolved; cycles are cut', async (t) => {
   t.same(props.escaped, { type: 'boolean' });
   t.same(props.missing, { type: 'string' });
   t.same(props.remote, { type: 'string' });
-  t.same(props.merged, { type: 'object', description: 'both', properties: { a: { type: 'string' }, b: { type: 'number' } }, required: ['a', 'b'] });
+  t.same(props.merged, {
+    type: 'object',
+    description: 'both',
+    properties: { a: { type: 'string' }, b: { type: 'number' } },
+    required: ['a', 'b'],
+  });
 });
 
 t.test('odd property names are safe', async (t) => {

@@ -65,7 +65,11 @@ t.test('shape, validate, describe, propose', async (t) => {
       error: { type: 'invalid_argument', message: 'The arguments of github__create_issue must be an object' },
     });
   }
-  const named = new McpTool(new FakeTarget('s', async () => ({ content: [] })), { name: 't', title: 'Title', inputSchema: { type: 'object' } }, 's__t_2');
+  const named = new McpTool(
+    new FakeTarget('s', async () => ({ content: [] })),
+    { name: 't', title: 'Title', inputSchema: { type: 'object' } },
+    's__t_2',
+  );
   t.equal(named.name, 's__t_2');
   t.equal(named.description, 'Title');
   const bare = new McpTool(new FakeTarget('s', async () => ({ content: [] })), { name: 't', inputSchema: { type: 'object' } });
@@ -83,7 +87,10 @@ t.test('run passes arguments, signal and progress to the target', async (t) => {
   const tool = new McpTool(target, definition);
   const seen: string[] = [];
   const controller = new AbortController();
-  const r = await tool.run({ title: 'x' }, ctx(controller.signal, (s) => seen.push(s)));
+  const r = await tool.run(
+    { title: 'x' },
+    ctx(controller.signal, (s) => seen.push(s)),
+  );
   t.same(r, { llmContent: 'created #7', display: { type: 'text', text: 'created #7' } });
   t.equal(target.calls[0].toolName, 'create_issue');
   t.same(target.calls[0].args, { title: 'x' });
@@ -104,12 +111,18 @@ t.test('run never throws: failures and cancellation become results', async (t) =
 
   const controller = new AbortController();
   const hanging = new McpTool(
-    new FakeTarget('gh', (options) => new Promise((_, reject) => options.signal.addEventListener('abort', () => reject(options.signal.reason)))),
+    new FakeTarget(
+      'gh',
+      (options) => new Promise((_, reject) => options.signal.addEventListener('abort', () => reject(options.signal.reason))),
+    ),
     definition,
   );
   const pending = hanging.run({ title: 'x' }, ctx(controller.signal));
   controller.abort();
-  t.same(await pending, { isError: true, error: { type: 'cancelled', message: 'Call to MCP tool "create_issue" of server "gh" was cancelled' } });
+  t.same(await pending, {
+    isError: true,
+    error: { type: 'cancelled', message: 'Call to MCP tool "create_issue" of server "gh" was cancelled' },
+  });
 
   const target = new FakeTarget('gh', async () => ({ content: [] }));
   const early = await new McpTool(target, definition).run({ title: 'x' }, ctx(AbortSignal.abort()));
@@ -119,10 +132,21 @@ t.test('run never throws: failures and cancellation become results', async (t) =
 
 t.test('mapCallToolResult', async (t) => {
   const label = 'MCP tool "x" of server "s"';
-  t.same(mapCallToolResult({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, label), {
-    llmContent: 'a\nb',
-    display: { type: 'text', text: 'a\nb' },
-  });
+  t.same(
+    mapCallToolResult(
+      {
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      },
+      label,
+    ),
+    {
+      llmContent: 'a\nb',
+      display: { type: 'text', text: 'a\nb' },
+    },
+  );
   const png = Buffer.alloc(1234).toString('base64');
   const mixed = mapCallToolResult(
     {

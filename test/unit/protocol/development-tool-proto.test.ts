@@ -48,17 +48,8 @@ const RFC: Record<string, string[]> = {
   McpDetails: ['string server_name = 1', 'string tool_name = 2'],
   GenericDetails: ['string description = 1'],
   AgentThought: ['string subject = 1', 'string description = 2'],
-  DevelopmentToolEvent: [
-    'DevelopmentToolEventKind kind = 1',
-    'string model = 2',
-    'string user_tier = 3',
-    'string error = 4',
-  ],
-  ToolCallConfirmation: [
-    'string tool_call_id = 1',
-    'string selected_option_id = 2',
-    'ModifiedFileDetails file_details = 3',
-  ],
+  DevelopmentToolEvent: ['DevelopmentToolEventKind kind = 1', 'string model = 2', 'string user_tier = 3', 'string error = 4'],
+  ToolCallConfirmation: ['string tool_call_id = 1', 'string selected_option_id = 2', 'ModifiedFileDetails file_details = 3'],
   ModifiedFileDetails: ['string new_content = 1'],
   GetAllSlashCommandsResponse: ['repeated SlashCommand commands = 1'],
   SlashCommand: [
@@ -136,11 +127,7 @@ t.match(proto, /^syntax = "proto3";$/m);
 t.match(proto, /^import "google\/protobuf\/struct\.proto";$/m);
 t.match(proto, /development-tool-extension-rfc\.md/, 'header points to the RFC');
 
-t.strictSame(
-  [...proto.matchAll(/^\s*message (\w+)/gm)].map((m) => m[1]).sort(),
-  Object.keys(RFC).sort(),
-  'exactly the RFC messages',
-);
+t.strictSame([...proto.matchAll(/^\s*message (\w+)/gm)].map((m) => m[1]).sort(), Object.keys(RFC).sort(), 'exactly the RFC messages');
 for (const [name, fields] of Object.entries(RFC)) t.strictSame(block('message', name), fields, `message ${name}`);
 for (const [name, values] of Object.entries(ENUMS)) t.strictSame(block('enum', name), values, `enum ${name}`);
 const flat = proto.replace(/\/\/.*$/gm, '').replace(/\s+/g, ' ');

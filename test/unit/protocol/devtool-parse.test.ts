@@ -11,7 +11,11 @@ t.test('ToolCallConfirmation: every accepted shape', async (t) => {
     ['snake', { tool_call_id: 'tc-1', selected_option_id: 'proceed_once' }, plain],
     ['camel', { toolCallId: 'tc-1', selectedOptionId: 'proceed_once' }, plain],
     ['mixed spelling', { tool_call_id: 'tc-1', selectedOptionId: 'proceed_once' }, plain],
-    ['proto3 JSON oneof, snake', { tool_call_id: 'tc-1', selected_option_id: 'proceed_once', file_details: { new_content: 'x = 2\n' } }, edited],
+    [
+      'proto3 JSON oneof, snake',
+      { tool_call_id: 'tc-1', selected_option_id: 'proceed_once', file_details: { new_content: 'x = 2\n' } },
+      edited,
+    ],
     ['proto3 JSON oneof, camel', { toolCallId: 'tc-1', selectedOptionId: 'proceed_once', fileDetails: { newContent: 'x = 2\n' } }, edited],
     [
       'nested form, snake',
@@ -40,8 +44,14 @@ t.test('ToolCallConfirmation: every rejection names the field', async (t) => {
     ['tc-1', `${P} must be a JSON object (ToolCallConfirmation)`],
     [[ok], `${P} must be a JSON object (ToolCallConfirmation)`],
     [{ ...ok, foo: 1 }, `${P}.foo is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`],
-    [{ ...ok, 'new content': 'x' }, `${P}["new content"] is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`],
-    [{ ...ok, ToolCallId: 'x' }, `${P}.ToolCallId is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`],
+    [
+      { ...ok, 'new content': 'x' },
+      `${P}["new content"] is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`,
+    ],
+    [
+      { ...ok, ToolCallId: 'x' },
+      `${P}.ToolCallId is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`,
+    ],
     [{ selected_option_id: 'cancel' }, `${P}.tool_call_id must be a non-empty string`],
     [{ tool_call_id: '', selected_option_id: 'cancel' }, `${P}.tool_call_id must be a non-empty string`],
     [{ toolCallId: 7, selected_option_id: 'cancel' }, `${P}.toolCallId must be a non-empty string`],
@@ -60,7 +70,10 @@ t.test('ToolCallConfirmation: every rejection names the field', async (t) => {
     ],
     [{ ...ok, modified_details: 'x' }, `${P}.modified_details must be a JSON object (modified_details)`],
     [{ ...ok, modifiedDetails: {} }, `${P}.modifiedDetails must set file_details`],
-    [{ ...ok, modified_details: { new_content: 'x' } }, `${P}.modified_details.new_content is not a field of modified_details (expected file_details)`],
+    [
+      { ...ok, modified_details: { new_content: 'x' } },
+      `${P}.modified_details.new_content is not a field of modified_details (expected file_details)`,
+    ],
     [{ ...ok, modified_details: { fileDetails: [] } }, `${P}.modified_details.fileDetails must be a JSON object (ModifiedFileDetails)`],
     [{ ...ok, modifiedDetails: { fileDetails: { newContent: 1 } } }, `${P}.modifiedDetails.fileDetails.newContent must be a string`],
   ];
@@ -124,7 +137,12 @@ t.test('AgentSettings extension fields: approval_mode, allowed_tools, mcp_server
   t.match(ok({ allowed_tools: [' '] }), { ok: false, message: /^m\.allowed_tools\[0\] must be a non-empty tool name/ });
 
   t.strictSame(
-    ok({ mcp_servers: { fs: { command: 'node', args: ['s.js'], env: { A: '1' }, cwd: '/w', timeout: 5000 }, web: { httpUrl: 'http://x/mcp', headers: { Authorization: 'Bearer t' } } } }),
+    ok({
+      mcp_servers: {
+        fs: { command: 'node', args: ['s.js'], env: { A: '1' }, cwd: '/w', timeout: 5000 },
+        web: { httpUrl: 'http://x/mcp', headers: { Authorization: 'Bearer t' } },
+      },
+    }),
     {
       ok: true,
       value: {
@@ -145,7 +163,10 @@ t.test('AgentSettings extension fields: approval_mode, allowed_tools, mcp_server
     [{ mcp_servers: { a: { url: 'http://x', headers: [] } } }, 'm.mcp_servers.a.headers must be a JSON object of strings'],
     [{ mcp_servers: { a: { url: 'http://x', http_url: 'http://y' } } }, 'm.mcp_servers.a sets both url and http_url; use one'],
     [{ mcp_servers: { a: { command: 'x', timeout: -1 } } }, 'm.mcp_servers.a.timeout must be a positive integer (milliseconds)'],
-    [{ mcp_servers: { a: { command: 'x', trust: true } } }, 'm.mcp_servers.a.trust is not a field of McpServerConfig (expected command, args, env, cwd, url, http_url, headers, timeout)'],
+    [
+      { mcp_servers: { a: { command: 'x', trust: true } } },
+      'm.mcp_servers.a.trust is not a field of McpServerConfig (expected command, args, env, cwd, url, http_url, headers, timeout)',
+    ],
   ];
   for (const [data, message] of bad) t.strictSame(ok(data), { ok: false, message }, message);
 });
@@ -171,7 +192,10 @@ t.test('ExecuteSlashCommandRequest', async (t) => {
     [{ command_path: ['memory', 3] }, `${R}.command_path[1] must be a non-empty string`],
     [{ commandPath: [''] }, `${R}.commandPath[0] must be a non-empty string`],
     [{ command_path: ['memory'], args: ['a'] }, `${R}.args must be a string`],
-    [{ command_path: ['memory'], argv: 'a' }, `${R}.argv is not a field of ExecuteSlashCommandRequest (expected command_path, args, context_id)`],
+    [
+      { command_path: ['memory'], argv: 'a' },
+      `${R}.argv is not a field of ExecuteSlashCommandRequest (expected command_path, args, context_id)`,
+    ],
     [{ command_path: ['tools'], context_id: 7 }, `${R}.context_id must be a string`],
     [{ command_path: ['a'], commandPath: ['b'] }, `${R} sets both command_path and commandPath`],
     [null, `${R} must be a JSON object (ExecuteSlashCommandRequest)`],

@@ -139,10 +139,7 @@ t.test('the verify guard throws naming the field', async (t) => {
     thrown(call({ output: { text: 'a', extra: 1 } })),
     `${P}ToolCall.output.extra is not a field of ToolOutput (expected text, diff, structured_data)`,
   );
-  t.equal(
-    thrown(call({ status: 'DONE' })),
-    `${P}ToolCall.status must be a ToolCallStatus name (one of ${STATUSES}), got "DONE"`,
-  );
+  t.equal(thrown(call({ status: 'DONE' })), `${P}ToolCall.status must be a ToolCallStatus name (one of ${STATUSES}), got "DONE"`);
   t.equal(thrown(call({ status: 3 })), `${P}ToolCall.status must be a ToolCallStatus name (one of ${STATUSES}), got 3`);
   t.equal(
     thrown(call({ output: { text: 'a' }, error: { message: 'b' } })),
@@ -153,7 +150,11 @@ t.test('the verify guard throws naming the field', async (t) => {
     `${P}ToolCall.output sets text and structured_data, but they are members of oneof result (set at most one)`,
   );
   t.equal(
-    thrown(call({ confirmation_request: { options: [], generic_details: { description: 'd' }, mcp_details: { server_name: 's', tool_name: 't' } } })),
+    thrown(
+      call({
+        confirmation_request: { options: [], generic_details: { description: 'd' }, mcp_details: { server_name: 's', tool_name: 't' } },
+      }),
+    ),
     `${P}ToolCall.confirmation_request sets mcp_details and generic_details, but they are members of oneof details (set at most one)`,
   );
   t.equal(thrown(call({ description: 5 })), `${P}ToolCall.description must be a string`);
@@ -174,14 +175,14 @@ t.test('the verify guard throws naming the field', async (t) => {
   t.equal(thrown(call({ input_parameters: { 'a b': 1n } })), `${P}ToolCall.input_parameters["a b"] is not a JSON value (bigint)`);
   let deep: unknown = 1;
   for (let i = 0; i < 33; i++) deep = { d: deep };
-  t.equal(
-    thrown(call({ input_parameters: deep })),
-    `${P}ToolCall.input_parameters${'.d'.repeat(33)} nests deeper than 32 levels`,
-  );
+  t.equal(thrown(call({ input_parameters: deep })), `${P}ToolCall.input_parameters${'.d'.repeat(33)} nests deeper than 32 levels`);
   t.equal(thrown(call({ status: 'STATUS_UNSPECIFIED' })), `${P}ToolCall.status is required (got "STATUS_UNSPECIFIED")`);
   t.equal(thrown(call({ tool_call_id: '' })), `${P}ToolCall.tool_call_id is required (got "")`);
   t.equal(thrown(call({ tool_name: undefined })), `${P}ToolCall.tool_name is required (got undefined)`);
-  t.equal(thrown(() => schema.toolCall(null as unknown as ToolCallJson)), `${P}ToolCall must be an object (ToolCall)`);
+  t.equal(
+    thrown(() => schema.toolCall(null as unknown as ToolCallJson)),
+    `${P}ToolCall must be an object (ToolCall)`,
+  );
 });
 
 t.test('agentThought and developmentToolEvent', async (t) => {
@@ -193,10 +194,12 @@ t.test('agentThought and developmentToolEvent', async (t) => {
     kind: 'TOOL_CALL_UPDATE',
     model: 'gemini-2.5-pro',
   });
-  t.strictSame(
-    schema.developmentToolEvent({ kind: 'STATE_CHANGE', model: 'm', user_tier: 'free', error: 'quota exceeded' }),
-    { kind: 'STATE_CHANGE', model: 'm', user_tier: 'free', error: 'quota exceeded' },
-  );
+  t.strictSame(schema.developmentToolEvent({ kind: 'STATE_CHANGE', model: 'm', user_tier: 'free', error: 'quota exceeded' }), {
+    kind: 'STATE_CHANGE',
+    model: 'm',
+    user_tier: 'free',
+    error: 'quota exceeded',
+  });
   for (const kind of ['TOOL_CALL_CONFIRMATION', 'TEXT_CONTENT', 'THOUGHT'] as const) {
     t.equal(schema.developmentToolEvent({ kind, model: 'm' }).kind, kind);
   }
@@ -233,13 +236,16 @@ t.test('slash command responses', async (t) => {
   };
   t.strictSame(schema.getAllSlashCommandsResponse(commands), commands);
   // is_required: false is the proto3 default and is omitted
-  t.strictSame(
-    schema.getAllSlashCommandsResponse({ commands: [{ name: 'x', arguments: [{ name: 'a', is_required: false }] }] }),
-    { commands: [{ name: 'x', arguments: [{ name: 'a' }] }] },
-  );
+  t.strictSame(schema.getAllSlashCommandsResponse({ commands: [{ name: 'x', arguments: [{ name: 'a', is_required: false }] }] }), {
+    commands: [{ name: 'x', arguments: [{ name: 'a' }] }],
+  });
   t.strictSame(schema.getAllSlashCommandsResponse({ commands: [] }), {});
   t.equal(
-    thrown(() => schema.getAllSlashCommandsResponse({ commands: [{ name: 'x', sub_commands: [{ name: 'y', arguments: [{ name: 'a', is_required: 'yes' }] }] }] } as never)),
+    thrown(() =>
+      schema.getAllSlashCommandsResponse({
+        commands: [{ name: 'x', sub_commands: [{ name: 'y', arguments: [{ name: 'a', is_required: 'yes' }] }] }],
+      } as never),
+    ),
     'development-tool schema: GetAllSlashCommandsResponse.commands[0].sub_commands[0].arguments[0].is_required must be a boolean',
   );
 
@@ -247,14 +253,18 @@ t.test('slash command responses', async (t) => {
     execution_id: 'ex-1',
     status: 'STARTED',
   });
-  t.strictSame(
-    schema.executeSlashCommandResponse({ execution_id: 'ex-2', status: 'FAILED_TO_START', message: 'no such command' }),
-    { execution_id: 'ex-2', status: 'FAILED_TO_START', message: 'no such command' },
-  );
+  t.strictSame(schema.executeSlashCommandResponse({ execution_id: 'ex-2', status: 'FAILED_TO_START', message: 'no such command' }), {
+    execution_id: 'ex-2',
+    status: 'FAILED_TO_START',
+    message: 'no such command',
+  });
   for (const status of ['AWAITING_SHELL_CONFIRMATION', 'AWAITING_ACTION_CONFIRMATION'] as const) {
     t.equal(schema.executeSlashCommandResponse({ execution_id: 'e', status }).status, status);
   }
-  t.strictSame(schema.executeSlashCommandResponse({ status: 'FAILED_TO_START', message: 'unknown' }), { status: 'FAILED_TO_START', message: 'unknown' });
+  t.strictSame(schema.executeSlashCommandResponse({ status: 'FAILED_TO_START', message: 'unknown' }), {
+    status: 'FAILED_TO_START',
+    message: 'unknown',
+  });
   t.equal(
     thrown(() => schema.executeSlashCommandResponse({ status: 'STARTED' })),
     'development-tool schema: ExecuteSlashCommandResponse.execution_id is required when status is STARTED',

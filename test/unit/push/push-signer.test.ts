@@ -37,7 +37,10 @@ t.test('round trip: a receiver verifies the token and the body hash', async (t) 
   t.not(p2.jti, payload.jti, 'jti is fresh per token');
 
   const bytes = new Uint8Array([0, 1, 2, 255]);
-  const { payload: p3 } = await jwtVerify(await signer.sign({ taskId: 't', eventId: 'e-7', body: bytes }), createLocalJWKSet(signer.jwks()));
+  const { payload: p3 } = await jwtVerify(
+    await signer.sign({ taskId: 't', eventId: 'e-7', body: bytes }),
+    createLocalJWKSet(signer.jwks()),
+  );
   t.equal(p3.body_sha256, sha256hex(bytes), 'binary bodies are hashed as given');
   t.equal(p3.event_id, 'e-7');
   t.equal(p3.iss, 'https://agent.test');
@@ -85,13 +88,20 @@ t.test('several stored keys: sign with the newest, publish all', async (t) => {
   await store.saveSigningKey(newer);
   const signer = await PushSigner.create(store);
   t.equal(signer.kid, newer.kid);
-  t.same(signer.jwks().keys.map((k) => k.kid), [newer.kid, old.kid], 'newest first; old keys stay verifiable');
+  t.same(
+    signer.jwks().keys.map((k) => k.kid),
+    [newer.kid, old.kid],
+    'newest first; old keys stay verifiable',
+  );
 });
 
 /** A store where another process wins the race: its save lands first and ours is refused. */
 class RacingStore implements SigningKeyStore {
   loads = 0;
-  constructor(private readonly winner: StoredSigningKey, private readonly saved: StoredSigningKey[] = []) {}
+  constructor(
+    private readonly winner: StoredSigningKey,
+    private readonly saved: StoredSigningKey[] = [],
+  ) {}
   async loadSigningKeys() {
     this.loads++;
     return this.saved.map((k) => ({ ...k }));
@@ -108,7 +118,10 @@ t.test('concurrent create: a lost save adopts the winning key', async (t) => {
   const signer = await PushSigner.create(store);
   t.equal(signer.kid, winner.kid, 'uses the key the other process saved');
   t.equal(store.loads, 2, 'reloaded after the failed save');
-  t.same(signer.jwks().keys.map((k) => k.kid), [winner.kid]);
+  t.same(
+    signer.jwks().keys.map((k) => k.kid),
+    [winner.kid],
+  );
 });
 
 t.test('store failures are reported', async (t) => {
@@ -118,13 +131,20 @@ t.test('store failures are reported', async (t) => {
       throw new Error('database is read-only');
     },
   };
-  await t.rejects(PushSigner.create(broken), { name: 'PushSignerError', code: 'AGENT_ERR_PUSH_SIGNING_KEY', message: /could not save a new ES256 signing key: database is read-only/ });
+  await t.rejects(PushSigner.create(broken), {
+    name: 'PushSignerError',
+    code: 'AGENT_ERR_PUSH_SIGNING_KEY',
+    message: /could not save a new ES256 signing key: database is read-only/,
+  });
   const forgetful: SigningKeyStore = { loadSigningKeys: async () => [], saveSigningKey: async () => undefined };
   await t.rejects(PushSigner.create(forgetful), PushSignerError);
   const corrupt = new MemorySigningKeyStore();
   const good = await generateSigningKey('ES256');
   await corrupt.saveSigningKey({ ...good, privateJwk: { kty: 'EC', crv: 'P-256' } });
-  await t.rejects(PushSigner.create(corrupt), { name: 'PushSignerError', message: new RegExp(`stored signing key ${good.kid} cannot be imported`) });
+  await t.rejects(PushSigner.create(corrupt), {
+    name: 'PushSignerError',
+    message: new RegExp(`stored signing key ${good.kid} cannot be imported`),
+  });
 });
 
 t.test('MemorySigningKeyStore refuses a duplicate kid and returns copies', async (t) => {

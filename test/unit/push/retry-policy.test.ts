@@ -28,7 +28,9 @@ t.test('equal jitter: uniform in [cap/2, cap)', async (t) => {
     const d = backoffDelay(4, { baseMs: 100, maxMs: 10_000 });
     if (!(Number.isInteger(d) && d >= 400 && d < 800)) t.fail(`out of range: ${d}`);
   }
-  const floor = Array.from({ length: PUSH_MAX_ATTEMPTS - 1 }, (_, i) => backoffDelay(i + 1, { baseMs: PUSH_RETRY_BASE_MS, maxMs: PUSH_RETRY_MAX_MS, random: () => 0 }));
+  const floor = Array.from({ length: PUSH_MAX_ATTEMPTS - 1 }, (_, i) =>
+    backoffDelay(i + 1, { baseMs: PUSH_RETRY_BASE_MS, maxMs: PUSH_RETRY_MAX_MS, random: () => 0 }),
+  );
   t.ok(floor.reduce((a, b) => a + b, 0) > 120_000, 'with the defaults, every attempt of one event spans more than two minutes');
   t.pass('Math.random by default, always in range');
 });

@@ -139,13 +139,19 @@ t.test('hostnames: every resolved address must pass', async (t) => {
       'pushNotificationConfig.url https://mixed.example.com/a2a resolves to 192.168.1.10, a private address; push to private networks is refused (the operator can allow it with PUSH_ALLOW_PRIVATE=1)',
   });
   t.match(await checkPushUrl('https://rebind.example.com/', { allowPrivate: false, lookup }), { ok: false, addressClass: 'private' });
-  t.match(await checkPushUrl('https://metadata-alias.example.com/', { allowPrivate: true, lookup }), { ok: false, addressClass: 'metadata' });
+  t.match(await checkPushUrl('https://metadata-alias.example.com/', { allowPrivate: true, lookup }), {
+    ok: false,
+    addressClass: 'metadata',
+  });
   t.same(await checkPushUrl('https://nope.example.com/', { allowPrivate: false, lookup }), {
     ok: false,
     message: 'pushNotificationConfig.url host nope.example.com does not resolve (ENOTFOUND)',
   });
   t.match(await checkPushUrl('https://empty.example.com/', { allowPrivate: false, lookup }), { ok: false, message: /no addresses/ });
-  const junk = await checkPushUrl('https://junk.example.com/', { allowPrivate: false, lookup: async () => [{ address: 'junk', family: 4 }] });
+  const junk = await checkPushUrl('https://junk.example.com/', {
+    allowPrivate: false,
+    lookup: async () => [{ address: 'junk', family: 4 }],
+  });
   t.match(junk, { ok: false, message: /not an IP address/ });
   t.match(await checkPushUrl('http://localhost:3000/', { allowPrivate: false, lookup: noLookup }), {
     ok: false,
@@ -169,8 +175,14 @@ t.test('URL shape', async (t) => {
   const opts = { allowPrivate: false, lookup: noLookup };
   t.same(await checkPushUrl('not a url', opts), { ok: false, message: 'pushNotificationConfig.url is not a valid absolute URL' });
   t.same(await checkPushUrl('/relative/path', opts), { ok: false, message: 'pushNotificationConfig.url is not a valid absolute URL' });
-  t.same(await checkPushUrl('ftp://8.8.8.8/x', opts), { ok: false, message: 'pushNotificationConfig.url must use http or https (got ftp:)' });
-  t.same(await checkPushUrl('file:///etc/passwd', opts), { ok: false, message: 'pushNotificationConfig.url must use http or https (got file:)' });
+  t.same(await checkPushUrl('ftp://8.8.8.8/x', opts), {
+    ok: false,
+    message: 'pushNotificationConfig.url must use http or https (got ftp:)',
+  });
+  t.same(await checkPushUrl('file:///etc/passwd', opts), {
+    ok: false,
+    message: 'pushNotificationConfig.url must use http or https (got file:)',
+  });
   const cred = await checkPushUrl('https://user:hunter2@8.8.8.8/x', opts);
   t.match(cred, { ok: false, message: /must not contain credentials/ });
   t.notMatch(!cred.ok && cred.message, 'hunter2');

@@ -62,9 +62,9 @@ t.test('rootCommands names the command of each segment', async (t) => {
     ['g\\it status', ['git']],
     ['npm test 2>&1 | tee out.log', ['npm', 'tee']],
     ['echo "$(date)"x', undefined as unknown as string[]],
-    ['echo \'$(date)\'', ['echo']],
+    ["echo '$(date)'", ['echo']],
     ['echo "`date`"', undefined as unknown as string[]],
-    ['echo \'`date`\'', ['echo']],
+    ["echo '`date`'", ['echo']],
     ['', []],
     ['[ -f x ] && echo y', ['[', 'echo']],
   ];

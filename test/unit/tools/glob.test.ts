@@ -137,9 +137,13 @@ t.test('a literal file name matches itself', async (t) => {
   const { ws, ctx } = setup(t);
   t.match(await tool.run({ pattern: 'docs/readme.md' }, ctx), { llmContent: `Found 1 file(s)` });
   t.match(await tool.run({ pattern: 'docs/readme.md' }, ctx), { llmContent: path.join(ws, 'docs/readme.md') });
-  t.match(await tool.run({ pattern: 'src-link/*.ts', case_sensitive: true }, ctx), {
-    llmContent: path.join(ws, 'src-link/a.ts'),
-  }, 'a symlinked base inside the workspace is walked');
+  t.match(
+    await tool.run({ pattern: 'src-link/*.ts', case_sensitive: true }, ctx),
+    {
+      llmContent: path.join(ws, 'src-link/a.ts'),
+    },
+    'a symlinked base inside the workspace is walked',
+  );
 });
 
 t.test('absolute pattern inside the workspace', async (t) => {

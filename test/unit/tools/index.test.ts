@@ -29,7 +29,16 @@ t.test('createDefaultTools returns the Gemini CLI tools in order', async (t) => 
       ['run_shell_command', 'execute'],
     ],
   );
-  const classes = [ReadFileTool, ReadManyFilesTool, ListDirectoryTool, GlobTool, SearchFileContentTool, WriteFileTool, ReplaceTool, RunShellCommandTool];
+  const classes = [
+    ReadFileTool,
+    ReadManyFilesTool,
+    ListDirectoryTool,
+    GlobTool,
+    SearchFileContentTool,
+    WriteFileTool,
+    ReplaceTool,
+    RunShellCommandTool,
+  ];
   classes.forEach((cls, i) => t.type(tools[i], cls));
   for (const tool of tools) {
     t.equal(tool.parameters.type, 'object');
@@ -45,7 +54,13 @@ t.test('createDefaultTools returns the Gemini CLI tools in order', async (t) => 
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   t.ok(typeof byName.get('write_file')?.withModifiedContent === 'function', 'write_file offers modify_with_editor');
   t.ok(typeof byName.get('replace')?.withModifiedContent === 'function', 'replace offers modify_with_editor');
-  t.equal(tools.filter((tool) => tool.commandLine !== undefined).map((tool) => tool.name).join(), 'run_shell_command');
+  t.equal(
+    tools
+      .filter((tool) => tool.commandLine !== undefined)
+      .map((tool) => tool.name)
+      .join(),
+    'run_shell_command',
+  );
   t.equal(tools.filter((tool) => tool.mcp !== undefined).length, 0);
 });
 

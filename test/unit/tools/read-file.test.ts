@@ -121,19 +121,30 @@ t.test('escapes are refused at run time too', async (t) => {
 t.test('validate offset and limit', async (t) => {
   const { ws } = setup(t);
   const ctx = { workspace: ws };
-  t.same(tool.validate({ file_path: 'five.txt', offset: 0, limit: 2 }, ctx), { ok: true, args: { file_path: 'five.txt', offset: 0, limit: 2 } });
+  t.same(tool.validate({ file_path: 'five.txt', offset: 0, limit: 2 }, ctx), {
+    ok: true,
+    args: { file_path: 'five.txt', offset: 0, limit: 2 },
+  });
   t.same(tool.validate({ file_path: 'five.txt', offset: null, limit: undefined }, ctx), { ok: true, args: { file_path: 'five.txt' } });
   for (const offset of [-1, 1.5, '2', true, Number.NaN]) {
-    t.match(tool.validate({ file_path: 'five.txt', offset }, ctx), {
-      ok: false,
-      error: { type: 'invalid_argument', message: /^offset must be a non-negative integer/ },
-    }, String(offset));
+    t.match(
+      tool.validate({ file_path: 'five.txt', offset }, ctx),
+      {
+        ok: false,
+        error: { type: 'invalid_argument', message: /^offset must be a non-negative integer/ },
+      },
+      String(offset),
+    );
   }
   for (const limit of [0, -3, 2.5, '10']) {
-    t.match(tool.validate({ file_path: 'five.txt', limit }, ctx), {
-      ok: false,
-      error: { type: 'invalid_argument', message: /^limit must be an integer >= 1/ },
-    }, String(limit));
+    t.match(
+      tool.validate({ file_path: 'five.txt', limit }, ctx),
+      {
+        ok: false,
+        error: { type: 'invalid_argument', message: /^limit must be an integer >= 1/ },
+      },
+      String(limit),
+    );
   }
   t.equal(tool.describe({ file_path: 'a.txt', offset: 10, limit: 5 }), 'Read a.txt (lines 11-15)');
   t.equal(tool.describe({ file_path: 'a.txt', offset: 10 }), 'Read a.txt (lines 11-end)');
@@ -162,7 +173,10 @@ t.test('a range covering the whole file has no notice', async (t) => {
     llmContent: 'l1\nl2\r\nl3\nl4\nl5\n',
     display: { type: 'text', text: 'l1\nl2\r\nl3\nl4\nl5\n' },
   });
-  t.same(await tool.run({ file_path: 'no-eol.txt', offset: 0, limit: 10 }, ctx), { llmContent: 'a\nb', display: { type: 'text', text: 'a\nb' } });
+  t.same(await tool.run({ file_path: 'no-eol.txt', offset: 0, limit: 10 }, ctx), {
+    llmContent: 'a\nb',
+    display: { type: 'text', text: 'a\nb' },
+  });
   t.match(await tool.run({ file_path: 'no-eol.txt', offset: 1 }, ctx), {
     llmContent: '[File content truncated: showing lines 2-2 of 2 total lines. Use offset/limit parameters to view more.]\nb',
   });

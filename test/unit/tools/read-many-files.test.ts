@@ -65,9 +65,16 @@ t.test('shape and validate', async (t) => {
     [{ paths: ['a'], useDefaultExcludes: 0 }, /^useDefaultExcludes must be a boolean/],
     [{ paths: ['!src'] }, /^paths\[0\] "!src" is a negated pattern/],
   ];
-  for (const [args, message] of bad) t.match(tool.validate(args, ctx), { ok: false, error: { type: 'invalid_argument', message } }, JSON.stringify(args));
-  t.match(tool.validate({ paths: ['a', '../outside/secret.txt'] }, ctx), { ok: false, error: { type: 'path_outside_workspace', message: /paths\[1\]/ } });
-  t.match(tool.validate({ paths: ['a'], include: ['out-link/*'] }, ctx), { ok: false, error: { type: 'path_outside_workspace', message: /include\[0\]/ } });
+  for (const [args, message] of bad)
+    t.match(tool.validate(args, ctx), { ok: false, error: { type: 'invalid_argument', message } }, JSON.stringify(args));
+  t.match(tool.validate({ paths: ['a', '../outside/secret.txt'] }, ctx), {
+    ok: false,
+    error: { type: 'path_outside_workspace', message: /paths\[1\]/ },
+  });
+  t.match(tool.validate({ paths: ['a'], include: ['out-link/*'] }, ctx), {
+    ok: false,
+    error: { type: 'path_outside_workspace', message: /include\[0\]/ },
+  });
 });
 
 t.test('reads files in order with headers; display lists them', async (t) => {
@@ -131,7 +138,8 @@ t.test('missing paths are listed; nothing matched fails', async (t) => {
     isError: true,
     error: {
       type: 'no_files_matched',
-      message: 'No files matched ["nope.md","src/**/*.rs"] (not found: nope.md) after excludes; check the paths with glob or list_directory',
+      message:
+        'No files matched ["nope.md","src/**/*.rs"] (not found: nope.md) after excludes; check the paths with glob or list_directory',
     },
   });
   t.match(await tool.run({ paths: ['missing-dir/**'] }, ctx), { isError: true, error: { type: 'no_files_matched' } });
@@ -162,7 +170,10 @@ t.test('caps: total bytes and file count', async (t) => {
   t.match(out, /- big\.txt \(larger than the 70-byte output limit; use read_file with offset\/limit\)/);
   const count = new ReadManyFilesTool({ maxFiles: 2 });
   const few = llm(await count.run({ paths: ['src/*.ts'] }, ctx));
-  t.match(few, /--- src\/a\.test\.ts ---[^]*--- src\/a\.ts ---[^]*End of content ---\n\[Output truncated: read the first 2 files; 1 more matched files were not read\.\]$/);
+  t.match(
+    few,
+    /--- src\/a\.test\.ts ---[^]*--- src\/a\.ts ---[^]*End of content ---\n\[Output truncated: read the first 2 files; 1 more matched files were not read\.\]$/,
+  );
   t.notMatch(few, /src\/b\.ts/);
 });
 

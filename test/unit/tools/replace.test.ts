@@ -46,25 +46,41 @@ t.test('shape and describe', async (t) => {
 t.test('validate checks argument types only (and confinement)', async (t) => {
   const { ws } = setup(t);
   const ctx = { workspace: ws };
-  t.same(tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: 2, modified_content: 'evil', x: 1 }, ctx), {
-    ok: true,
-    args: { file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: 2 },
-  });
+  t.same(
+    tool.validate(
+      { file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: 2, modified_content: 'evil', x: 1 },
+      ctx,
+    ),
+    {
+      ok: true,
+      args: { file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: 2 },
+    },
+  );
   t.same(tool.validate({ file_path: 'nope.js', old_string: 'not checked here', new_string: '', expected_replacements: null }, ctx), {
     ok: true,
     args: { file_path: 'nope.js', old_string: 'not checked here', new_string: '' },
   });
-  t.match(tool.validate({ old_string: 'a', new_string: 'b' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /^file_path/ } });
-  t.match(tool.validate({ file_path: 'code.js', new_string: 'b' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /^old_string must be a string/ } });
+  t.match(tool.validate({ old_string: 'a', new_string: 'b' }, ctx), {
+    ok: false,
+    error: { type: 'invalid_argument', message: /^file_path/ },
+  });
+  t.match(tool.validate({ file_path: 'code.js', new_string: 'b' }, ctx), {
+    ok: false,
+    error: { type: 'invalid_argument', message: /^old_string must be a string/ },
+  });
   t.match(tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 1 }, ctx), {
     ok: false,
     error: { type: 'invalid_argument', message: /^new_string must be a string/ },
   });
   for (const n of [0, -1, 1.5, '2']) {
-    t.match(tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: n }, ctx), {
-      ok: false,
-      error: { type: 'invalid_argument', message: /^expected_replacements must be an integer >= 1/ },
-    }, String(n));
+    t.match(
+      tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: n }, ctx),
+      {
+        ok: false,
+        error: { type: 'invalid_argument', message: /^expected_replacements must be an integer >= 1/ },
+      },
+      String(n),
+    );
   }
   t.match(tool.validate({ file_path: 'code.js', old_string: 'same', new_string: 'same' }, ctx), {
     ok: false,
@@ -128,7 +144,8 @@ t.test('missing match tells the model to re-read', async (t) => {
     isError: true,
     error: {
       type: 'edit_no_occurrence_found',
-      message: 'old_string was not found in code.js; re-read the file with read_file and copy the exact text including whitespace and indentation',
+      message:
+        'old_string was not found in code.js; re-read the file with read_file and copy the exact text including whitespace and indentation',
     },
   });
 });
@@ -138,7 +155,10 @@ t.test('empty old_string creates a missing file (and its directories)', async (t
   const r = await tool.run({ file_path: 'new/dir/n.md', old_string: '', new_string: '# N\n' }, ctx);
   t.match(r, {
     llmContent: 'Created new/dir/n.md',
-    display: { type: 'diff', change: { oldContent: undefined, newContent: '# N\n', formattedDiff: /^--- \/dev\/null\n\+\+\+ b\/new\/dir\/n\.md/ } },
+    display: {
+      type: 'diff',
+      change: { oldContent: undefined, newContent: '# N\n', formattedDiff: /^--- \/dev\/null\n\+\+\+ b\/new\/dir\/n\.md/ },
+    },
   });
   t.equal(read(ws, 'new/dir/n.md'), '# N\n');
 });
@@ -158,13 +178,19 @@ t.test('missing file with a non-empty old_string', async (t) => {
   const { ws, ctx } = setup(t);
   t.same(await tool.run({ file_path: 'nope.js', old_string: 'a', new_string: 'b' }, ctx), {
     isError: true,
-    error: { type: 'file_not_found', message: `File not found: nope.js (relative to the workspace ${ws}); to create a new file, use an empty old_string` },
+    error: {
+      type: 'file_not_found',
+      message: `File not found: nope.js (relative to the workspace ${ws}); to create a new file, use an empty old_string`,
+    },
   });
 });
 
 t.test('identical strings are no change', async (t) => {
   const { ctx } = setup(t);
-  t.match(await tool.run({ file_path: 'code.js', old_string: 'a', new_string: 'a' }, ctx), { isError: true, error: { type: 'edit_no_change' } });
+  t.match(await tool.run({ file_path: 'code.js', old_string: 'a', new_string: 'a' }, ctx), {
+    isError: true,
+    error: { type: 'edit_no_change' },
+  });
 });
 
 t.test('binary files, directories and paths under a file are refused', async (t) => {
@@ -173,7 +199,10 @@ t.test('binary files, directories and paths under a file are refused', async (t)
     isError: true,
     error: { type: 'binary_file', message: /bin\.dat .*is a binary file \(contains NUL bytes\); replace only reads text files/ },
   });
-  t.match(await tool.run({ file_path: 'src', old_string: 'a', new_string: 'c' }, ctx), { isError: true, error: { type: 'target_is_directory' } });
+  t.match(await tool.run({ file_path: 'src', old_string: 'a', new_string: 'c' }, ctx), {
+    isError: true,
+    error: { type: 'target_is_directory' },
+  });
   t.match(await tool.run({ file_path: 'price.txt/sub.txt', old_string: '', new_string: 'c' }, ctx), {
     isError: true,
     error: { type: 'write_error', message: /a parent of it is a file/ },
@@ -182,9 +211,19 @@ t.test('binary files, directories and paths under a file are refused', async (t)
 
 t.test('escapes are refused and the outside is untouched', async (t) => {
   const { ws, outside, ctx } = setup(t);
-  for (const file_path of ['../outside/secret.txt', path.join(outside, 'secret.txt'), 'out-link/secret.txt', 'out-file.txt', 'out-link/new.txt']) {
+  for (const file_path of [
+    '../outside/secret.txt',
+    path.join(outside, 'secret.txt'),
+    'out-link/secret.txt',
+    'out-file.txt',
+    'out-link/new.txt',
+  ]) {
     const old_string = file_path.endsWith('new.txt') ? '' : 'secret';
-    t.match(await tool.run({ file_path, old_string, new_string: 'pwned' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } }, file_path);
+    t.match(
+      await tool.run({ file_path, old_string, new_string: 'pwned' }, ctx),
+      { isError: true, error: { type: 'path_outside_workspace' } },
+      file_path,
+    );
     await t.rejects(tool.propose({ file_path, old_string, new_string: 'pwned' }, ctx), /outside the workspace/);
   }
   t.equal(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8'), 'secret\n');
@@ -215,7 +254,9 @@ t.test('propose throws when the edit cannot apply', async (t) => {
   await t.rejects(tool.propose({ file_path: 'code.js', old_string: 'return 1', new_string: 'x' }, ctx), {
     message: /^Expected 1 occurrence of old_string in code\.js but found 2/,
   });
-  await t.rejects(tool.propose({ file_path: 'code.js', old_string: 'zzz', new_string: 'x' }, ctx), { message: /^old_string was not found/ });
+  await t.rejects(tool.propose({ file_path: 'code.js', old_string: 'zzz', new_string: 'x' }, ctx), {
+    message: /^old_string was not found/,
+  });
   await t.rejects(tool.propose({ file_path: 'nope.js', old_string: 'a', new_string: 'x' }, ctx), { message: /^File not found/ });
 });
 
@@ -243,7 +284,11 @@ t.test('a file changed after the proposal', async (t) => {
   const still = { file_path: 'code.js', old_string: 'function a()', new_string: 'function z()' };
   await tool.propose(still, ctx);
   fs.appendFileSync(path.join(ws, 'code.js'), '// appended\n');
-  t.match(await tool.run(still, ctx), { llmContent: 'Replaced 1 occurrence in code.js' }, 'an edit that still applies is made on the current text');
+  t.match(
+    await tool.run(still, ctx),
+    { llmContent: 'Replaced 1 occurrence in code.js' },
+    'an edit that still applies is made on the current text',
+  );
   t.equal(read(ws, 'code.js'), CODE.replace('function a()', 'function z()') + '// appended\n');
 
   const gone = { file_path: 'price.txt', old_string: '10', new_string: '12' };

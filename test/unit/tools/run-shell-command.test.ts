@@ -72,7 +72,10 @@ t.test('shape, validate, describe, propose', async (t) => {
     ok: false,
     error: { type: 'invalid_argument', message: /description/ },
   });
-  t.match(tool.validate({ command: 'ls', dir_path: 5 }, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /dir_path/ } });
+  t.match(tool.validate({ command: 'ls', dir_path: 5 }, { workspace: ws }), {
+    ok: false,
+    error: { type: 'invalid_argument', message: /dir_path/ },
+  });
   t.match(tool.validate({ command: 'ls', dir_path: '../' }, { workspace: ws }), {
     ok: false,
     error: { type: 'path_outside_workspace', message: /dir_path "\.\.\/"/ },
@@ -162,10 +165,7 @@ t.test('live output grows and is throttled', async (t) => {
 
   const burst: string[] = [];
   const start = Date.now();
-  await tool.run(
-    { command: 'for i in $(seq 1 40); do echo $i; sleep 0.01; done' },
-    { ...ctx, onLiveOutput: (s) => burst.push(s) },
-  );
+  await tool.run({ command: 'for i in $(seq 1 40); do echo $i; sleep 0.01; done' }, { ...ctx, onLiveOutput: (s) => burst.push(s) });
   const elapsed = Date.now() - start;
   t.ok(burst.length <= Math.ceil(elapsed / 50) + 2, `${burst.length} calls in ${elapsed} ms`);
   t.match(burst[burst.length - 1], /\n40\n$/);

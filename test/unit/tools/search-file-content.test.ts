@@ -59,7 +59,10 @@ t.test('shape and validate', async (t) => {
 
 t.test('invalid regex is an invalid argument with the SyntaxError message', async (t) => {
   const { ws, ctx } = setup(t);
-  const expected = { type: 'invalid_argument', message: /^pattern is not a valid JavaScript regular expression: Invalid regular expression: .*\(foo/ };
+  const expected = {
+    type: 'invalid_argument',
+    message: /^pattern is not a valid JavaScript regular expression: Invalid regular expression: .*\(foo/,
+  };
   t.match(tool.validate({ pattern: '(foo' }, { workspace: ws }), { ok: false, error: expected });
   t.match(await tool.run({ pattern: '(foo' }, ctx), { isError: true, error: expected });
   t.match(await tool.run({ pattern: '[a-' }, ctx), { isError: true, error: { type: 'invalid_argument' } });
@@ -83,13 +86,16 @@ t.test('path narrows the search to a directory or a file', async (t) => {
     text(await tool.run({ pattern: 'function \\w+\\(', path: 'src/deep' }, ctx)),
     'Found 1 match for pattern "function \\w+\\(" in path "src/deep":\n---\nFile: src/deep/d.ts\nL1: function delta($x) { return $x; }\n---',
   );
-  t.match(await tool.run({ pattern: 'export', path: 'src/a.ts' }, ctx), { llmContent: /Found 1 match .*\n---\nFile: src\/a\.ts\nL2: export function alpha/ });
+  t.match(await tool.run({ pattern: 'export', path: 'src/a.ts' }, ctx), {
+    llmContent: /Found 1 match .*\n---\nFile: src\/a\.ts\nL2: export function alpha/,
+  });
   t.match(await tool.run({ pattern: 'alpha', path: path.join(ws, 'src') }, ctx), { llmContent: /File: src\/a\.ts/ });
 });
 
 t.test('include filters by glob: base name without a slash, relative path with one', async (t) => {
   const { ctx } = setup(t);
-  const fns = (include: string, p?: string): Promise<ToolResult> => tool.run({ pattern: 'function|const', include, ...(p ? { path: p } : {}) }, ctx);
+  const fns = (include: string, p?: string): Promise<ToolResult> =>
+    tool.run({ pattern: 'function|const', include, ...(p ? { path: p } : {}) }, ctx);
   const ts = text(await fns('*.ts'));
   t.match(ts, /src\/a\.ts/);
   t.match(ts, /src\/deep\/d\.ts/);
@@ -134,7 +140,10 @@ t.test('matches are capped with a notice', async (t) => {
   fs.writeFileSync(path.join(ws, 'many.txt'), Array.from({ length: 20 }, (_, i) => `hit ${i}`).join('\n'));
   const small = new SearchFileContentTool({ maxMatches: 3 });
   const r = text(await small.run({ pattern: '^hit' }, ctx));
-  t.match(r, /^Found 3 matches .*\n---\nFile: many\.txt\nL1: hit 0\nL2: hit 1\nL3: hit 2\n---\n\[Results truncated: stopped at the first 3 matches/);
+  t.match(
+    r,
+    /^Found 3 matches .*\n---\nFile: many\.txt\nL1: hit 0\nL2: hit 1\nL3: hit 2\n---\n\[Results truncated: stopped at the first 3 matches/,
+  );
 });
 
 t.test('path errors and escapes', async (t) => {
@@ -171,7 +180,13 @@ t.test('a catastrophically backtracking pattern fails after the time limit; the 
   const started = Date.now();
   const result = await quick.run({ pattern: '^(a+)+$' }, ctx);
   clearInterval(ticker);
-  t.match(result, { isError: true, error: { type: 'search_timeout', message: /evil\.txt: the pattern took more than 300 ms on one file \(catastrophic backtracking\?\)\. Use a simpler pattern/ } });
+  t.match(result, {
+    isError: true,
+    error: {
+      type: 'search_timeout',
+      message: /evil\.txt: the pattern took more than 300 ms on one file \(catastrophic backtracking\?\)\. Use a simpler pattern/,
+    },
+  });
   t.ok(Date.now() - started < 5_000, 'stopped at the limit');
   t.ok(ticks >= 5, `timers kept firing meanwhile (${ticks} ticks): the server is not frozen`);
   // A normal search afterwards works (a new worker).
@@ -184,6 +199,9 @@ t.test('cancel while a slow pattern runs', async (t) => {
   const ctx: ToolContext = { workspace: path.join(root, 'ws'), signal: abort.signal };
   setTimeout(() => abort.abort(), 100);
   const started = Date.now();
-  t.match(await new SearchFileContentTool({ fileTimeoutMs: 60_000 }).run({ pattern: '^(a+)+$' }, ctx), { isError: true, error: { type: 'cancelled' } });
+  t.match(await new SearchFileContentTool({ fileTimeoutMs: 60_000 }).run({ pattern: '^(a+)+$' }, ctx), {
+    isError: true,
+    error: { type: 'cancelled' },
+  });
   t.ok(Date.now() - started < 5_000, 'promptly');
 });

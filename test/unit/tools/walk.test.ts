@@ -14,7 +14,7 @@ function setup(t: Fixtures, gitignore?: string): string {
         'a.txt': 'a',
         skip: { 'z.txt': 'z' },
         'dir-link': t.fixture('symlink', 'b'),
-        'dangling': t.fixture('symlink', 'nope.txt'),
+        dangling: t.fixture('symlink', 'nope.txt'),
         'to-dir': t.fixture('symlink', 'skip'),
         'out-file': t.fixture('symlink', '../outside/s.txt'),
       },
@@ -40,7 +40,10 @@ t.test('walkFiles: depth-first in name order; links to files inside only', async
   fs.symlinkSync('a.txt', path.join(ws, 'a-link'));
   const entries = [];
   for await (const e of walkFiles(ws, { workspace: ws, recursive: false })) entries.push(e);
-  t.same(entries.find((e) => e.rel === 'a-link'), { rel: 'a-link', abs: path.join(ws, 'a-link'), real: path.join(ws, 'a.txt') });
+  t.same(
+    entries.find((e) => e.rel === 'a-link'),
+    { rel: 'a-link', abs: path.join(ws, 'a-link'), real: path.join(ws, 'a.txt') },
+  );
 });
 
 t.test('walkFiles stops when aborted', async (t) => {
@@ -89,11 +92,27 @@ t.test('filterMatcher: base name without a slash, path with one', async (t) => {
 
 t.test('resolvePattern', async (t) => {
   const ws = setup(t);
-  t.match(resolvePattern(ws, ws, 'b/**/*.txt', 'p'), { ok: true, pattern: { baseReal: path.join(ws, 'b'), glob: '**/*.txt', relPattern: 'b/**/*.txt' } });
-  t.match(resolvePattern(ws, ws, 'b/c/y.txt', 'p'), { ok: true, pattern: { baseReal: path.join(ws, 'b/c'), glob: 'y.txt', relPattern: 'b/c/y.txt' } });
-  t.match(resolvePattern(ws, ws, 'a(1).txt', 'p'), { ok: true, pattern: { baseReal: ws, glob: 'a(1).txt' } }, 'picomatch matches such names literally too');
-  t.match(resolvePattern(ws, path.join(ws, 'b'), path.join(ws, 'skip/*'), 'p'), { ok: true, pattern: { baseReal: path.join(ws, 'skip'), relPattern: undefined } });
-  t.match(resolvePattern(ws, ws, 'dir-link/*', 'p'), { ok: true, pattern: { baseReal: path.join(ws, 'b'), baseLexical: path.join(ws, 'dir-link') } });
+  t.match(resolvePattern(ws, ws, 'b/**/*.txt', 'p'), {
+    ok: true,
+    pattern: { baseReal: path.join(ws, 'b'), glob: '**/*.txt', relPattern: 'b/**/*.txt' },
+  });
+  t.match(resolvePattern(ws, ws, 'b/c/y.txt', 'p'), {
+    ok: true,
+    pattern: { baseReal: path.join(ws, 'b/c'), glob: 'y.txt', relPattern: 'b/c/y.txt' },
+  });
+  t.match(
+    resolvePattern(ws, ws, 'a(1).txt', 'p'),
+    { ok: true, pattern: { baseReal: ws, glob: 'a(1).txt' } },
+    'picomatch matches such names literally too',
+  );
+  t.match(resolvePattern(ws, path.join(ws, 'b'), path.join(ws, 'skip/*'), 'p'), {
+    ok: true,
+    pattern: { baseReal: path.join(ws, 'skip'), relPattern: undefined },
+  });
+  t.match(resolvePattern(ws, ws, 'dir-link/*', 'p'), {
+    ok: true,
+    pattern: { baseReal: path.join(ws, 'b'), baseLexical: path.join(ws, 'dir-link') },
+  });
   t.match(resolvePattern(ws, ws, '', 'p'), { ok: false, error: { type: 'invalid_argument', message: /^p must be/ } });
   t.match(resolvePattern(ws, ws, 'a\0b', 'p'), { ok: false, error: { type: 'invalid_argument', message: /NUL/ } });
   t.match(resolvePattern(ws, ws, '../*', 'p'), { ok: false, error: { type: 'path_outside_workspace' } });

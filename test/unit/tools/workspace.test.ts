@@ -48,7 +48,10 @@ t.test('escape via absolute path', async (t) => {
 t.test('escape via a symlink pointing outside', async (t) => {
   const { ws } = setup(t);
   t.match(resolveInWorkspace(ws, 'out-link/secret.txt', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
-  t.match(resolveInWorkspace(ws, 'out-link', 'dir_path'), { ok: false, error: { type: 'path_outside_workspace', message: /dir_path "out-link"/ } });
+  t.match(resolveInWorkspace(ws, 'out-link', 'dir_path'), {
+    ok: false,
+    error: { type: 'path_outside_workspace', message: /dir_path "out-link"/ },
+  });
   t.match(resolveInWorkspace(ws, 'out-link/not-yet/new.txt', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
 });
 
@@ -70,7 +73,11 @@ t.test('symlink loops are refused', async (t) => {
 t.test('empty and non-string paths are invalid arguments', async (t) => {
   const { ws } = setup(t);
   for (const bad of ['', '   ', undefined, null, 42, {}]) {
-    t.match(resolveInWorkspace(ws, bad, 'file_path'), { ok: false, error: { type: 'invalid_argument', message: /file_path/ } }, String(bad));
+    t.match(
+      resolveInWorkspace(ws, bad, 'file_path'),
+      { ok: false, error: { type: 'invalid_argument', message: /file_path/ } },
+      String(bad),
+    );
   }
   t.match(resolveInWorkspace(ws, 'a\0b', 'file_path'), { ok: false, error: { type: 'invalid_argument' } });
 });

@@ -11,11 +11,13 @@ const MODEL = 'gemini-test';
 const request: ModelRequest = {
   systemInstruction: 'You are a test agent.',
   contents: [{ role: 'user', parts: [{ text: 'hello' }] }],
-  tools: [{
-    name: 'read_file',
-    description: 'Reads a file',
-    parameters: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
-  }],
+  tools: [
+    {
+      name: 'read_file',
+      description: 'Reads a file',
+      parameters: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
+    },
+  ],
 };
 
 async function collect(stream: AsyncIterable<ModelChunk>): Promise<ModelChunk[]> {
@@ -109,7 +111,13 @@ t.test('passes thoughtSignature through and echoes it back in history', async (t
 
 t.test('skips empty chunks', async (t) => {
   fake.enqueue({
-    chunks: [textChunk('a'), candidateChunk([]), textChunk(''), { usageMetadata: { totalTokenCount: 3 } }, textChunk('b', { finishReason: 'STOP' })],
+    chunks: [
+      textChunk('a'),
+      candidateChunk([]),
+      textChunk(''),
+      { usageMetadata: { totalTokenCount: 3 } },
+      textChunk('b', { finishReason: 'STOP' }),
+    ],
   });
   const chunks = await collect(client().generate(request, new AbortController().signal));
   t.same(chunks, [{ parts: [{ text: 'a' }] }, { parts: [{ text: 'b' }] }]);
@@ -145,7 +153,10 @@ for (const c of statusCases) {
 }
 
 t.test('a 400 about the API key is reported as a key problem', async (t) => {
-  fake.enqueue({ status: 400, error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT' } });
+  fake.enqueue({
+    status: 400,
+    error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT' },
+  });
   const err = (await failure(client().generate(request, new AbortController().signal))) as ModelError;
   t.equal(err.retryable, false);
   t.match(err.message, /rejected the API key \(HTTP 400 INVALID_ARGUMENT\): API key not valid/);
@@ -159,7 +170,10 @@ t.test('a refused connection is a retryable network failure', async (t) => {
   const err = (await failure(c.generate(request, new AbortController().signal))) as ModelError;
   t.ok(err instanceof ModelError);
   t.equal(err.retryable, true);
-  t.match(err.message, /Network failure talking to the Gemini API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): fetch failed: connect ECONNREFUSED/);
+  t.match(
+    err.message,
+    /Network failure talking to the Gemini API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): fetch failed: connect ECONNREFUSED/,
+  );
 });
 
 t.test('a connection dropped mid-stream is retryable, after the chunks already received', async (t) => {
@@ -187,13 +201,17 @@ t.test('a prompt blocked for safety is a non-retryable ModelError naming the rea
 
 t.test('an answer withheld with finishReason SAFETY and no content is a ModelError', async (t) => {
   fake.enqueue({
-    chunks: [{
-      candidates: [{
-        finishReason: 'SAFETY',
-        index: 0,
-        safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH', blocked: true }],
-      }],
-    }],
+    chunks: [
+      {
+        candidates: [
+          {
+            finishReason: 'SAFETY',
+            index: 0,
+            safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH', blocked: true }],
+          },
+        ],
+      },
+    ],
   });
   const err = (await failure(client().generate(request, new AbortController().signal))) as ModelError;
   t.ok(err instanceof ModelError);

@@ -31,7 +31,12 @@ const script: ModelScript = {
     {
       when: 'weather',
       steps: [
-        { chunks: [[{ text: 'Checking', thought: true }], [{ text: 'Let me look.' }, { functionCall: { id: 'w1', name: 'get_weather', args: { city: 'Paris' } } }]] },
+        {
+          chunks: [
+            [{ text: 'Checking', thought: true }],
+            [{ text: 'Let me look.' }, { functionCall: { id: 'w1', name: 'get_weather', args: { city: 'Paris' } } }],
+          ],
+        },
         { chunks: [[{ text: 'It is ' }], [{ text: 'sunny.' }]] },
       ],
     },
@@ -80,7 +85,9 @@ t.test('no matching entry yields an explanatory text', async (t) => {
 });
 
 t.test('is stateless: interleaved conversations each get their own step', async (t) => {
-  const client = new ScriptedModelClient({ scripts: [{ steps: [{ chunks: [[{ text: 'a' }], [{ text: 'b' }]], delayMs: 5 }, { chunks: [[{ text: 'second' }]] }] }] });
+  const client = new ScriptedModelClient({
+    scripts: [{ steps: [{ chunks: [[{ text: 'a' }], [{ text: 'b' }]], delayMs: 5 }, { chunks: [[{ text: 'second' }]] }] }],
+  });
   const one = client.generate(req(user('one')), never)[Symbol.asyncIterator]();
   const two = client.generate(req(user('two'), model('ab')), never)[Symbol.asyncIterator]();
   const three = client.generate(req(user('three')), never)[Symbol.asyncIterator]();
@@ -91,8 +98,13 @@ t.test('is stateless: interleaved conversations each get their own step', async 
   t.equal((await two.next()).done, true);
   t.same((await three.next()).value, { parts: [{ text: 'b' }] });
   t.equal((await one.next()).done, true);
-  const all = await Promise.all([0, 1, 2, 3].map((i) => collect(client.generate(req(user(`c${i}`), ...(i % 2 ? [model('x')] : [])), never))));
-  t.same(all.map((c) => c.map((ch) => ch.parts[0].text).join('')), ['ab', 'second', 'ab', 'second']);
+  const all = await Promise.all(
+    [0, 1, 2, 3].map((i) => collect(client.generate(req(user(`c${i}`), ...(i % 2 ? [model('x')] : [])), never))),
+  );
+  t.same(
+    all.map((c) => c.map((ch) => ch.parts[0].text).join('')),
+    ['ab', 'second', 'ab', 'second'],
+  );
 });
 
 t.test('yields copies: mutating a chunk does not change the script', async (t) => {
@@ -127,12 +139,15 @@ t.test('aborting between chunks stops the stream', async (t) => {
   const client = new ScriptedModelClient({ scripts: [{ steps: [{ chunks: [[{ text: 'a' }], [{ text: 'b' }]] }] }] });
   const controller = new AbortController();
   const got: string[] = [];
-  await t.rejects(async () => {
-    for await (const chunk of client.generate(req(user('x')), controller.signal)) {
-      got.push(chunk.parts[0].text!);
-      controller.abort();
-    }
-  }, { name: 'AbortError' });
+  await t.rejects(
+    async () => {
+      for await (const chunk of client.generate(req(user('x')), controller.signal)) {
+        got.push(chunk.parts[0].text!);
+        controller.abort();
+      }
+    },
+    { name: 'AbortError' },
+  );
   t.same(got, ['a']);
 });
 
@@ -149,21 +164,32 @@ t.test('parseModelScript names the bad field', async (t) => {
     [{ scripts: [{ steps: [{}] }] }, /scripts\[0\]\.steps\[0\]: needs "chunks"/],
     [{ scripts: [{ steps: [{ echo: false }] }] }, /scripts\[0\]\.steps\[0\]\.echo: must be true/],
     [{ scripts: [{ steps: [{ chunks: [[]] }] }] }, /scripts\[0\]\.steps\[0\]\.chunks\[0\]: must hold at least one part/],
-    [{ scripts: [{ steps: [{ chunks: [[{ text: 'a' }]], delayMs: -1 }] }] }, /scripts\[0\]\.steps\[0\]\.delayMs: must be a non-negative number/],
+    [
+      { scripts: [{ steps: [{ chunks: [[{ text: 'a' }]], delayMs: -1 }] }] },
+      /scripts\[0\]\.steps\[0\]\.delayMs: must be a non-negative number/,
+    ],
     [{ scripts: [{ steps: [{ chunks: [[{ text: 1 }]] }] }] }, /scripts\[0\]\.steps\[0\]\.chunks\[0\]\[0\]\.text: must be a string/],
     [{ scripts: [{ steps: [{ chunks: [[{ thought: true }]] }] }] }, /chunks\[0\]\[0\]: a part needs "text" or "functionCall"/],
     [{ scripts: [{ steps: [{ chunks: [[{ text: 'a', thought: 'yes' }]] }] }] }, /chunks\[0\]\[0\]\.thought: must be a boolean/],
     [{ scripts: [{ steps: [{ chunks: [[{ functionCal: {} }]] }] }] }, /chunks\[0\]\[0\]\.functionCal: unknown field/],
-    [{ scripts: [{ steps: [{ chunks: [[{ text: 'a' }], [{ functionCall: { args: {} } }]] }] }] },
-      /^src\.json: scripts\[0\]\.steps\[0\]\.chunks\[1\]\[0\]\.functionCall\.name: must be a non-empty string$/],
+    [
+      { scripts: [{ steps: [{ chunks: [[{ text: 'a' }], [{ functionCall: { args: {} } }]] }] }] },
+      /^src\.json: scripts\[0\]\.steps\[0\]\.chunks\[1\]\[0\]\.functionCall\.name: must be a non-empty string$/,
+    ],
     [{ scripts: [{ steps: [{ chunks: [[{ functionCall: { name: 'f', args: [] } }]] }] }] }, /functionCall\.args: must be an object/],
   ];
   for (const [json, pattern] of cases) t.throws(() => parseModelScript(json, 'src.json'), pattern, JSON.stringify(json));
-  t.same(parseModelScript({ scripts: [{ steps: [{ echo: true, delayMs: 1 }] }] }, 's'), { scripts: [{ steps: [{ echo: true, delayMs: 1 }] }] });
+  t.same(parseModelScript({ scripts: [{ steps: [{ echo: true, delayMs: 1 }] }] }, 's'), {
+    scripts: [{ steps: [{ echo: true, delayMs: 1 }] }],
+  });
 });
 
 t.test('loadModelScript reports missing files and bad JSON by name', async (t) => {
-  const dir = t.testdir({ 'bad.json': '{ "scripts": [', 'good.json': JSON.stringify({ scripts: [{ steps: [{ echo: true }] }] }), 'wrong.json': '{"scripts": 1}' });
+  const dir = t.testdir({
+    'bad.json': '{ "scripts": [',
+    'good.json': JSON.stringify({ scripts: [{ steps: [{ echo: true }] }] }),
+    'wrong.json': '{"scripts": 1}',
+  });
   t.throws(() => loadModelScript(`${dir}/missing.json`), /Cannot read model script .*missing\.json: file not found/);
   t.throws(() => loadModelScript(`${dir}/bad.json`), /Model script .*bad\.json is not valid JSON/);
   t.throws(() => loadModelScript(`${dir}/wrong.json`), /wrong\.json: scripts: must be an array/);
@@ -188,7 +214,10 @@ t.test('the bundled demo script parses and plays list → write → summary', as
   const h2 = req(...h1.contents, { role: 'model', parts: step1[0].parts }, toolResult('write_file'));
   const step2 = await collect(client.generate(h2, never));
   t.ok(step2.length >= 2 && step2.length <= 3, 'final text in 2-3 chunks');
-  t.equal(step2.map((c) => c.parts[0].text).join(''), 'Done: NOTES.md is written. This was the scripted demo model; set GEMINI_API_KEY to use Gemini.');
+  t.equal(
+    step2.map((c) => c.parts[0].text).join(''),
+    'Done: NOTES.md is written. This was the scripted demo model; set GEMINI_API_KEY to use Gemini.',
+  );
 
   const step3 = await collect(client.generate(req(...h2.contents, model('done')), never));
   t.same(step3, [{ parts: [{ text: SCRIPT_FINISHED_TEXT }] }]);
