@@ -53,7 +53,7 @@ function allowedByList(tool: AnyTool, args: Record<string, unknown>, allowed: re
     const m = SHELL_PREFIX.exec(entry);
     const line = lineOf(tool, args);
     if (m === null || m[1] !== tool.name || line === undefined) continue;
-    const prefix = m[2].trim();
+    const prefix = (m[2] ?? '').trim();
     if (prefix !== '' && coverable(line) && matchesCommandPrefix(line, prefix)) return true;
   }
   return false;

@@ -85,7 +85,7 @@ export class EventHub {
         let next: StoredEvent[] = [];
         w.buffer = w.buffer.filter((ev) => ev.seq > cursor);
         w.buffer.sort((a, b) => a.seq - b.seq);
-        if (w.buffer.length > 0 && w.buffer[0].seq === cursor + 1) {
+        if (w.buffer[0]?.seq === cursor + 1) {
           next = w.buffer.splice(0);
         } else if (w.stale || w.buffer.length > 0) {
           w.stale = false;

@@ -115,7 +115,7 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
   if (YES_NO.has(token)) {
     if (waiting.length === 1) {
       const option = YES_NO.get(token) as string;
-      return { kind: 'decisions', decisions: [decide(task, known, 'message', waiting[0].snapshot.id, option, undefined)] };
+      return { kind: 'decisions', decisions: [decide(task, known, 'message', (waiting[0] as TurnCall).snapshot.id, option, undefined)] };
     }
     return { kind: 'reprompt', reason: `"${token}" is ambiguous: ${waiting.length} tool calls are waiting.` };
   }

@@ -217,7 +217,7 @@ export class SlashCommands {
 
 function firstSentence(text: string): string {
   const m = /^(.+?[.!?])(\s|$)/s.exec(text.trim());
-  return (m ? m[1] : text.trim()).replace(/\s+/g, ' ');
+  return (m?.[1] ?? text.trim()).replace(/\s+/g, ' ');
 }
 
 function toolsText(ctx: ContextState): string {

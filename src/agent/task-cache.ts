@@ -127,7 +127,7 @@ export class TaskCache {
     if (!context) throw new Error(`task ${id} names context ${stored.task.contextId}, which is not stored`);
     const live = new LiveTask(stored.task, context, this.deps, stored.lastSeq, stored.principal);
     live.turn = turn.map((c) => this.fromStored(c, context));
-    live.turnNo = turn.length > 0 ? turn[0].turn : -1;
+    live.turnNo = turn[0]?.turn ?? -1;
     const raced = this.active.get(id);
     if (raced) return raced;
     this.active.set(id, live);

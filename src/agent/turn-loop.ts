@@ -42,7 +42,7 @@ export interface TurnLoopOptions {
 /** "**Subject** description" is how Gemini thought summaries start. */
 export function splitThought(text: string): { subject: string; description: string } {
   const m = /^\s*\*\*(.+?)\*\*\s*([\s\S]*)$/.exec(text);
-  return m ? { subject: m[1].trim(), description: m[2].trim() } : { subject: '', description: text.trim() };
+  return m ? { subject: (m[1] ?? '').trim(), description: (m[2] ?? '').trim() } : { subject: '', description: text.trim() };
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>

@@ -87,7 +87,7 @@ export class WriteQueue {
       this.stats.commits += 1;
       this.stats.writes += items.length;
       let e = 0;
-      for (const item of items) item.resolve(item.op.kind === 'event' ? seqs[e++] : 0);
+      for (const item of items) item.resolve(item.op.kind === 'event' ? (seqs[e++] ?? 0) : 0);
     } catch (err) {
       if (items.length === 1 || !rejectedByDatabase(err)) {
         // Alone, or the outcome is unknown (the connection failed, perhaps after COMMIT was

@@ -16,7 +16,10 @@ export type JsonObject = Record<string, unknown>;
 export const CTX_LAST_EVENT_ID = 'devtool.lastEventId';
 export const CTX_SSE_IDS = 'devtool.sseIds';
 
-export const STATE_TO_V1: Readonly<Record<string, TaskState>> = {
+/** A2A task state names (v0.3 wire spelling). */
+export type A2aStateName = 'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
+
+export const STATE_TO_V1: Readonly<Record<A2aStateName, TaskState>> = {
   submitted: TaskState.TASK_STATE_SUBMITTED,
   working: TaskState.TASK_STATE_WORKING,
   'input-required': TaskState.TASK_STATE_INPUT_REQUIRED,

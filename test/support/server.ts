@@ -12,7 +12,6 @@ import type { ModelScript } from '../../src/agent/model/scripted-model-client.js
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
 import { DEVTOOL_EXTENSION_URI } from '../../src/protocol/extension.js';
 import tap from 'tap';
-import type { TaskStore } from '../../src/agent/task-store.js';
 import { openDatabase } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 

@@ -92,8 +92,9 @@ export class ScriptedModelClient implements ModelClient {
  */
 export function locatePrompt(contents: ModelContent[]): { text: string; stepIndex: number } {
   let index = contents.length - 1;
-  while (index >= 0 && !isUserPrompt(contents[index])) index--;
-  const text = index >= 0 ? promptText(contents[index]) : '';
+  while (index >= 0 && !isUserPrompt(contents[index] as ModelContent)) index--;
+  const found = contents[index];
+  const text = found !== undefined ? promptText(found) : '';
   const stepIndex = contents.slice(index + 1).filter((c) => c.role === 'model').length;
   return { text, stepIndex };
 }
