@@ -73,28 +73,33 @@ async function stream(
       const data = /^data: (.*)$/m.exec(block)?.[1];
       if (data === undefined) continue;
       if (Number.isNaN(firstMs)) firstMs = performance.now() - t0;
-      const result = JSON.parse(data).result;
-      if (!taskId) taskId = result.kind === 'task' ? result.id : result.taskId;
+      const { result } = JSON.parse(data) as { result: { kind?: string; id?: string; taskId?: string } };
+      if (!taskId) taskId = (result.kind === 'task' ? result.id : result.taskId) ?? '';
       if (id !== undefined) frames.push({ id: Number(id), at: performance.now() });
     }
   }
   return { taskId, frames, firstMs };
 }
 
-async function main(): Promise<void> {
+/** The webhook receiver: records when each `${taskId}:${eventId}` arrived; `hang()` makes it stop answering. */
+async function startReceiver() {
   const arrivals = new Map<string, number>(); // `${taskId}:${seq}` → time
-  let hang = false;
+  let hanging = false;
   const receiver = Fastify({ logger: false });
   receiver.post('/hook', async (request, reply) => {
-    if (hang) return new Promise(() => {}); // never answers
+    if (hanging) return new Promise(() => {}); // never answers
     const body = request.body as { id?: string; taskId?: string };
     const taskId = body.id ?? body.taskId ?? '';
-    arrivals.set(`${taskId}:${request.headers['x-a2a-event-id']}`, performance.now());
+    arrivals.set(`${taskId}:${String(request.headers['x-a2a-event-id'])}`, performance.now());
     return reply.code(204).send();
   });
   await receiver.listen({ host: '127.0.0.1', port: 0 });
   const hookUrl = `http://127.0.0.1:${(receiver.server.address() as { port: number }).port}/hook`;
+  return { arrivals, hookUrl, hang: () => (hanging = true), close: () => receiver.close() };
+}
 
+/** The real server in this process, on PGlite in memory or (--pg) a schema of its own in TEST_DATABASE_URL. */
+async function startServer() {
   const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'bench-push-')));
   const pgUrl = process.env.TEST_DATABASE_URL;
   if (usePg && !pgUrl) throw new Error('--pg needs TEST_DATABASE_URL');
@@ -110,16 +115,27 @@ async function main(): Promise<void> {
   const app = await buildApp({ config, model, logger: false, store });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/`;
+  const close = async () => {
+    await app.close();
+    await store.close();
+    if (usePg) {
+      const admin = postgres(pgUrl as string, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+      await admin.end({ timeout: 2 });
+    }
+  };
+  return { url, close };
+}
 
-  console.log(`push bench: ${TASKS} tasks, ${CONCURRENCY} at a time, store ${usePg ? 'PostgreSQL' : 'PGlite (memory)'}`);
-  for (let i = 0; i < 10; i++) await stream(url, 'warm-up', { url: hookUrl });
+/** Sequential first-event latency of `n` plain tasks (with `push`: each registers the receiver). */
+async function firstEvents(url: string, n: number, push?: { url: string }): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await stream(url, 'plain', push)).firstMs);
+  return out;
+}
 
-  // Sequential first-event latency: no push, then with a healthy receiver (its deliveries settle between runs).
-  const firstNoPush: number[] = [];
-  for (let i = 0; i < 50; i++) firstNoPush.push((await stream(url, 'plain')).firstMs);
-  const firstWithPush: number[] = [];
-  for (let i = 0; i < 50; i++) firstWithPush.push((await stream(url, 'plain', { url: hookUrl })).firstMs);
-
+/** TASKS tasks, CONCURRENCY at a time, each pushing; then waits (bounded) for every delivery. */
+async function underLoad(url: string, hookUrl: string, arrivals: Map<string, number>) {
   const latencies: number[] = [];
   const firstUnderLoad: number[] = [];
   const expected: string[] = [];
@@ -145,14 +161,19 @@ async function main(): Promise<void> {
     if (got === undefined) missing++;
     else latencies.push(Math.max(0, got - Number(at)));
   }
+  return { latencies, firstUnderLoad, delivered: expected.length - missing, expected: expected.length, missing, elapsed };
+}
 
-  hang = true;
-  const firstDeadReceiver: number[] = [];
-  for (let i = 0; i < 50; i++) firstDeadReceiver.push((await stream(url, 'plain', { url: hookUrl })).firstMs);
+interface Figures {
+  load: Awaited<ReturnType<typeof underLoad>>;
+  firstNoPush: number[];
+  firstWithPush: number[];
+  firstDeadReceiver: number[];
+}
 
-  console.log(
-    `deliveries: ${expected.length - missing} of ${expected.length} in ${elapsed.toFixed(1)} s → ${((expected.length - missing) / elapsed).toFixed(0)} deliveries/s`,
-  );
+function report({ load, firstNoPush, firstWithPush, firstDeadReceiver }: Figures): void {
+  const { latencies, firstUnderLoad, delivered, expected, missing, elapsed } = load;
+  console.log(`deliveries: ${delivered} of ${expected} in ${elapsed.toFixed(1)} s → ${(delivered / elapsed).toFixed(0)} deliveries/s`);
   console.log(`delivery latency after the SSE frame: ${fmt(latencies)}`);
   console.log(`SSE first event, no push:            ${fmt(firstNoPush)}`);
   console.log(`SSE first event, healthy receiver:   ${fmt(firstWithPush)}`);
@@ -163,9 +184,9 @@ async function main(): Promise<void> {
       tasks: TASKS,
       concurrency: CONCURRENCY,
       store: usePg ? 'postgres' : 'pglite',
-      deliveries: expected.length - missing,
+      deliveries: delivered,
       missing,
-      perSecond: Math.round((expected.length - missing) / elapsed),
+      perSecond: Math.round(delivered / elapsed),
       latencyP50: pct(latencies, 50),
       latencyP99: pct(latencies, 99),
       firstNoPushP50: pct(firstNoPush, 50),
@@ -175,14 +196,26 @@ async function main(): Promise<void> {
       firstDeadP99: pct(firstDeadReceiver, 99),
     })}`,
   );
-  await app.close();
+}
+
+async function main(): Promise<void> {
+  const receiver = await startReceiver();
+  const server = await startServer();
+  const { url } = server;
+  const push = { url: receiver.hookUrl };
+
+  console.log(`push bench: ${TASKS} tasks, ${CONCURRENCY} at a time, store ${usePg ? 'PostgreSQL' : 'PGlite (memory)'}`);
+  for (let i = 0; i < 10; i++) await stream(url, 'warm-up', push);
+  // Sequential first-event latency: no push, then with a healthy receiver (its deliveries settle between runs).
+  const firstNoPush = await firstEvents(url, 50);
+  const firstWithPush = await firstEvents(url, 50, push);
+  const load = await underLoad(url, receiver.hookUrl, receiver.arrivals);
+  receiver.hang();
+  const firstDeadReceiver = await firstEvents(url, 50, push);
+
+  report({ load, firstNoPush, firstWithPush, firstDeadReceiver });
+  await server.close();
   await receiver.close();
-  await store.close();
-  if (usePg) {
-    const admin = postgres(pgUrl as string, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-    await admin.end({ timeout: 2 });
-  }
   process.exit(0);
 }
 

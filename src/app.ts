@@ -12,9 +12,11 @@ import { McpManager, parseMcpServers } from './mcp/index.js';
 import { buildAgentCard } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
 import { EventHub } from './agent/event-hub.js';
+import { MessageRouter } from './agent/message-router.js';
 import { DevtoolRequestHandler } from './agent/request-handler.js';
 import { Supervisor } from './agent/supervisor.js';
 import { TaskCache } from './agent/task-cache.js';
+import { TaskRuns } from './agent/task-runs.js';
 import type { TaskStore } from './agent/task-store.js';
 import { SlashCommands } from './agent/slash-commands.js';
 import { Toolbox } from './agent/toolbox.js';
@@ -22,13 +24,17 @@ import type { McpConnector } from './agent/toolbox.js';
 import { TurnLoop } from './agent/turn-loop.js';
 import { WriteQueue } from './agent/write-queue.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
+import type { WireEncoder } from './agent/wire/wire-encoder.js';
 import type { ModelClient } from './agent/model/model-client.js';
 import { GenaiModelClient } from './agent/model/genai-model-client.js';
 import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
 import { openDatabase } from './store/db.js';
 import { Access, OPEN_ACCESS } from './agent/access.js';
 import { loadAuthConfig } from './auth/auth-config.js';
+import type { AuthConfig } from './auth/auth-config.js';
 import { createAuthenticator } from './auth/authenticator.js';
+import type { Authenticator } from './auth/authenticator.js';
+import type { DevtoolSchema } from './protocol/devtool-schema.js';
 import { PushDispatcher } from './push/push-dispatcher.js';
 import { PushRegistry } from './push/push-registry.js';
 import { checkPushUrl } from './push/ssrf-guard.js';
@@ -126,10 +132,10 @@ async function openStore(app: FastifyInstance, config: Readonly<Config>): Promis
   return store;
 }
 
-export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const { config } = options;
+/** Fastify with the JSON body parser the JSON-RPC route expects (a body that is not JSON reaches it as UNPARSABLE). */
+function createFastify(options: AppOptions): FastifyInstance {
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    logger: options.logger ?? { level: options.config.logLevel },
     bodyLimit: 32 * 1024 * 1024, // 32 MiB: modified file contents ride in confirmations
     forceCloseConnections: true,
   });
@@ -140,12 +146,30 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       done(null, UNPARSABLE);
     }
   });
+  return app;
+}
 
-  const created = options.model ? { model: options.model, demo: false } : createModel(config);
-  if (created.demo) {
-    app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
+/** AUTH_CONFIG: who the callers are, and what each may do. */
+interface Security {
+  auth?: AuthConfig;
+  authenticator?: Authenticator;
+  access: Access;
+}
+
+function setUpSecurity(app: FastifyInstance, config: Readonly<Config>): Security {
+  const auth = config.authConfigFile !== undefined ? loadAuthConfig(config.authConfigFile) : undefined;
+  if (!auth) {
+    app.log.warn({ host: config.host }, 'authentication off (no AUTH_CONFIG): anyone who can reach this address may use the agent');
+    return { access: new Access(OPEN_ACCESS) };
   }
-  const schema = loadDevtoolSchema();
+  const { apiKeys, jwt, approverRoles, adminRoles } = auth;
+  app.log.info({ apiKeys: apiKeys.length, jwt: jwt !== undefined, approverRoles, adminRoles }, 'authentication on');
+  return { auth, authenticator: createAuthenticator(auth), access: new Access({ enabled: true, approverRoles, adminRoles }) };
+}
+
+/** The built-in tools and MCP servers every context can use (its own MCP servers join when it starts). */
+async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<Toolbox> {
+  const { config } = options;
   const tools = options.tools ?? createDefaultTools({ shell: config.shell });
   const mcp = mcpConnector();
   const serverMcp = config.settings.mcpServers;
@@ -156,52 +180,27 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const toolbox = new Toolbox({ builtin: tools, mcp, serverMcp, defaultCwd: config.workspaceDir, logger: app.log });
   await toolbox.start();
   app.addHook('onClose', async () => toolbox.close());
-  const { instanceId, leaseMs } = config.store;
-  const store = options.store ?? (await openStore(app, config));
-  const hub = new EventHub(store);
-  await hub.start();
+  return toolbox;
+}
 
-  // Authentication (AUTH_CONFIG) and who may do what.
-  const auth = config.authConfigFile !== undefined ? loadAuthConfig(config.authConfigFile) : undefined;
-  const authenticator = auth && createAuthenticator(auth);
-  const access = new Access(auth ? { enabled: true, approverRoles: auth.approverRoles, adminRoles: auth.adminRoles } : OPEN_ACCESS);
-  if (auth) {
-    app.log.info(
-      { apiKeys: auth.apiKeys.length, jwt: auth.jwt !== undefined, approverRoles: auth.approverRoles, adminRoles: auth.adminRoles },
-      'authentication on',
-    );
-  } else {
-    app.log.warn({ host: config.host }, 'authentication off (no AUTH_CONFIG): anyone who can reach this address may use the agent');
-  }
+/** Push notifications: the event log is the outbox; the dispatcher posts what each config has not had. */
+interface Push {
+  signer: PushSigner;
+  registry: PushRegistry;
+  dispatcher: PushDispatcher;
+}
 
-  // Push notifications: the event log is the outbox; the dispatcher posts what each config has not had.
+async function setUpPush(
+  config: Readonly<Config>,
+  store: TaskStore & PushStore,
+  encoder: WireEncoder,
+  app: FastifyInstance,
+): Promise<Push> {
   const signer = await PushSigner.create(store, { issuer: config.publicUrl });
-  const registry = new PushRegistry({ store, allowPrivate: config.push.allowPrivate, onSaved: () => dispatcher.configSaved() });
-  const loop = new TurnLoop({
-    model: created.model,
-    toolbox,
-    store,
-    systemInstruction: SYSTEM_INSTRUCTION,
-    logger: app.log,
-    retryBaseDelayMs: options.retryBaseDelayMs,
-    approvalTimeoutMs: config.approvalTimeoutMs,
-  });
-  const encoder = new RfcEncoder(schema);
-  const cache = new TaskCache({
-    store,
-    writes: new WriteQueue(store, app.log),
-    hub,
-    encoder,
-    model: created.model.model,
-    logger: app.log,
-    instanceId,
-    leaseMs,
-    toolbox,
-  });
-  const dispatcher: PushDispatcher = new PushDispatcher({
+  const dispatcher = new PushDispatcher({
     store,
     signer,
-    owner: instanceId,
+    owner: config.store.instanceId,
     allowPrivate: config.push.allowPrivate,
     logger: app.log,
     maxAttempts: config.push.maxAttempts,
@@ -219,8 +218,52 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       },
     },
   });
-  hub.onEvent = () => dispatcher.kick();
-  dispatcher.start();
+  const registry = new PushRegistry({ store, allowPrivate: config.push.allowPrivate, onSaved: () => dispatcher.configSaved() });
+  return { signer, registry, dispatcher };
+}
+
+/** The agent: the model loop and its tasks, their supervisor, and what turns messages into runs. */
+interface Agent {
+  loop: TurnLoop;
+  router: MessageRouter;
+  handler: DevtoolRequestHandler;
+  commands: SlashCommands;
+  supervisor: Supervisor;
+  runs: TaskRuns;
+}
+
+interface AgentParts {
+  options: AppOptions;
+  model: ModelClient;
+  store: TaskStore;
+  hub: EventHub;
+  toolbox: Toolbox;
+  encoder: WireEncoder;
+  schema: DevtoolSchema;
+  security: Security;
+  push: Push;
+  card: () => AgentCard;
+}
+
+function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
+  const { options, model, store, hub, toolbox, encoder, schema, security, push, card } = parts;
+  const { config } = options;
+  const { instanceId, leaseMs } = config.store;
+  const runs = new TaskRuns(app.log);
+  const { retryBaseDelayMs } = options;
+  const { approvalTimeoutMs } = config;
+  const loop = new TurnLoop({
+    model,
+    toolbox,
+    store,
+    runs,
+    systemInstruction: SYSTEM_INSTRUCTION,
+    logger: app.log,
+    retryBaseDelayMs,
+    approvalTimeoutMs,
+  });
+  const writes = new WriteQueue(store, app.log);
+  const cache = new TaskCache({ store, writes, hub, encoder, model: model.model, logger: app.log, instanceId, leaseMs, toolbox, runs });
   const supervisor = new Supervisor({
     store,
     cache,
@@ -231,19 +274,46 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     sweepMs: options.sweepMs,
     reminderMs: config.push.reminderMs,
   });
-  await supervisor.start();
-  // Runs before the store's own onClose hook (hooks run in reverse order of registration).
-  app.addHook('onClose', async () => {
-    await supervisor.stop();
-    await dispatcher.stop();
-    await hub.stop();
+  const router = new MessageRouter({
+    schema,
+    loop,
+    encoder,
+    store,
+    cache,
+    toolbox,
+    access: security.access,
+    checkMcpUrl: mcpUrlCheck(config, security),
+    workspacePolicy: { roots: config.workspaceRoots, protectedPaths: protectedPaths(config, security) },
+    defaultWorkspace: config.workspaceDir,
+    instanceId,
+    leaseMs,
   });
-  const description = created.demo
-    ? 'DEMO MODE: no Gemini credentials are configured, so answers come from a bundled script. Development agent: reads, writes and runs code in a workspace with approvals.'
-    : `Development agent on ${created.model.model}: reads, writes and runs code in a workspace, asking before side effects.`;
-  // The card names the address actually listened on (PORT=0 picks one at listen time).
+  const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoder, push: push.registry });
+  const commands = new SlashCommands({ schema, router, loop });
+  return { loop, router, handler, commands, supervisor, runs };
+}
+
+/**
+ * Client-given MCP URLs: never cloud metadata; with authentication, no private networks either
+ * (unless PUSH_ALLOW_PRIVATE). Local use keeps localhost MCP servers working.
+ */
+function mcpUrlCheck(config: Readonly<Config>, security: Security): (url: string, at: string) => Promise<string | undefined> {
+  return async (url, at) => {
+    const r = await checkPushUrl(url, { allowPrivate: !security.auth || config.push.allowPrivate, field: at, purpose: 'mcp' });
+    return r.ok ? undefined : r.message;
+  };
+}
+
+/** With authentication, no client workspace may contain the server's own files (keys, the database). */
+function protectedPaths(config: Readonly<Config>, security: Security): string[] {
+  if (!security.auth) return [];
+  return [config.store.dataDir, config.authConfigFile, config.settings.file].filter((p): p is string => p !== undefined).map(realOrSelf);
+}
+
+/** The agent card, naming the address actually listened on (PORT=0 picks one at listen time). */
+function cardSource(app: FastifyInstance, config: Readonly<Config>, description: string, security: Security): () => AgentCard {
   let card: AgentCard | undefined;
-  const currentCard = (): AgentCard => {
+  return () => {
     if (card) return card;
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
@@ -253,51 +323,40 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       version: PACKAGE_VERSION,
       description,
       pushNotifications: true,
-      security: authenticator?.securitySchemesV1(),
+      security: security.authenticator?.securitySchemesV1(),
     });
     if (port !== 0) card = built;
     return built;
   };
-  const handler = new DevtoolRequestHandler({
-    card: currentCard,
-    schema,
-    loop,
-    encoder,
-    store,
-    cache,
-    hub,
-    toolbox,
-    access,
-    push: registry,
-    // Client-given MCP URLs: never cloud metadata; with authentication, no private networks either
-    // (unless PUSH_ALLOW_PRIVATE). Local use keeps localhost MCP servers working.
-    checkMcpUrl: async (url, at) => {
-      const r = await checkPushUrl(url, { allowPrivate: !auth || config.push.allowPrivate, field: at });
-      return r.ok ? undefined : r.message.replace(/push to private networks/, 'connecting to private networks');
-    },
-    workspacePolicy: {
-      roots: config.workspaceRoots,
-      // With authentication, no client workspace may contain the server's own files (keys, the database).
-      protectedPaths: auth
-        ? [config.store.dataDir, config.authConfigFile, config.settings.file].filter((p): p is string => p !== undefined).map(realOrSelf)
-        : [],
-    },
-    defaultWorkspace: config.workspaceDir,
-    instanceId,
-    leaseMs,
-  });
+}
 
+function describeAgent(model: ModelClient, demo: boolean): string {
+  return demo
+    ? 'DEMO MODE: no Gemini credentials are configured, so answers come from a bundled script. Development agent: reads, writes and runs code in a workspace with approvals.'
+    : `Development agent on ${model.model}: reads, writes and runs code in a workspace, asking before side effects.`;
+}
+
+/** HTTP: the Host/Origin guard on loopback, the agent card and JWKS, and the JSON-RPC endpoint. */
+async function registerTransport(
+  app: FastifyInstance,
+  config: Readonly<Config>,
+  agent: Agent,
+  security: Security,
+  push: Push,
+  card: () => AgentCard,
+): Promise<void> {
   if (isLoopback(config.host)) {
     const extra = config.publicUrl ? [new URL(config.publicUrl).hostname] : [];
     app.addHook('onRequest', createHostGuard({ allowedHosts: extra }));
   }
+  const { authenticator } = security;
   const v03 = authenticator?.securitySchemesV03();
   await app.register(agentCardRoutes, {
-    card: currentCard,
-    securityV03: v03 && { securitySchemes: v03.securitySchemes as Record<string, unknown>, security: v03.security },
-    jwks: () => signer.jwks(),
+    card,
+    securityV03: v03 && { securitySchemes: v03.securitySchemes, security: v03.security },
+    jwks: () => push.signer.jwks(),
   });
-  const commands = new SlashCommands({ schema, router: handler.router, loop });
+  const { handler, commands } = agent;
   await app.register(jsonRpcRoutes, {
     handler,
     heartbeatMs: config.sseHeartbeatMs,
@@ -310,10 +369,40 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       authenticator &&
       (async (headers) => {
         const r = await authenticator.authenticate(headers);
-        return r.ok
-          ? { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } }
-          : { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
+        if (r.ok) return { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } };
+        return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
       }),
   });
+}
+
+/**
+ * Builds the whole server in named steps: the store, security, tools, push, the agent, then
+ * the HTTP routes. Everything is constructed with what it needs; background work stops on close.
+ */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config } = options;
+  const app = createFastify(options);
+  const created = options.model ? { model: options.model, demo: false } : createModel(config);
+  if (created.demo) app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
+  const schema = loadDevtoolSchema();
+  const encoder = new RfcEncoder(schema);
+  const toolbox = await startToolbox(app, options);
+  const store = options.store ?? (await openStore(app, config));
+  const security = setUpSecurity(app, config);
+  const push = await setUpPush(config, store, encoder, app);
+  const hub = new EventHub(store);
+  hub.addListener({ event: () => push.dispatcher.kick() });
+  await hub.start();
+  const card = cardSource(app, config, describeAgent(created.model, created.demo), security);
+  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoder, schema, security, push, card });
+  push.dispatcher.start();
+  await agent.supervisor.start();
+  // Runs before the store's own onClose hook (hooks run in reverse order of registration).
+  app.addHook('onClose', async () => {
+    await agent.supervisor.stop();
+    await push.dispatcher.stop();
+    await hub.stop();
+  });
+  await registerTransport(app, config, agent, security, push, card);
   return app;
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { BenchClient, signature } from './sse-client.js';
-import type { StreamResult } from './sse-client.js';
+import type { RpcEnvelope, StreamResult, V03Result } from './sse-client.js';
 import { commCpuSeconds, cpuSeconds, rssBytes } from './server-process.js';
 import { monotonicUs } from './cpu-profile.js';
 import type { Window } from './cpu-profile.js';
@@ -90,6 +90,76 @@ export interface LongStreamResult {
 
 const MB = 1e6;
 
+/** Sorts the frames of a long stream as they arrive: head, text deltas (checked against the script), tail. */
+function frameSorter(chunks: number, chunkChars: number) {
+  const seen = { head: [] as string[], tail: [] as string[], text: '', textCount: 0, textBytes: 0, other: 0, textMismatch: -1 };
+  const mid = Math.floor(chunks / 2);
+  const onFrame = (raw: string, env: RpcEnvelope) => {
+    const r = env.result;
+    if (signature(r) === 'status-update/working/TEXT_CONTENT//') {
+      const delta = r?.status?.message?.parts?.find((p) => p.kind === 'text')?.text;
+      if (seen.textMismatch < 0 && delta !== chunkText(seen.textCount, chunkChars)) seen.textMismatch = seen.textCount;
+      if (seen.textCount === mid) seen.text = raw;
+      seen.textCount++;
+      seen.textBytes += Buffer.byteLength(raw);
+      if (seen.tail.length > 0) seen.other++; // text after a non-text frame that followed text
+    } else if (seen.textCount === 0) seen.head.push(raw);
+    else seen.tail.push(raw);
+  };
+  return { seen, onFrame };
+}
+
+type Seen = ReturnType<typeof frameSorter>['seen'];
+
+/** CPU, RSS and the clock of the server process (and of postgres) at one moment. */
+function sample(pid: number) {
+  return { cpu: cpuSeconds(pid), main: cpuSeconds(pid, pid), db: commCpuSeconds('postgres'), rss: rssBytes(pid), us: monotonicUs() };
+}
+
+/** While the stream runs: RSS sampled and the agent card fetched every 200 ms on other connections. */
+function watchServer(url: string, pid: number, rssBefore: number) {
+  let streaming = true;
+  const probeMs: number[] = [];
+  let rssPeak = rssBefore;
+  const rssTimer = setInterval(() => (rssPeak = Math.max(rssPeak, rssBytes(pid))), 200);
+  const prober = (async () => {
+    while (streaming) {
+      await new Promise((r) => setTimeout(r, 200));
+      if (streaming) probeMs.push(await getMs(`${url}.well-known/agent-card.json`));
+    }
+  })();
+  /** Stops watching; resolves once a probe sent during the stream is answered (it counts). */
+  const stop = async (rssAfter: number) => {
+    streaming = false;
+    clearInterval(rssTimer);
+    await prober;
+    return { probeMs, rssPeak: Math.max(rssPeak, rssAfter) };
+  };
+  return { stop };
+}
+
+/** Deviations of the stream from Task, working, N text deltas in order, completed (final), consecutive ids. */
+function streamProblems(res: StreamResult, seen: Seen, chunks: number): string[] {
+  const problems: string[] = [];
+  if (res.error) problems.push(res.error);
+  const headSig = seen.head.map((raw) => signature(parseRaw(raw))).join(' | ');
+  if (headSig !== 'task/submitted/// | status-update/working/STATE_CHANGE//') problems.push(`head of the stream: ${headSig}`);
+  const tailSig = seen.tail.map((raw) => signature(parseRaw(raw))).join(' | ') || '(none)';
+  if (tailSig !== 'status-update/completed/STATE_CHANGE//final') problems.push(`frames after the last text: ${tailSig.slice(0, 300)}`);
+  if (seen.textCount !== chunks) problems.push(`${seen.textCount} TEXT_CONTENT frames for ${chunks} model chunks`);
+  if (seen.textMismatch >= 0) {
+    problems.push(`text delta #${seen.textMismatch} is not model chunk #${seen.textMismatch} (reordered, merged or altered)`);
+  }
+  if (seen.other > 0) problems.push(`${seen.other} text frames after a non-text frame`);
+  if (res.afterFinal > 0) problems.push(`${res.afterFinal} frames after the final one`);
+  const ids = res.ids ?? [];
+  const firstBad = ids.findIndex((id, i) => id !== (ids[0] ?? 1) + i);
+  if (ids[0] === undefined) problems.push('first frame has no id:');
+  else if (firstBad >= 0)
+    problems.push(`frame ids not consecutive at frame ${firstBad}: ${ids.slice(Math.max(0, firstBad - 2), firstBad + 2).join(',')}`);
+  return problems;
+}
+
 /** Runs ONE long task against the server and checks it: Task, working, N text deltas in order, completed (final). */
 export async function longStream(
   url: string,
@@ -99,73 +169,21 @@ export async function longStream(
   timeoutMs: number,
 ): Promise<LongStreamResult> {
   const client = new BenchClient(url, 1, timeoutMs);
-  const problems: string[] = [];
-  const head: string[] = [];
-  const tail: string[] = [];
-  let text = '';
-  let textCount = 0;
-  let textBytes = 0;
-  let other = 0;
-  let textMismatch = -1;
-  const mid = Math.floor(chunks / 2);
-  const onFrame = (raw: string, env: any) => {
-    const r = env?.result;
-    const sig = signature(r);
-    if (sig === 'status-update/working/TEXT_CONTENT//') {
-      const delta = r.status?.message?.parts?.find((p: any) => p.kind === 'text')?.text;
-      if (textMismatch < 0 && delta !== chunkText(textCount, chunkChars)) textMismatch = textCount;
-      if (textCount === mid) text = raw;
-      textCount++;
-      textBytes += Buffer.byteLength(raw);
-      if (tail.length > 0) other++; // text after a non-text frame that followed text
-    } else if (textCount === 0) head.push(raw);
-    else tail.push(raw);
-  };
-  const before = {
-    cpu: cpuSeconds(pid),
-    main: cpuSeconds(pid, pid),
-    db: commCpuSeconds('postgres'),
-    rss: rssBytes(pid),
-    us: monotonicUs(),
-  };
-  let streaming = true;
-  const probeMs: number[] = [];
-  let rssPeak = before.rss;
-  const rssTimer = setInterval(() => (rssPeak = Math.max(rssPeak, rssBytes(pid))), 200);
-  const prober = (async () => {
-    while (streaming) {
-      await new Promise((r) => setTimeout(r, 200));
-      if (streaming) probeMs.push(await getMs(`${url}.well-known/agent-card.json`));
-    }
-  })();
+  const { seen, onFrame } = frameSorter(chunks, chunkChars);
+  const before = sample(pid);
+  const watch = watchServer(url, pid, before.rss);
   const res: StreamResult = await client.stream(
     'message/stream',
     { message: { kind: 'message', role: 'user', messageId: `bench-long-${Date.now()}`, parts: [{ kind: 'text', text: LONG_PROMPT }] } },
     { timeoutMs, keepResults: false, ids: true, onFrame },
   );
-  const after = { cpu: cpuSeconds(pid), main: cpuSeconds(pid, pid), db: commCpuSeconds('postgres'), rss: rssBytes(pid), us: monotonicUs() };
-  streaming = false;
-  clearInterval(rssTimer);
-  rssPeak = Math.max(rssPeak, after.rss);
-  await prober; // a probe sent during the stream counts until it is answered
+  const after = sample(pid);
+  const { probeMs, rssPeak } = await watch.stop(after.rss);
   client.destroy();
 
-  if (res.error) problems.push(res.error);
-  const headSig = head.map((raw) => signature(parseRaw(raw))).join(' | ');
-  if (headSig !== 'task/submitted/// | status-update/working/STATE_CHANGE//') problems.push(`head of the stream: ${headSig}`);
-  const tailSig = tail.map((raw) => signature(parseRaw(raw))).join(' | ') || '(none)';
-  if (tailSig !== 'status-update/completed/STATE_CHANGE//final') problems.push(`frames after the last text: ${tailSig.slice(0, 300)}`);
-  if (textCount !== chunks) problems.push(`${textCount} TEXT_CONTENT frames for ${chunks} model chunks`);
-  if (textMismatch >= 0) problems.push(`text delta #${textMismatch} is not model chunk #${textMismatch} (reordered, merged or altered)`);
-  if (other > 0) problems.push(`${other} text frames after a non-text frame`);
-  if (res.afterFinal > 0) problems.push(`${res.afterFinal} frames after the final one`);
-  const ids = res.ids ?? [];
-  const firstBad = ids.findIndex((id, i) => id !== (ids[0] ?? 1) + i);
-  if (ids[0] === undefined) problems.push('first frame has no id:');
-  else if (firstBad >= 0)
-    problems.push(`frame ids not consecutive at frame ${firstBad}: ${ids.slice(Math.max(0, firstBad - 2), firstBad + 2).join(',')}`);
-
+  const problems = streamProblems(res, seen, chunks);
   const s = res.finalMs / 1000;
+  const { head, text, textCount, textBytes, tail } = seen;
   return {
     ok: problems.length === 0,
     problems,
@@ -204,14 +222,14 @@ function getMs(url: string): Promise<number> {
   });
 }
 
-function parseRaw(raw: string): any {
+function parseRaw(raw: string): V03Result | undefined {
   const data = raw
     .split('\n')
     .filter((l) => l.startsWith('data:'))
     .map((l) => l.slice(l.charAt(5) === ' ' ? 6 : 5))
     .join('\n');
   try {
-    return JSON.parse(data).result;
+    return (JSON.parse(data) as RpcEnvelope | null)?.result;
   } catch {
     return undefined;
   }

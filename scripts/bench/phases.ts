@@ -96,6 +96,18 @@ export interface ThroughputResult {
   window: Window;
 }
 
+/** CPU seconds so far of the server (all threads, main thread), the machine, postgres and this process; the clock. */
+function cpuSample(pid: number) {
+  return {
+    server: cpuSeconds(pid),
+    main: cpuSeconds(pid, pid),
+    machine: machineBusySeconds(),
+    db: commCpuSeconds('postgres'),
+    client: process.cpuUsage(),
+    us: monotonicUs(),
+  };
+}
+
 /** N clients, each looping full flows; counts flows that end inside [warm-up end, + duration]. */
 export async function throughput(
   url: string,
@@ -114,14 +126,7 @@ export async function throughput(
   const errorTypes: Record<string, number> = {};
   let errors = 0;
   let flows = 0;
-  const sample = () => ({
-    server: cpuSeconds(pid),
-    main: cpuSeconds(pid, pid),
-    machine: machineBusySeconds(),
-    db: commCpuSeconds('postgres'),
-    client: process.cpuUsage(),
-    us: monotonicUs(),
-  });
+  const sample = () => cpuSample(pid);
   let cpuAtStart = sample();
   let cpuAtEnd = cpuAtStart;
   const startTimer = setTimeout(() => (cpuAtStart = sample()), warmupS * 1000);

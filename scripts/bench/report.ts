@@ -103,9 +103,10 @@ interface Cell {
   noisy?: boolean;
 }
 
-function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
+/** The fresh server: start, idle RSS, sequential flows. */
+function startCells(f: Figures): Cell[] {
   const t = TARGETS;
-  const out: Cell[] = [
+  return [
     {
       key: 'ready',
       label: 'start to ready',
@@ -145,45 +146,53 @@ function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
       ok: f.first.errors + f.flow.errors === 0,
     },
   ];
-  for (const r of f.runs) {
-    const is200 = r.clients === 200;
-    const n = `${r.clients} clients:`;
-    const k = `run${r.clients}`;
-    out.push(
-      {
-        key: `${k}-fps`,
-        label: `${n} flows/s`,
-        value: fmt(r.flowsPerS, 0),
-        ...(is200 ? { target: `≥ ${t.flows_per_s_at_200}`, ok: r.flowsPerS >= t.flows_per_s_at_200 } : {}),
-      },
-      { key: `${k}-p50`, label: `${n} flow p50`, value: `${fmt(r.latency.p50, 1)} ms` },
-      {
-        key: `${k}-p99`,
-        label: `${n} flow p99`,
-        value: `${fmt(r.latency.p99, 1)} ms`,
-        ...(is200 ? { target: `≤ ${t.p99_at_200_ms} ms`, ok: r.latency.p99 <= t.p99_at_200_ms } : {}),
-      },
-      {
-        key: `${k}-pfps`,
-        label: `${n} flows/s, whole phase (warm-up+window+drain)`,
-        value: `${fmt(r.phaseFlowsPerS, 1)} (${r.phaseFlows} in ${fmt(r.phaseS, 1)} s)`,
-      },
-      {
-        key: `${k}-pp`,
-        label: `${n} flow p50 / p99, whole phase`,
-        value: `${fmt(r.phaseLatency.p50, 0)} / ${fmt(r.phaseLatency.p99, 0)} ms`,
-      },
-      { key: `${k}-err`, label: `${n} errors`, value: String(r.errors), target: '0', ok: r.errors === 0 },
-      { key: `${k}-cpu`, label: `${n} server CPU per flow (main thread)`, value: `${fmt(r.serverMsPerFlow)} (${fmt(r.mainMsPerFlow)}) ms` },
-      {
-        key: `${k}-cores`,
-        label: `${n} cores: server (main) / postgres / bench / other`,
-        value: `${fmt(r.serverCpuCores)} (${fmt(r.serverMainCores)}) / ${fmt(r.dbCpuCores)} / ${fmt(r.clientCpuCores)} / ${fmt(r.otherCpuCores)}`,
-        noisy: r.otherCpuCores > NOISE_CORES,
-      },
-    );
-  }
-  out.push(
+}
+
+/** One throughput run (N clients looping flows). */
+function runCells(r: Figures['runs'][number]): Cell[] {
+  const t = TARGETS;
+  const is200 = r.clients === 200;
+  const n = `${r.clients} clients:`;
+  const k = `run${r.clients}`;
+  return [
+    {
+      key: `${k}-fps`,
+      label: `${n} flows/s`,
+      value: fmt(r.flowsPerS, 0),
+      ...(is200 ? { target: `≥ ${t.flows_per_s_at_200}`, ok: r.flowsPerS >= t.flows_per_s_at_200 } : {}),
+    },
+    { key: `${k}-p50`, label: `${n} flow p50`, value: `${fmt(r.latency.p50, 1)} ms` },
+    {
+      key: `${k}-p99`,
+      label: `${n} flow p99`,
+      value: `${fmt(r.latency.p99, 1)} ms`,
+      ...(is200 ? { target: `≤ ${t.p99_at_200_ms} ms`, ok: r.latency.p99 <= t.p99_at_200_ms } : {}),
+    },
+    {
+      key: `${k}-pfps`,
+      label: `${n} flows/s, whole phase (warm-up+window+drain)`,
+      value: `${fmt(r.phaseFlowsPerS, 1)} (${r.phaseFlows} in ${fmt(r.phaseS, 1)} s)`,
+    },
+    {
+      key: `${k}-pp`,
+      label: `${n} flow p50 / p99, whole phase`,
+      value: `${fmt(r.phaseLatency.p50, 0)} / ${fmt(r.phaseLatency.p99, 0)} ms`,
+    },
+    { key: `${k}-err`, label: `${n} errors`, value: String(r.errors), target: '0', ok: r.errors === 0 },
+    { key: `${k}-cpu`, label: `${n} server CPU per flow (main thread)`, value: `${fmt(r.serverMsPerFlow)} (${fmt(r.mainMsPerFlow)}) ms` },
+    {
+      key: `${k}-cores`,
+      label: `${n} cores: server (main) / postgres / bench / other`,
+      value: `${fmt(r.serverCpuCores)} (${fmt(r.serverMainCores)}) / ${fmt(r.dbCpuCores)} / ${fmt(r.clientCpuCores)} / ${fmt(r.otherCpuCores)}`,
+      noisy: r.otherCpuCores > NOISE_CORES,
+    },
+  ];
+}
+
+/** After the runs: memory, the restart on the filled store, the server log. */
+function afterCells(f: Figures): Cell[] {
+  const t = TARGETS;
+  return [
     { key: 'rss-after', label: 'RSS after the tasks above', value: `${fmt(f.rssAfterMb, 1)} MB (${f.tasksAfter})` },
     { key: 'rss-per-task', label: 'RSS growth per task (from idle)', value: `${fmt(perTaskKb(f), 1)} KB` },
     {
@@ -207,54 +216,59 @@ function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
       target: 'yes',
       ...(f.restart.firstTaskFound === undefined ? {} : { ok: f.restart.firstTaskFound }),
     },
-  );
-  out.push({
-    key: 'log',
-    label: 'server log lines at warn/error',
-    value: String(f.serverWarnings.total),
-    target: '0',
-    ok: f.serverWarnings.total === 0,
-  });
-  const l = f.long;
-  if (l) {
-    out.push(
-      { key: 'long-events', label: 'long stream: events (text) / MB', value: `${l.events} (${l.textEvents}) / ${fmt(l.bytes / 1e6, 2)}` },
-      { key: 'long-ms', label: 'long stream: request → completed', value: `${fmt(l.ms, 0)} ms` },
-      { key: 'long-first', label: 'long stream: request → first frame', value: `${fmt(l.firstMs, 0)} ms` },
-      { key: 'long-eps', label: 'long stream: events/s', value: fmt(l.eventsPerS, 0) },
-      { key: 'long-mbps', label: 'long stream: MB/s', value: fmt(l.mbPerS, 2) },
-      {
-        key: 'long-cpu',
-        label: 'long stream: server CPU (main) per event',
-        value: `${fmt((l.serverCpuS * 1e6) / Math.max(1, l.events), 0)} (${fmt((l.serverMainCpuS * 1e6) / Math.max(1, l.events), 0)}) µs`,
-      },
-      {
-        key: 'long-rss',
-        label: 'long stream: server RSS before / peak / after',
-        value: `${fmt(l.rssBeforeMb, 0)} / ${fmt(l.rssPeakMb, 0)} / ${fmt(l.rssAfterMb, 0)} MB`,
-      },
-      { key: 'long-db', label: 'long stream: postgres CPU (all databases)', value: `${fmt(l.dbCpuS, 2)} s` },
-      {
-        key: 'long-probe',
-        label: 'long stream: agent-card GET p50 / max',
-        value: `${fmt(l.probe.p50, 0)} / ${fmt(l.probe.max, 0)} ms (n=${l.probe.n})`,
-      },
-      {
-        key: 'long-ok',
-        label: 'long stream: order / ids / text',
-        value: l.ok ? 'ok' : `${l.problems.length} problem(s)`,
-        target: 'ok',
-        ok: l.ok,
-      },
-    );
-    if (ceiling)
-      out.push({
-        key: 'long-ratio',
-        label: 'long stream: events/s vs ceiling',
-        value: `${fmt((100 * l.eventsPerS) / ceiling.eventsPerS, 1)} % (1/${fmt(ceiling.eventsPerS / l.eventsPerS, 0)})`,
-      });
-  }
+    {
+      key: 'log',
+      label: 'server log lines at warn/error',
+      value: String(f.serverWarnings.total),
+      target: '0',
+      ok: f.serverWarnings.total === 0,
+    },
+  ];
+}
+
+/** The long stream, and how it compares with the bare-writer ceiling. */
+function longCells(l: NonNullable<Figures['long']>, ceiling: CeilingResult | undefined): Cell[] {
+  const out: Cell[] = [
+    { key: 'long-events', label: 'long stream: events (text) / MB', value: `${l.events} (${l.textEvents}) / ${fmt(l.bytes / 1e6, 2)}` },
+    { key: 'long-ms', label: 'long stream: request → completed', value: `${fmt(l.ms, 0)} ms` },
+    { key: 'long-first', label: 'long stream: request → first frame', value: `${fmt(l.firstMs, 0)} ms` },
+    { key: 'long-eps', label: 'long stream: events/s', value: fmt(l.eventsPerS, 0) },
+    { key: 'long-mbps', label: 'long stream: MB/s', value: fmt(l.mbPerS, 2) },
+    {
+      key: 'long-cpu',
+      label: 'long stream: server CPU (main) per event',
+      value: `${fmt((l.serverCpuS * 1e6) / Math.max(1, l.events), 0)} (${fmt((l.serverMainCpuS * 1e6) / Math.max(1, l.events), 0)}) µs`,
+    },
+    {
+      key: 'long-rss',
+      label: 'long stream: server RSS before / peak / after',
+      value: `${fmt(l.rssBeforeMb, 0)} / ${fmt(l.rssPeakMb, 0)} / ${fmt(l.rssAfterMb, 0)} MB`,
+    },
+    { key: 'long-db', label: 'long stream: postgres CPU (all databases)', value: `${fmt(l.dbCpuS, 2)} s` },
+    {
+      key: 'long-probe',
+      label: 'long stream: agent-card GET p50 / max',
+      value: `${fmt(l.probe.p50, 0)} / ${fmt(l.probe.max, 0)} ms (n=${l.probe.n})`,
+    },
+    {
+      key: 'long-ok',
+      label: 'long stream: order / ids / text',
+      value: l.ok ? 'ok' : `${l.problems.length} problem(s)`,
+      target: 'ok',
+      ok: l.ok,
+    },
+  ];
+  if (ceiling)
+    out.push({
+      key: 'long-ratio',
+      label: 'long stream: events/s vs ceiling',
+      value: `${fmt((100 * l.eventsPerS) / ceiling.eventsPerS, 1)} % (1/${fmt(ceiling.eventsPerS / l.eventsPerS, 0)})`,
+    });
   return out;
+}
+
+function cells(f: Figures, ceiling: CeilingResult | undefined): Cell[] {
+  return [...startCells(f), ...f.runs.flatMap(runCells), ...afterCells(f), ...(f.long ? longCells(f.long, ceiling) : [])];
 }
 
 function table(rowsIn: string[][]): string[] {

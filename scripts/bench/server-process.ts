@@ -213,7 +213,7 @@ export function verifyServingPid(pid: number, port: number): { ok: boolean; deta
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
   let inode: string | undefined;
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
+    let text: string;
     try {
       text = readFileSync(table, 'utf8');
     } catch {

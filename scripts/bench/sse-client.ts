@@ -26,6 +26,35 @@ export const EXPECTED_CONFIRM = [
   'status-update/completed/STATE_CHANGE//final',
 ].join(' | ');
 
+/** A part of a v0.3 message, as far as the bench reads it. */
+export interface V03Part {
+  kind?: string;
+  text?: string;
+  data?: { tool_call_id?: string; status?: string };
+}
+
+/** One v0.3 JSON-RPC `result` (a Task, a status-update, …), as far as the bench reads it. */
+export interface V03Result {
+  kind?: string;
+  id?: string;
+  taskId?: string;
+  contextId?: string;
+  final?: boolean;
+  metadata?: Record<string, unknown>;
+  status?: { state?: string; message?: { parts?: V03Part[] } };
+}
+
+/** A JSON-RPC answer (or one SSE data frame) as the bench reads it. */
+export interface RpcEnvelope {
+  result?: V03Result;
+  error?: { code?: number; message?: string };
+}
+
+/** The DataPart of a result's status message, if any. */
+export function dataPartOf(r: V03Result | undefined): V03Part['data'] {
+  return r?.status?.message?.parts?.find((p) => p.kind === 'data')?.data;
+}
+
 export interface StreamResult {
   status: number;
   /** ms from request start to the first `data:` frame (NaN if none). */
@@ -35,7 +64,7 @@ export interface StreamResult {
   /** ms from request start to the response end. */
   endMs: number;
   /** The `result` of each frame, up to and including the final one. */
-  results: any[];
+  results: V03Result[];
   /** Frames received after the final one (should be 0). */
   afterFinal: number;
   /** `data:` frames up to and including the final one (also counted when results are not kept). */
@@ -55,7 +84,7 @@ export interface StreamOptions {
   /** Record each data frame's `id:` in `ids`. */
   ids?: boolean;
   /** Sees every data frame as received: its raw SSE block (with the blank line) and its parsed envelope. */
-  onFrame?: (raw: string, env: any) => void;
+  onFrame?: (raw: string, env: RpcEnvelope) => void;
 }
 
 export interface FlowResult {
@@ -70,9 +99,9 @@ export interface FlowResult {
 }
 
 /** `kind/state/devtool kind/ToolCall status/final` of one v0.3 result. */
-export function signature(r: any): string {
+export function signature(r: V03Result | undefined): string {
   const meta = r?.metadata ? (Object.values(r.metadata)[0] as { kind?: string } | undefined) : undefined;
-  const data = r?.status?.message?.parts?.find((p: any) => p?.kind === 'data')?.data;
+  const data = dataPartOf(r);
   return `${r?.kind}/${r?.status?.state}/${meta?.kind ?? ''}/${data?.status ?? ''}/${r?.final ? 'final' : ''}`;
 }
 
@@ -186,23 +215,23 @@ export class BenchClient {
     }
     if (data.length === 0) return false; // a comment (keep-alive) or an id-only block
     if (Number.isNaN(out.firstMs)) out.firstMs = performance.now() - t0;
-    let env: any;
+    let env: RpcEnvelope | null;
     try {
-      env = JSON.parse(data.join('\n'));
+      env = JSON.parse(data.join('\n')) as RpcEnvelope | null;
     } catch {
       out.error = 'unparsable data frame';
       return false;
     }
     out.frames++;
     out.ids?.push(id);
-    opts.onFrame?.(`${block}\n\n`, env);
+    opts.onFrame?.(`${block}\n\n`, env ?? {});
     if (event === 'error' || env?.error) {
       out.error = `stream error frame: ${JSON.stringify(env?.error ?? env).slice(0, 200)}`;
       out.finalMs = performance.now() - t0;
       return true;
     }
-    if (opts.keepResults !== false) out.results.push(env.result);
-    if (env.result?.final === true) {
+    if (opts.keepResults !== false) out.results.push(env?.result ?? {}); // a frame without a result fails the order check
+    if (env?.result?.final === true) {
       out.finalMs = performance.now() - t0;
       return true;
     }
@@ -231,8 +260,8 @@ export class BenchClient {
     if (sig1 !== EXPECTED_FIRST) return fail('order: first stream', sig1);
     if (first.afterFinal > 0) return fail('events after final: first stream');
     const task = first.results[0];
-    const card = first.results[2]?.status?.message?.parts?.find((p: any) => p.kind === 'data')?.data;
-    if (!task?.id || !task?.contextId || !card?.tool_call_id) return fail('missing ids in first stream');
+    const card = dataPartOf(first.results[2]);
+    if (!task?.id || !task.contextId || !card?.tool_call_id) return fail('missing ids in first stream');
     if (!first.results.every((r) => (r.kind === 'task' ? r.id : r.taskId) === task.id)) return fail('taskId mismatch: first stream');
 
     const second = await this.stream(
@@ -254,7 +283,7 @@ export class BenchClient {
     if (sig2 !== EXPECTED_CONFIRM) return fail('order: confirm stream', sig2);
     if (second.afterFinal > 0) return fail('events after final: confirm stream');
     if (!second.results.every((r) => r.taskId === task.id)) return fail('taskId mismatch: confirm stream');
-    const ids = second.results.slice(0, 2).map((r) => r.status.message.parts.find((p: any) => p.kind === 'data')?.data?.tool_call_id);
+    const ids = second.results.slice(0, 2).map((r) => dataPartOf(r)?.tool_call_id);
     if (ids.some((id) => id !== card.tool_call_id)) return fail('tool_call_id mismatch: confirm stream');
     // SSE ids are the task's event sequence numbers: 1, 2, 3… with no gap across both streams.
     const seqs = [...(first.ids ?? []), ...(second.ids ?? [])];
@@ -263,7 +292,7 @@ export class BenchClient {
   }
 
   /** A plain JSON-RPC call (e.g. tasks/get); returns the parsed envelope. */
-  call(method: string, params: unknown): Promise<any> {
+  call(method: string, params: unknown): Promise<RpcEnvelope> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method, params });
     return new Promise((resolve) => {
       const req = http.request(this.baseUrl, {
@@ -280,7 +309,7 @@ export class BenchClient {
         res.on('data', (c: string) => (text += c));
         res.on('end', () => {
           try {
-            resolve(JSON.parse(text));
+            resolve(JSON.parse(text) as RpcEnvelope);
           } catch {
             resolve({ error: { message: `unparsable: ${text.slice(0, 200)}` } });
           }
@@ -293,7 +322,7 @@ export class BenchClient {
 
 function describeNonStream(status: number, body: string): string {
   try {
-    const env = JSON.parse(body);
+    const env = JSON.parse(body) as RpcEnvelope | null;
     if (env?.error) return `rpc ${env.error.code}: ${String(env.error.message).slice(0, 160)}`;
   } catch {
     /* fall through */

@@ -1,5 +1,5 @@
 /**
- * Who may do what (seed 000, issue 5), once authentication is on:
+ * Who may do what, once authentication is on:
  * - a conversation and its tasks belong to the principal that started them: only it may
  *   send to them, read them, resubscribe, cancel or register push callbacks;
  * - authorizing a side-effecting call (any answer but `cancel`) needs an approver role;
@@ -49,7 +49,7 @@ export class Access {
     return !this.enabled || (caller !== undefined && owner !== undefined && caller.id === owner);
   }
 
-  /** Throws forbidden unless the caller owns `what` (issue 5: only the principal that started a task may use it). */
+  /** Throws forbidden unless the caller owns `what`: only the principal that started a task or context may use it. */
   checkOwner(caller: Caller | undefined, owner: string | undefined, what: string): void {
     if (this.isOwner(caller, owner)) return;
     throw forbidden(

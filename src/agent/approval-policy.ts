@@ -1,6 +1,6 @@
 /**
  * Which calls wait for a person, which answers they may give, and what an "always"
- * answer trusts from then on (seed 000: reads run, writes wait).
+ * answer trusts from then on. The rule: reads run, anything with side effects waits for a person.
  *
  * - approval mode DEFAULT: reads run; edits, shell commands, MCP tools and anything else ask.
  *   AUTO_EDIT: file edits run too. YOLO: nothing asks.

@@ -16,8 +16,18 @@ interface Watcher {
   wake?: () => void;
 }
 
+/** Told of committed events: `event` of every one this process learns of, `final` of pauses and ends notified by the store. */
+export interface HubListener {
+  event?(taskId: string, seq: number): void;
+  final?(taskId: string, seq: number): void;
+}
+
+/** Waits before re-reading a log whose read failed. */
+const READ_RETRY_MS = [50, 250, 1000];
+
 export class EventHub {
   private readonly watchers = new Map<string, Set<Watcher>>();
+  private readonly listeners: HubListener[] = [];
   private unsubscribe?: () => Promise<void>;
 
   /**
@@ -39,26 +49,43 @@ export class EventHub {
     for (const set of this.watchers.values()) for (const w of set) w.wake?.();
   }
 
+  /** Adds a listener (push delivery looks for work on every event; the task cache watches for cancels elsewhere). */
+  addListener(listener: HubListener): void {
+    this.listeners.push(listener);
+  }
+
   /** This process committed `ev`: hand it to local followers without a read. */
   published(taskId: string, ev: StoredEvent): void {
-    this.onEvent?.(taskId, ev.seq);
+    for (const l of this.listeners) l.event?.(taskId, ev.seq);
     for (const w of this.watchers.get(taskId) ?? []) {
       w.buffer.push(ev);
       w.wake?.();
     }
   }
 
-  /** Called with every store notification (any process), after followers are woken. */
-  onFinal?: (taskId: string, seq: number) => void;
-  /** Called with every committed event this process learns of (push delivery looks for work). */
-  onEvent?: (taskId: string, seq: number) => void;
-
   private notified(taskId: string, seq: number, final: boolean): void {
-    this.onEvent?.(taskId, seq);
-    if (final) this.onFinal?.(taskId, seq);
+    for (const l of this.listeners) {
+      l.event?.(taskId, seq);
+      if (final) l.final?.(taskId, seq);
+    }
     for (const w of this.watchers.get(taskId) ?? []) {
       w.stale = true;
       w.wake?.();
+    }
+  }
+
+  /**
+   * The log after `cursor`. A read the store refuses is tried again a few times (a database
+   * blip must not end a client's stream); after that the error ends the stream.
+   */
+  private async read(taskId: string, cursor: number): Promise<StoredEvent[]> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.store.eventsAfter(taskId, cursor);
+      } catch (err) {
+        if (attempt >= READ_RETRY_MS.length) throw err;
+        await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS[attempt]));
+      }
     }
   }
 
@@ -89,7 +116,7 @@ export class EventHub {
           next = w.buffer.splice(0);
         } else if (w.stale || w.buffer.length > 0) {
           w.stale = false;
-          next = await this.store.eventsAfter(taskId, cursor);
+          next = await this.read(taskId, cursor);
         }
         for (const ev of next) {
           if (ev.seq !== cursor + 1) {

@@ -16,7 +16,7 @@ import type { ToolSet } from './toolbox.js';
 import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './wire/agent-events.js';
 import type { WireEncoder } from './wire/wire-encoder.js';
-import type { AgentLogger } from './turn-loop.js';
+import type { AgentLogger } from './logger.js';
 import type { WriteOp, WriteQueue } from './write-queue.js';
 
 export type { CallPhase };
@@ -68,7 +68,21 @@ export interface LiveTaskDeps {
   leaseMs: number;
   /** Called once a pause or end of the task is committed. */
   onFinal?: (task: LiveTask) => void;
+  /** Called once, when a write of the task could not be committed (the task must fail). */
+  onWriteFailed?: (task: LiveTask, err: unknown) => void;
+  /** Called when the writes of a failing task could not be committed after every retry. */
+  onAbandoned?: (task: LiveTask) => void;
 }
+
+/** A write that was not committed, kept to be sent again. */
+interface Unsaved {
+  op: WriteOp;
+  then?: (seq: number) => void;
+}
+
+/** How often a failing task's own writes are re-sent before it is left to the supervisor. */
+const MAX_RESENDS = 10;
+const resendDelayMs = (attempt: number) => Math.min(200 * 2 ** attempt, 10_000);
 
 export function hashShown(snapshot: ToolCallSnapshot): string {
   return createHash('sha256').update(JSON.stringify(snapshot)).digest('hex');
@@ -127,6 +141,11 @@ export class LiveTask {
     return this.state === 'canceled';
   }
 
+  /** Canceled or failed: nothing more runs or is published for it. */
+  get halted(): boolean {
+    return this.state === 'canceled' || this.state === 'failed';
+  }
+
   /** Calls still waiting for a person. */
   awaiting(): TurnCall[] {
     return this.turn.filter((c) => c.phase === 'awaiting');
@@ -139,14 +158,49 @@ export class LiveTask {
 
   /**
    * Queues a write (committed in order, grouped with other tasks' writes). `then` runs once
-   * it is committed. Failures are logged, never thrown.
+   * it is committed. A write that fails is never thrown: the first one fails the task
+   * (onWriteFailed), and the writes queued after that — the failure's own events — are
+   * re-sent with backoff until the store takes them.
    */
   private enqueue(op: WriteOp, then?: (seq: number) => void): void {
+    const afterFailure = this.resends !== undefined;
     const committed = this.deps.writes.push(op).then(
       (seq) => then?.(seq),
-      (err) => this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${op.kind}`),
+      (err: unknown) => this.writeFailed(err, { op, then }, afterFailure),
     );
     this.writes = Promise.all([this.writes, committed]);
+  }
+
+  /** Writes of the failure path not committed yet, and how often they were re-sent. */
+  private resends?: { attempts: number; unsaved: Unsaved[]; timer?: NodeJS.Timeout };
+
+  private writeFailed(err: unknown, write: Unsaved, afterFailure: boolean): void {
+    if (afterFailure && this.resends) {
+      this.resends.unsaved.push(write);
+      this.resends.timer ??= setTimeout(() => this.resend(err), resendDelayMs(this.resends.attempts));
+      this.resends.timer.unref();
+      return;
+    }
+    this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${write.op.kind}`);
+    if (this.resends !== undefined) return;
+    this.resends = { attempts: 0, unsaved: [] };
+    this.deps.onWriteFailed?.(this, err);
+  }
+
+  private resend(lastError: unknown): void {
+    const resends = this.resends;
+    if (!resends) return;
+    resends.timer = undefined;
+    const unsaved = resends.unsaved.splice(0);
+    if (++resends.attempts > MAX_RESENDS) {
+      this.deps.logger.error(
+        { err: lastError, taskId: this.id, writes: unsaved.length },
+        'store still refuses the writes of a failed task; giving up',
+      );
+      this.deps.onAbandoned?.(this);
+      return;
+    }
+    for (const write of unsaved) this.enqueue(write.op, write.then);
   }
 
   /** Resolves when every write queued so far is committed. */
@@ -175,10 +229,10 @@ export class LiveTask {
 
   /**
    * Encodes and logs an agent event, and moves the task's status with it. After the task
-   * was canceled nothing more is published: late results of aborted work are dropped.
+   * was canceled or failed nothing more is published: late results of aborted work are dropped.
    */
   publish(event: AgentEvent): void {
-    if (this.isCanceled) return;
+    if (this.halted) return;
     const update = this.deps.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
     this.task.status = update.status;
     const final = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);

@@ -108,10 +108,14 @@ export class MessageRouter {
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
       await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), async (claims) => {
         const claimed = await this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil());
-        if (claimed.ok) await this.opts.store.leaseTasks([task.id], this.opts.instanceId, leaseUntil());
+        if (claimed.ok)
+          await this.opts.loop.guard(task, 'leasing the task', () =>
+            this.opts.store.leaseTasks([task.id], this.opts.instanceId, leaseUntil()),
+          );
         return claimed;
       });
-      await this.applySettings(task.context, requested); // only once the answer was accepted
+      // Only once the answer was accepted; the calls run already, so a failure here fails the task.
+      await this.opts.loop.guard(task, 'applying the new settings', () => this.applySettings(task.context, requested));
       return { task, afterSeq };
     }
     if (carriesConfirmation(stamped, schema)) {
@@ -154,7 +158,7 @@ export class MessageRouter {
   }
 
   /**
-   * Seed 000: a message from anyone but the task's principal is refused, and the answers it
+   * A message from anyone but the task's principal is refused, and the answers it
    * carried are recorded (`denied_identity`); the calls stay pending. Checked against the
    * store before the task (and its context's MCP servers) is loaded here.
    */

@@ -34,17 +34,24 @@ import type { PushConfigRecord, PushWireVersion } from '../push/push-store.js';
 import type { PushRegistry } from '../push/push-registry.js';
 import type { EventHub } from './event-hub.js';
 import type { LiveTask } from './live-task.js';
-import { MessageRouter } from './message-router.js';
-import type { MessageRouterOptions } from './message-router.js';
-import type { StoredEvent } from './task-store.js';
-import { declineCall } from './tool-runner.js';
-import { abandonTurn } from './turn-loop.js';
+import type { Access } from './access.js';
+import type { MessageRouter } from './message-router.js';
+import type { TaskCache } from './task-cache.js';
+import type { StoredEvent, TaskStore } from './task-store.js';
+import type { WireEncoder } from './wire/wire-encoder.js';
+import { cancelTask } from './call-lifecycle.js';
 import { TERMINAL } from './wire/agent-events.js';
 import type { TaskStateName } from './wire/agent-events.js';
 
-export interface DevtoolRequestHandlerOptions extends MessageRouterOptions {
+export interface DevtoolRequestHandlerOptions {
   card: () => AgentCard;
+  /** Decides what a message means and sets its task moving (shared with the slash commands). */
+  router: MessageRouter;
   hub: EventHub;
+  store: TaskStore;
+  cache: TaskCache;
+  access: Access;
+  encoder: WireEncoder;
   /** Push notification configs; absent = push is not offered (-32003). */
   push?: PushRegistry;
 }
@@ -82,10 +89,10 @@ function tagId(ctx: ServerCallContext, seq: number | undefined): void {
 }
 
 export class DevtoolRequestHandler implements A2ARequestHandler {
-  readonly router: MessageRouter;
+  private readonly router: MessageRouter;
 
   constructor(private readonly opts: DevtoolRequestHandlerOptions) {
-    this.router = new MessageRouter(opts);
+    this.router = opts.router;
   }
 
   async getAgentCard(): Promise<AgentCard> {
@@ -173,12 +180,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
       this.opts.cache.release(task);
       throw notCancelable(`Task ${task.id} is already ${task.state}; only working or input-required tasks can be canceled`);
     }
-    for (const call of task.turn) {
-      if (call.phase !== 'done') declineCall(task, call, 'The task was canceled.', 'cancelled', this.opts.access.ownerFor(callerOf(ctx)));
-    }
-    abandonTurn(task, 'The task was canceled.');
-    task.publish({ type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
-    task.abort.abort();
+    cancelTask(task, this.opts.access.ownerFor(callerOf(ctx)));
     await task.flush();
     return structuredClone(task.task);
   }
@@ -282,7 +284,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     if (contextId !== undefined && (typeof contextId !== 'string' || contextId === ''))
       throw invalidParams('params.context_id must be a non-empty string');
     if (taskId === undefined && contextId === undefined) throw invalidParams('audit/list needs params.task_id or params.context_id');
-    const records = await this.opts.store.listAudit({ taskId: taskId as string | undefined, contextId: contextId as string | undefined });
+    const records = await this.opts.store.listAudit({ taskId: taskId, contextId: contextId });
     return {
       entries: records.map((r) => ({
         at: r.at.toISOString(),

@@ -1,5 +1,6 @@
 /**
- * The resume handler (RFC §3.2 "Client-to-Agent Messages"; seed 000; seed 002).
+ * The resume handler (RFC §3.2 "Client-to-Agent Messages"): several answers per message, in any order;
+ * only exact yes/no tokens authorize or decline.
  * A message to a paused task is read as answers to its pending tool calls:
  * ToolCallConfirmation DataParts (one or several), a `{"confirmation":"yes"|"no"}` DataPart,
  * or the exact text token `yes` / `no` when exactly one call waits. Anything else re-prompts.
@@ -15,9 +16,8 @@ import { invalidParams } from '../protocol/errors.js';
 import { ConfirmationOptionId } from '../protocol/extension.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import { grantsFor, needsApproval } from './approval-policy.js';
-import { declineCall } from './tool-runner.js';
+import { approveCall, declineCall, pausePrompt } from './call-lifecycle.js';
 import type { TurnLoop } from './turn-loop.js';
-import { pausePrompt } from './turn-loop.js';
 
 export interface Decision {
   call: TurnCall;
@@ -122,6 +122,44 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
   return { kind: 'reprompt', reason: 'That reply is not an answer to the waiting tool call.' };
 }
 
+type Answers = Map<TurnCall, { option: string; newContent?: string }>;
+
+/** The decisions, plus the waiting calls that an "always" answer among them covers (they run too). */
+function withCoveredSiblings(task: LiveTask, decisions: Decision[]): Answers {
+  const answers: Answers = new Map();
+  for (const { call, option, newContent } of decisions) answers.set(call, { option, newContent });
+  const grants = new Set(task.context.trustedTools);
+  let granting: string | undefined;
+  for (const { call, option } of decisions) {
+    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
+      grants.add(g);
+      granting ??= option;
+    }
+  }
+  if (granting === undefined) return answers;
+  const scope = { settings: task.context.settings, trustedTools: grants };
+  for (const sibling of task.awaiting()) {
+    if (answers.has(sibling) || !sibling.tool || !sibling.args || needsApproval(sibling.tool, sibling.args, scope)) continue;
+    answers.set(sibling, { option: granting });
+  }
+  return answers;
+}
+
+/**
+ * Edited arguments (modify_with_editor), prepared on copies: they only become the call's once
+ * the claim is won, so a losing answer cannot change what the winning one runs.
+ */
+function editedArgs(answers: Answers): Map<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }> {
+  const edited = new Map<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>();
+  for (const [call, { option, newContent }] of answers) {
+    if (option === ConfirmationOptionId.modifyWithEditor && call.tool?.withModifiedContent && call.args) {
+      const args = call.tool.withModifiedContent(call.args, newContent as string);
+      edited.set(call, { args, snapshot: { ...call.snapshot, input: { ...call.snapshot.input, ...args } } });
+    }
+  }
+  return edited;
+}
+
 /**
  * Carries out a plan. The answers are claimed in the store first (all or none): of two
  * answers to one call, on any process, one wins; the loser gets the same error as any
@@ -143,33 +181,8 @@ export async function applyResume(
     task.publish({ type: 'state', state: 'input-required', text: `${plan.reason} ${pausePrompt(waiting)}` });
     return;
   }
-  const answers = new Map<TurnCall, { option: string; newContent?: string }>();
-  for (const { call, option, newContent } of plan.decisions) answers.set(call, { option, newContent });
-  // An "always" answer covers the rest of the context, so waiting calls it covers run too.
-  const grants = new Set(task.context.trustedTools);
-  let granting: string | undefined;
-  for (const { call, option } of plan.decisions) {
-    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
-      grants.add(g);
-      granting ??= option;
-    }
-  }
-  if (granting !== undefined) {
-    const scope = { settings: task.context.settings, trustedTools: grants };
-    for (const sibling of task.awaiting()) {
-      if (answers.has(sibling) || !sibling.tool || !sibling.args || needsApproval(sibling.tool, sibling.args, scope)) continue;
-      answers.set(sibling, { option: granting });
-    }
-  }
-  // Edited arguments are prepared on copies and only become the call's once the claim is won:
-  // a losing answer must not change what the winning one runs.
-  const edited = new Map<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>();
-  for (const [call, { option, newContent }] of answers) {
-    if (option === ConfirmationOptionId.modifyWithEditor && call.tool?.withModifiedContent && call.args) {
-      const args = call.tool.withModifiedContent(call.args, newContent as string);
-      edited.set(call, { args, snapshot: { ...call.snapshot, input: { ...call.snapshot.input, ...args } } });
-    }
-  }
+  const answers = withCoveredSiblings(task, plan.decisions);
+  const edited = editedArgs(answers);
   const result = await claim(
     [...answers].map(([call, { option }]) => {
       const e = edited.get(call);
@@ -179,6 +192,22 @@ export async function applyResume(
   if (!result.ok) {
     throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
   }
+  // The claim is won: from here on a failure must fail the task (its calls are no longer waiting).
+  try {
+    startApproved(task, answers, edited, message, principal, loop);
+  } catch (err) {
+    loop.fail(task, 'applying the answers', err);
+  }
+}
+
+function startApproved(
+  task: LiveTask,
+  answers: ReadonlyMap<TurnCall, { option: string }>,
+  edited: ReadonlyMap<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>,
+  message: Message,
+  principal: string | undefined,
+  loop: TurnLoop,
+): void {
   for (const [call, e] of edited) {
     call.args = e.args;
     call.snapshot.input = e.snapshot.input;
@@ -187,19 +216,15 @@ export async function applyResume(
   task.setState('working');
   const toRun: TurnCall[] = [];
   for (const [call, { option }] of answers) {
-    call.answer = option;
     if (option === ConfirmationOptionId.cancel) {
-      declineCall(task, call, undefined, undefined, principal);
+      call.answer = option;
+      declineCall(task, call, { principal });
       continue;
     }
-    task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', principal, optionId: option, shownHash: call.shownHash });
-    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
-      if (!task.context.trustedTools.has(g)) task.trust(g);
-    }
-    call.phase = 'ready';
+    approveCall(task, call, option, principal);
     toRun.push(call);
   }
-  void loop.runCalls(task, toRun);
+  loop.runApproved(task, toRun);
 }
 
 export type ClaimFn = (

@@ -9,7 +9,6 @@
  * - /memory show | add <fact>: the workspace's context file (GEMINI.md); adding asks like any edit.
  * - /init: the model drafts GEMINI.md for the project, asking before it writes.
  */
-import type { Message } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
 import type {
   CommandExecutionStatusName,
@@ -149,7 +148,7 @@ export class SlashCommands {
       return failed(`${label} takes no arguments (got "${args.trim()}")`);
     }
     const at = `params.metadata["${DEVTOOL_EXTENSION_URI}"]`;
-    const requested = router.requestedSettings({ metadata } as Pick<Message, 'metadata'>, at);
+    const requested = router.requestedSettings({ metadata }, at);
     const context = await router.openContext(contextId ?? randomUUID(), requested, caller);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     if (started.kind === 'model') {

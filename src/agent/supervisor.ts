@@ -8,13 +8,14 @@
  *   the turn go on; shortly before, re-publishes the pause as a reminder (once per call), so
  *   push receivers and resubscribers are told the calls are about to expire.
  */
+import { Background } from '../lib/background.js';
 import { ConfirmationOptionId } from '../protocol/extension.js';
+import { declineCall, failTask, interruptCall, pausePrompt } from './call-lifecycle.js';
 import type { LiveTask } from './live-task.js';
+import type { AgentLogger } from './logger.js';
 import type { TaskCache } from './task-cache.js';
 import type { StoredCall, TaskStore } from './task-store.js';
-import { declineCall } from './tool-runner.js';
-import type { AgentLogger, TurnLoop } from './turn-loop.js';
-import { abandonTurn, pausePrompt } from './turn-loop.js';
+import type { TurnLoop } from './turn-loop.js';
 
 export interface SupervisorOptions {
   store: TaskStore;
@@ -38,26 +39,29 @@ function byTask(calls: StoredCall[]): Map<string, StoredCall[]> {
 export class Supervisor {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
+  private readonly background: Background;
 
-  constructor(private readonly opts: SupervisorOptions) {}
+  constructor(private readonly opts: SupervisorOptions) {
+    this.background = new Background((err, what) => this.opts.logger.error({ err }, `${what} failed`));
+  }
 
   /** Recovers once (boot), then sweeps periodically. */
   async start(): Promise<void> {
     await this.sweep();
-    this.timer = setInterval(() => void this.sweep(), this.opts.sweepMs ?? Math.max(250, Math.floor(this.opts.leaseMs / 3)));
+    const every = this.opts.sweepMs ?? Math.max(250, Math.floor(this.opts.leaseMs / 3));
+    this.timer = setInterval(() => this.background.run('supervisor sweep', () => this.sweep()), every);
     this.timer.unref();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    await this.background.drain();
     await this.running;
   }
 
-  /** One pass; passes never overlap. */
+  /** One pass; passes never overlap. A failed pass is logged, and the next one tries again. */
   sweep(): Promise<void> {
-    this.running ??= this.pass()
-      .catch((err) => this.opts.logger.error({ err }, 'supervisor sweep failed'))
-      .finally(() => (this.running = undefined));
+    this.running ??= this.background.settle('supervisor sweep', () => this.pass()).finally(() => (this.running = undefined));
     return this.running;
   }
 
@@ -67,50 +71,51 @@ export class Supervisor {
     await store.renewLeases(instanceId, until);
     const busy = this.opts.cache.busyIds();
     if (busy.length > 0) await store.leaseTasks(busy, instanceId, until);
-    for (const [taskId, calls] of byTask(await store.findInterrupted(new Date()))) await this.interrupt(taskId, calls);
-    for (const taskId of await store.findStaleTasks(new Date())) await this.interrupt(taskId, []);
+    for (const [taskId, calls] of byTask(await store.findInterrupted(new Date()))) {
+      await this.onTask(taskId, 'marking interrupted calls', (task) => this.interrupt(task, calls));
+    }
+    for (const taskId of await store.findStaleTasks(new Date())) {
+      await this.onTask(taskId, 'ending a stale task', (task) => this.interrupt(task, []));
+    }
     for (const [taskId, calls] of byTask(await store.findExpired(new Date()))) await this.expire(taskId, calls);
     if (this.opts.reminderMs !== undefined) {
       const now = new Date();
       const due = await store.claimReminders(new Date(now.getTime() + this.opts.reminderMs), now);
-      for (const [taskId, calls] of byTask(due)) await this.remind(taskId, calls);
+      for (const [taskId, calls] of byTask(due)) await this.onTask(taskId, 'reminding', (task) => this.remind(task, calls));
     }
   }
 
-  private async interrupt(taskId: string, calls: StoredCall[]): Promise<void> {
+  /** Loads a task and runs `action` on it; an error in the action fails that task, and the sweep goes on. */
+  private async onTask(taskId: string, what: string, action: (task: LiveTask) => Promise<void>): Promise<void> {
     const task = await this.opts.cache.get(taskId);
+    if (task) await this.opts.loop.guard(task, what, () => action(task));
+  }
+
+  private async interrupt(task: LiveTask, calls: StoredCall[]): Promise<void> {
     // A claimed call may die before its EXECUTING event lands, so a paused task can hold one too.
-    if (!task || !['working', 'submitted', 'input-required'].includes(task.state)) return;
+    if (!['working', 'submitted', 'input-required'].includes(task.state)) return;
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
     for (const stored of calls) {
       const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
-      const message = `The server stopped while ${stored.toolName} was running (lease of ${stored.leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.`;
-      call.snapshot.status = 'FAILED';
-      delete call.snapshot.liveContent;
-      call.snapshot.error = { message, type: 'interrupted' };
-      call.response = { functionResponse: { id: call.modelCallId, name: stored.toolName, response: { error: message } } };
-      call.phase = 'done';
-      task.publishCall(call);
-      task.audit({ toolCallId: stored.id, decision: 'interrupted', detail: { leaseOwner: stored.leaseOwner } });
+      if (call.phase !== 'done') interruptCall(task, call, stored.leaseOwner);
     }
-    for (const call of task.turn)
-      if (call.phase === 'awaiting') declineCall(task, call, 'The task failed before this call was answered.', 'cancelled');
-    const what = calls.length > 0 ? calls.map((c) => c.toolName).join(', ') : 'the model was answering';
-    const reason = `Interrupted: the server stopped while ${calls.length > 0 ? `${what} ran` : what}; the task cannot go on.`;
-    abandonTurn(task, reason);
-    task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
-    this.opts.logger.warn({ taskId, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
+    const what = calls.length > 0 ? `${calls.map((c) => c.toolName).join(', ')} ran` : 'the model was answering';
+    failTask(task, `Interrupted: the server stopped while ${what}; the task cannot go on.`);
+    this.opts.logger.warn({ taskId: task.id, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();
   }
 
-  private async remind(taskId: string, calls: StoredCall[]): Promise<void> {
-    const task = await this.opts.cache.get(taskId);
-    if (!task || task.state !== 'input-required') return;
+  private async remind(task: LiveTask, calls: StoredCall[]): Promise<void> {
+    if (task.state !== 'input-required') return;
     const first = Math.min(...calls.map((c) => c.expiresAt?.getTime() ?? Infinity));
     const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
-    const waiting = task.awaiting();
-    const text = `Reminder: ${calls.map((c) => `${c.toolName} (${c.id})`).join(', ')} will be cancelled in about ${seconds} s (at ${new Date(first).toISOString()}) unless answered. ${pausePrompt(waiting)}`;
-    task.publish({ type: 'state', state: 'input-required', text });
+    const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
+    const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
+    task.publish({
+      type: 'state',
+      state: 'input-required',
+      text: `Reminder: ${names} will be cancelled ${when} unless answered. ${pausePrompt(task.awaiting())}`,
+    });
     await task.flush();
   }
 
@@ -118,15 +123,17 @@ export class Supervisor {
     const claim = calls.map((c) => ({ id: c.id, answer: ConfirmationOptionId.cancel }));
     const until = new Date(Date.now() + this.opts.leaseMs);
     if (!(await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until)).ok) return; // answered meanwhile
-    const task: LiveTask | undefined = await this.opts.cache.get(taskId);
+    const task = await this.opts.cache.get(taskId);
     if (!task) return;
     this.opts.cache.hold(task);
-    for (const stored of calls) {
-      const call = task.turn.find((c) => c.snapshot.id === stored.id);
-      if (!call) continue;
-      call.answer = ConfirmationOptionId.cancel;
-      declineCall(task, call, 'Nobody answered within APPROVAL_TIMEOUT; the call was cancelled.', 'approval_timeout');
-    }
-    await this.opts.loop.settle(task);
+    await this.opts.loop.guard(task, 'expiring unanswered calls', async () => {
+      for (const stored of calls) {
+        const call = task.turn.find((c) => c.snapshot.id === stored.id);
+        if (!call || call.phase === 'done') continue; // claimed above: stored as ready, with the cancel answer
+        call.answer = ConfirmationOptionId.cancel;
+        declineCall(task, call, { reason: 'Nobody answered within APPROVAL_TIMEOUT; the call was cancelled.', type: 'approval_timeout' });
+      }
+      await this.opts.loop.settle(task);
+    });
   }
 }

@@ -8,11 +8,14 @@ import { stateName } from '../protocol/a2a.js';
 import { LiveTask } from './live-task.js';
 import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
 import type { StoredCall, StoredContext } from './task-store.js';
+import type { TaskRuns } from './task-runs.js';
 import type { Toolbox } from './toolbox.js';
 import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
 
-export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal'> {
+export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal' | 'onWriteFailed' | 'onAbandoned'> {
   toolbox: Toolbox;
+  /** Fails a task whose writes the store refused. */
+  runs: TaskRuns;
 }
 
 export class TaskCache {
@@ -21,11 +24,19 @@ export class TaskCache {
   private readonly deps: LiveTaskDeps;
 
   constructor(private readonly opts: TaskCacheOptions) {
-    this.deps = { ...opts, onFinal: (task) => this.release(task) };
-    opts.hub.onFinal = (taskId, seq) => {
-      const live = this.active.get(taskId);
-      if (live && !live.isCanceled && seq > live.lastSeq) void this.checkCanceledElsewhere(live);
+    this.deps = {
+      ...opts,
+      onFinal: (task) => this.release(task),
+      onWriteFailed: (task, err) => opts.runs.fail(task, 'saving its events', err),
+      onAbandoned: (task) => this.forget(task),
     };
+    opts.hub.addListener({ final: (taskId, seq) => this.finalElsewhere(taskId, seq) });
+  }
+
+  /** A pause or end of a task was committed by some process: if this one works on it, check for a cancel there. */
+  private finalElsewhere(taskId: string, seq: number): void {
+    const live = this.active.get(taskId);
+    if (live && !live.isCanceled && seq > live.lastSeq) void this.checkCanceledElsewhere(live);
   }
 
   /**
@@ -96,6 +107,11 @@ export class TaskCache {
   /** Keeps `task` in memory while it works. */
   hold(task: LiveTask): void {
     this.active.set(task.id, task);
+  }
+
+  /** Drops the task from memory whatever its state: the next use reloads it from the store. */
+  forget(task: LiveTask): void {
+    if (this.active.get(task.id) === task) this.active.delete(task.id);
   }
 
   /** Drops the task from memory if it is paused or over and nothing of it runs here. */

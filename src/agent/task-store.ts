@@ -213,12 +213,12 @@ export interface TaskStore {
   renewLeases(owner: string, leaseUntil: Date): Promise<void>;
   /** Calls left executing/ready whose lease lapsed before `now` (their process died). */
   findInterrupted(now: Date): Promise<StoredCall[]>;
-  /** Awaiting calls whose expiresAt is before `now`. */
   /**
    * Waiting calls that expire before `before` and got no reminder yet; marks them reminded at
    * `now`, so of several processes only one reminds.
    */
   claimReminders(before: Date, now: Date): Promise<StoredCall[]>;
+  /** Awaiting calls whose expiresAt is before `now`. */
   findExpired(now: Date): Promise<StoredCall[]>;
 
   audit(entry: AuditEntry): Promise<void>;

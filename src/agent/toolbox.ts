@@ -5,6 +5,7 @@
  * when it has been idle for a while). The agent sees MCP only through the McpConnector
  * port; app.ts plugs in the @modelcontextprotocol/sdk implementation.
  */
+import { Background } from '../lib/background.js';
 import type { AnyTool } from '../tools/tool.js';
 import type { FunctionDeclaration } from './model/model-client.js';
 import type { ContextSettings } from './task-store.js';
@@ -74,9 +75,12 @@ export class Toolbox {
   private readonly contexts = new Map<string, ContextServers>();
   private readonly builtinDeclarations: FunctionDeclaration[];
   private sweeper?: NodeJS.Timeout;
+  /** Idle stops and replaced connections closing in the background. */
+  private readonly background: Background;
 
   constructor(private readonly opts: ToolboxOptions) {
     this.builtinDeclarations = opts.builtin.map(declaration);
+    this.background = new Background((err, what) => opts.logger.warn({ err }, `${what} failed`));
   }
 
   /** Starts the operator's servers (a failed one is logged and reported to each context once). */
@@ -90,7 +94,7 @@ export class Toolbox {
       }
     }
     const idle = this.opts.idleMs ?? 10 * 60_000;
-    this.sweeper = setInterval(() => void this.sweep(idle), Math.min(idle, 60_000));
+    this.sweeper = setInterval(() => this.background.run('stopping idle MCP servers', () => this.sweep(idle)), Math.min(idle, 60_000));
     this.sweeper.unref();
   }
 
@@ -134,6 +138,7 @@ export class Toolbox {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    await this.background.drain();
     const all = [...this.contexts.values()].map((c) => c.connection.close().catch(() => undefined));
     this.contexts.clear();
     await Promise.all([...all, this.global?.close().catch(() => undefined)]);
@@ -146,7 +151,7 @@ export class Toolbox {
     const key = JSON.stringify(servers);
     const current = this.contexts.get(ctx.id);
     if (current?.key === key) return current;
-    if (current) void current.connection.close().catch(() => undefined);
+    if (current) this.background.run('closing replaced MCP servers', () => current.connection.close());
     const connection = mcp.connect(servers, { cwd: ctx.workspace });
     const entry: ContextServers = {
       key,
@@ -168,7 +173,7 @@ export class Toolbox {
     for (const [id, entry] of this.contexts) {
       if (now - entry.lastUsed < idleMs) continue;
       this.contexts.delete(id);
-      await entry.connection.close().catch(() => undefined);
+      await entry.connection.close();
     }
   }
 }

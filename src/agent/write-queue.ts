@@ -7,7 +7,7 @@
 import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from './model/model-client.js';
 import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from './task-store.js';
-import type { AgentLogger } from './turn-loop.js';
+import type { AgentLogger } from './logger.js';
 
 export type WriteOp =
   | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean }

@@ -1,7 +1,8 @@
 /**
  * Reads the auth file (API keys and/or a JWT issuer) into a validated, defaulted, frozen
  * AuthConfig. Runs once at boot: a bad file throws AuthConfigError naming the file, the
- * field and what is accepted, and the process exits (STYLE "Errors" 5).
+ * field and what is accepted, and the process exits (a bad configuration stops the boot;
+ * the server never starts half-configured).
  *
  * API keys are hashed (sha256) here and the plain keys are dropped, so the config object
  * can be logged or inspected without leaking a secret.

@@ -94,14 +94,14 @@ export function createAuthenticator(config: AuthConfig, opts: AuthenticatorOptio
   }
 
   function parseAuthorization(value: string): { token: string } | AuthFailure {
-    const m = /^\s*(\S+)(?:\s+(.*?))?\s*$/.exec(value);
-    if (m === null) return badRequest('Authorization header is empty');
-    if (m[1].toLowerCase() !== 'bearer') {
-      const scheme = /^[A-Za-z][A-Za-z0-9-]{0,19}$/.test(m[1]) ? ` "${m[1]}"` : '';
-      return badRequest(`Unsupported Authorization scheme${scheme}: send Authorization: Bearer <api key or JWT>`);
+    const [, scheme, token] = /^\s*(\S+)(?:\s+(.*?))?\s*$/.exec(value) ?? [];
+    if (scheme === undefined) return badRequest('Authorization header is empty');
+    if (scheme.toLowerCase() !== 'bearer') {
+      const shown = /^[A-Za-z][A-Za-z0-9-]{0,19}$/.test(scheme) ? ` "${scheme}"` : '';
+      return badRequest(`Unsupported Authorization scheme${shown}: send Authorization: Bearer <api key or JWT>`);
     }
-    if (m[2] === undefined || m[2] === '') return badRequest('Authorization: Bearer has no token');
-    return { token: m[2] };
+    if (token === undefined || token === '') return badRequest('Authorization: Bearer has no token');
+    return { token };
   }
 
   return {

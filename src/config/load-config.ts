@@ -1,6 +1,9 @@
 /**
  * Turns the process environment into a validated, defaulted, frozen Config.
- * Pure: the only module that reads env, and only through its argument.
+ * The only module that reads env, and only through its argument (never process.env itself).
+ * Not pure: it reads SETTINGS_FILE (its mcpServers), checks that WORKSPACE_DIR, WORKSPACE_ROOTS,
+ * AUTH_CONFIG and AGENT_MODEL_SCRIPT exist (directories resolved to their real paths), and a
+ * default INSTANCE_ID takes the host name, the pid and random bytes.
  * A bad value throws ConfigError naming the variable and what is accepted.
  */
 import path from 'node:path';

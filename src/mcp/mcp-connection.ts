@@ -39,10 +39,21 @@ function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** An McpError with this code (McpError.code is a plain number; ErrorCode names the ones the SDK uses). */
+function isMcpError(err: unknown, code: ErrorCode): err is McpError {
+  return err instanceof McpError && err.code === (code as number);
+}
+
+/** The signal's reason as an Error: what abort() was given here, or the DOMException of AbortSignal.timeout. */
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
 /** Rejects with the signal's reason as soon as it aborts, whatever `work` does. */
 function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
+    const onAbort = () => reject(abortReason(signal));
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
@@ -115,8 +126,8 @@ export class McpConnection implements McpToolTarget {
     if (code === 'ENOENT' && isStdioConfig(this.config)) {
       return `cannot run "${this.config.command}": command not found, or its working directory does not exist`;
     }
-    if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return this.startTimeoutMessage();
-    if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) {
+    if (isMcpError(err, ErrorCode.RequestTimeout)) return this.startTimeoutMessage();
+    if (isMcpError(err, ErrorCode.ConnectionClosed)) {
       return 'the server closed the connection during startup (it probably exited)';
     }
     return this.describeHttpError(err) ?? reasonOf(err);
@@ -220,9 +231,9 @@ export class McpConnection implements McpToolTarget {
       return result as CallToolResult;
     } catch (err) {
       if (this.state !== 'connected' || this.closed) throw this.unavailable();
-      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) throw new Error(`no answer within ${timeout} ms`);
+      if (isMcpError(err, ErrorCode.RequestTimeout)) throw new Error(`no answer within ${timeout} ms`, { cause: err });
       const http = this.describeHttpError(err);
-      throw http !== undefined ? new Error(http) : err;
+      throw http !== undefined ? new Error(http, { cause: err }) : err;
     } finally {
       options.signal.removeEventListener('abort', forward);
     }

@@ -25,6 +25,11 @@ function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** `v` when it is an array (of unknown items: the schema is any JSON), else undefined. */
+function arrayOf(v: unknown): unknown[] | undefined {
+  return Array.isArray(v) ? (v as unknown[]) : undefined;
+}
+
 /** Resolves a local JSON pointer (`#/$defs/Foo`) against the root schema. */
 function resolveRef(ref: string, root: Json): Json | undefined {
   if (!ref.startsWith('#')) return undefined;
@@ -50,19 +55,20 @@ function flatten(node: Json, root: Json, depth: number): Json {
     for (const p of parts) {
       merged.type ??= p.type;
       merged.description ??= p.description;
-      if (isObject(p.properties))
-        merged.properties = { ...(p.properties as Json), ...(isObject(merged.properties) ? merged.properties : {}) };
-      if (Array.isArray(p.required)) merged.required = [...(Array.isArray(merged.required) ? merged.required : []), ...p.required];
+      if (isObject(p.properties)) merged.properties = { ...p.properties, ...(isObject(merged.properties) ? merged.properties : {}) };
+      const required = arrayOf(p.required);
+      if (required) merged.required = [...(arrayOf(merged.required) ?? []), ...required];
     }
     n = merged;
   }
-  const union = Array.isArray(n.anyOf) ? n.anyOf : Array.isArray(n.oneOf) ? n.oneOf : undefined;
+  const union = arrayOf(n.anyOf) ?? arrayOf(n.oneOf);
   if (n.type === undefined && union) {
     const branches = union.filter(isObject).filter((b) => b.type !== 'null');
     const consts = branches.map((b) => b.const);
     if (branches.length > 1 && consts.every((c) => typeof c === 'string')) return { ...n, type: 'string', enum: consts };
-    if (branches.length > 0) {
-      const first = flatten(branches[0], root, depth + 1);
+    const [firstBranch] = branches;
+    if (firstBranch !== undefined) {
+      const first = flatten(firstBranch, root, depth + 1);
       return { ...first, description: n.description ?? first.description };
     }
   }
@@ -70,7 +76,7 @@ function flatten(node: Json, root: Json, depth: number): Json {
 }
 
 function pickType(n: Json): string {
-  const declared = Array.isArray(n.type) ? n.type.find((t) => t !== 'null') : n.type;
+  const declared = arrayOf(n.type)?.find((t) => t !== 'null') ?? n.type;
   if (typeof declared === 'string' && TYPES.has(declared)) return declared;
   if (isObject(n.properties)) return 'object';
   if (n.items !== undefined) return 'array';
@@ -81,10 +87,10 @@ function pickType(n: Json): string {
 
 /** Keeps enums Gemini can take (strings on a string); folds others into the description. */
 function applyEnum(out: GeminiSchema, n: Json): void {
-  const values = Array.isArray(n.enum) ? n.enum : n.const !== undefined ? [n.const] : undefined;
+  const values = arrayOf(n.enum) ?? (n.const !== undefined ? [n.const] : undefined);
   if (!values || values.length === 0) return;
-  if (out.type === 'string' && values.every((v) => typeof v === 'string')) {
-    out.enum = values as string[];
+  if (out.type === 'string' && values.every((v): v is string => typeof v === 'string')) {
+    out.enum = values;
     return;
   }
   const allowed = `Allowed values: ${values.map((v) => JSON.stringify(v)).join(', ')}.`;

@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { checkMessageJson, fieldPath, isPlainObject, readFields } from './json-fields.js';
-import type { FieldRead, ParseResult, ReflectedMessage } from './json-fields.js';
+import type { FieldRead, ParseResult } from './json-fields.js';
 import { structWrapper } from './struct-json.js';
 
 export type { ParseResult } from './json-fields.js';
@@ -155,13 +155,13 @@ const DEFAULT_PROTO = fileURLToPath(new URL('../../proto/development_tool.proto'
 const TO_JSON: protobuf.IConversionOptions = { enums: String, longs: String, defaults: false, oneofs: false };
 const CONFIRMATION_KEYS = ['tool_call_id', 'toolCallId', 'selected_option_id', 'selectedOptionId'];
 /** Field lists the hand-written parsers implement; checked against the proto at load time. */
-const INBOUND_FIELDS: Record<string, string[]> = {
+const INBOUND_FIELDS = {
   ToolCallConfirmation: ['tool_call_id', 'selected_option_id', 'file_details'],
   ModifiedFileDetails: ['new_content'],
   AgentSettings: ['workspace_path', 'approval_mode', 'allowed_tools', 'mcp_servers'],
   McpServerConfig: ['command', 'args', 'env', 'cwd', 'url', 'http_url', 'headers', 'timeout'],
   ExecuteSlashCommandRequest: ['command_path', 'args', 'context_id'],
-};
+} satisfies Record<string, string[]>;
 const APPROVAL_MODES: readonly ApprovalModeName[] = ['DEFAULT', 'AUTO_EDIT', 'YOLO'];
 const cache = new Map<string, DevtoolSchema>();
 
@@ -337,7 +337,7 @@ function lookupType(root: protobuf.Root, name: string, file: string): protobuf.T
  */
 function builder<T>(type: protobuf.Type, required: string[] = []): (o: T) => T {
   return (o: T) => {
-    let err = checkMessageJson(type as unknown as ReflectedMessage, o, type.name);
+    let err = checkMessageJson(type, o, type.name);
     for (const name of required) {
       if (err) break;
       const v = (o as Record<string, unknown>)[name];

@@ -56,7 +56,7 @@ export function fieldPath(path: string, key: string): string {
 /** True for `{}`-style objects (not arrays, null, class instances such as Date). */
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
+  const proto: unknown = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
 }
 

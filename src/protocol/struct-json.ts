@@ -28,7 +28,7 @@ interface PbType {
 
 function isPlain(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
+  const proto: unknown = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
 }
 
@@ -93,7 +93,7 @@ function toStruct(structType: PbType, obj: unknown, depth: number): object {
   const err = depth === 0 ? checkJsonObject(obj, structType.fullName.slice(1)) : null;
   if (err) throw new TypeError(err);
   const { name, type: valueType } = field(structType, 1);
-  const fields: Record<string, object> = Object.create(null);
+  const fields = Object.create(null) as Record<string, object>;
   for (const [k, x] of Object.entries(obj as Record<string, unknown>)) {
     if (x !== undefined) fields[k] = toValue(valueType, x, depth);
   }

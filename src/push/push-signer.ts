@@ -88,25 +88,25 @@ export class PushSigner {
     const alg = opts.alg ?? 'ES256';
     const usable = (keys: StoredSigningKey[]) => keys.filter((k) => k.alg === alg).sort(newestFirst);
     let keys = await store.loadSigningKeys();
+    let saveError: unknown;
     if (usable(keys).length === 0) {
       const fresh = await generateSigningKey(alg);
-      let saveError: unknown;
       try {
         await store.saveSigningKey(fresh);
       } catch (err) {
         saveError = err; // Possibly a concurrent create that saved first: re-read below.
       }
       keys = await store.loadSigningKeys();
-      if (usable(keys).length === 0) {
-        throw new PushSignerError(
-          saveError === undefined
-            ? 'the signing key store did not return the key just saved'
-            : `could not save a new ${alg} signing key: ${(saveError as Error).message}`,
-          { cause: saveError },
-        );
-      }
     }
-    const current = usable(keys)[0];
+    const [current] = usable(keys);
+    if (current === undefined) {
+      throw new PushSignerError(
+        saveError === undefined
+          ? 'the signing key store did not return the key just saved'
+          : `could not save a new ${alg} signing key: ${(saveError as Error).message}`,
+        { cause: saveError },
+      );
+    }
     let key: CryptoKey;
     try {
       key = (await importJWK(current.privateJwk as JWK, alg)) as CryptoKey;

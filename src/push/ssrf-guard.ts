@@ -1,6 +1,7 @@
 /**
- * Refuses push-notification URLs that would make this server call into its own network
- * (SSRF): loopback, private, link-local, cloud metadata and other non-public addresses.
+ * Refuses push-notification URLs (and client-given MCP server URLs, `purpose: 'mcp'`) that
+ * would make this server call into its own network (SSRF): loopback, private, link-local,
+ * cloud metadata and other non-public addresses.
  *
  * The URL is parsed with the WHATWG parser, which already normalises odd IPv4 spellings
  * (`2130706433`, `0x7f.1`, `017700000001`, `127.1` all become `127.0.0.1`), so only dotted
@@ -43,24 +44,30 @@ function v6(s: string): bigint {
   let text = s.replace(/%.*$/, '');
   const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   if (tail) {
-    const n = v4(tail[1]);
+    const n = v4(tail[0]);
     text = `${text.slice(0, tail.index)}${(n >> 16n).toString(16)}:${(n & 0xffffn).toString(16)}`;
   }
-  const [head, rest] = text.split('::');
+  const [head = '', rest] = text.split('::');
   const left = head === '' ? [] : head.split(':');
   const right = rest === undefined || rest === '' ? [] : rest.split(':');
-  const groups = rest === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  const zeros = Array.from({ length: 8 - left.length - right.length }, () => '0');
+  const groups = rest === undefined ? left : [...left, ...zeros, ...right];
   return groups.reduce((n, g) => (n << 16n) | BigInt(parseInt(g, 16)), 0n);
 }
 
 const bySpecificity = (ranges: Range[]) => ranges.sort((a, b) => b.bits - a.bits);
+/** `address/bits`, as written in the tables below (always with a prefix length). */
+function cidrParts(cidr: string): [string, number] {
+  const slash = cidr.indexOf('/');
+  return [cidr.slice(0, slash), Number(cidr.slice(slash + 1))];
+}
 const r4 = (cidr: string, cls: AddressClass): Range => {
-  const [ip, bits] = cidr.split('/');
-  return { base: v4(ip), bits: Number(bits), cls };
+  const [ip, bits] = cidrParts(cidr);
+  return { base: v4(ip), bits, cls };
 };
 const r6 = (cidr: string, cls: AddressClass): Range => {
-  const [ip, bits] = cidr.split('/');
-  return { base: v6(ip), bits: Number(bits), cls };
+  const [ip, bits] = cidrParts(cidr);
+  return { base: v6(ip), bits, cls };
 };
 
 // IANA IPv4 Special-Purpose Address Registry (RFC 6890), plus cloud metadata endpoints.
@@ -145,13 +152,29 @@ export interface PushUrlCheckOptions {
   lookup?: LookupFn;
   /** Field name in messages. Default `pushNotificationConfig.url`. */
   field?: string;
+  /**
+   * What the URL is for, named in the refusal: `push` (default) refuses "push to private networks";
+   * `mcp` (a client-given MCP server URL) refuses "connecting to MCP servers on private networks".
+   */
+  purpose?: UrlPurpose;
 }
+
+/** What a checked URL will be used for; only the wording of refusals depends on it. */
+export type UrlPurpose = 'push' | 'mcp';
+
+const PRIVATE_REFUSAL: Record<UrlPurpose, string> = {
+  push: 'push to private networks is refused',
+  mcp: 'connecting to MCP servers on private networks is refused',
+};
 
 export type PushUrlCheck = { ok: true; url: URL; addresses: string[] } | { ok: false; message: string; addressClass?: AddressClass };
 
 const defaultLookup: LookupFn = (host) => dns.lookup(host, { all: true, verbatim: true });
 
-/** Checks a push URL before it is stored and again before each delivery. Never throws. */
+/**
+ * Checks a push URL before it is stored and again before each delivery (and, with
+ * `purpose: 'mcp'`, a client-given MCP server URL before connecting). Never throws.
+ */
 export async function checkPushUrl(raw: string, opts: PushUrlCheckOptions): Promise<PushUrlCheck> {
   const field = opts.field ?? 'pushNotificationConfig.url';
   let url: URL;
@@ -179,7 +202,7 @@ export async function checkPushUrl(raw: string, opts: PushUrlCheckOptions): Prom
     message:
       cls === 'metadata'
         ? `${field} ${shown} ${what}; cloud metadata endpoints are always refused`
-        : `${field} ${shown} ${what}; push to private networks is refused (the operator can allow it with PUSH_ALLOW_PRIVATE=1)`,
+        : `${field} ${shown} ${what}; ${PRIVATE_REFUSAL[opts.purpose ?? 'push']} (the operator can allow it with PUSH_ALLOW_PRIVATE=1)`,
   });
 
   if (METADATA_HOSTS.has(host)) return refuse('names a cloud metadata host', 'metadata');

@@ -98,14 +98,13 @@ function bumpOf(id: string, t: TaskTail): TaskBump {
 
 function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] } {
   const tails = new Map<string, TaskTail>();
-  const ids: string[] = [];
-  const indexInTask: number[] = [];
+  // Each event with its task's tail and its index within that task (the tail's count is final only after the loop).
+  const placed: Array<{ ev: BatchEvent; id: string; tail: TaskTail; index: number }> = [];
   for (const ev of events) {
     const id = taskIdOf(ev);
     let tail = tails.get(id);
     if (!tail) tails.set(id, (tail = { count: 0, final: false }));
-    ids.push(id);
-    indexInTask.push(tail.count);
+    placed.push({ ev, id, tail, index: tail.count });
     tail.count += 1;
     tail.final ||= ev.final;
     if (ev.task !== undefined) {
@@ -116,9 +115,9 @@ function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] 
     }
   }
   const tasks = [...tails.entries()].sort(([a], [b]) => byCodeUnits(a, b)).map(([id, t]) => bumpOf(id, t));
-  const rows = events.map((ev, i) => ({
-    task_id: ids[i],
-    back: tails.get(ids[i])!.count - 1 - indexInTask[i],
+  const rows = placed.map(({ ev, id, tail, index }) => ({
+    task_id: id,
+    back: tail.count - 1 - index,
     payload: responseToJson(ev.response),
     final: ev.final,
   }));

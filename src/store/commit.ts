@@ -63,6 +63,13 @@ const AUDIT_FIELDS = [
   'detail',
 ] as const satisfies ReadonlyArray<keyof typeof auditLog.$inferInsert>;
 
+/** The column of a field one of the `*_FIELDS` lists names (their types tie them to the schema). */
+function columnOf(columns: Columns, field: string): PgColumn {
+  const column = columns[field];
+  if (column === undefined) throw new Error(`commit: the schema has no column for ${field}`);
+  return column;
+}
+
 /**
  * `insert into <table> (<fields>) select <fields> from jsonb_to_recordset(<rows>) … order by i`:
  * the column names and SQL types come from the drizzle schema; each row carries its position
@@ -75,10 +82,11 @@ function insertRows(
   rows: Array<Record<string, unknown>>,
 ): SQL {
   const columns = getTableColumns(table) as Columns;
-  const cols = fields.map((f) => columns[f]);
+  const pairs = fields.map((field) => ({ field, column: columnOf(columns, field) }));
+  const cols = pairs.map((p) => p.column);
   const json = rows.map((row, i) => {
     const out: Record<string, unknown> = { i };
-    for (const f of fields) out[columns[f].name] = row[f] ?? undefined;
+    for (const { field, column } of pairs) out[column.name] = row[field] ?? undefined;
     return out;
   });
   const names = sql.raw(cols.map((c) => `"${c.name}"`).join(', '));
@@ -97,8 +105,7 @@ function snapshotOf(t: TaskBump): SQL {
 }
 
 /** The events of the batch (one task): the row lock, the bump, the events, the notification. */
-function appendOneTask(plan: BatchPlan, channel: string): SQL {
-  const t = plan.tasks[0];
+function appendOneTask(plan: BatchPlan, t: TaskBump, channel: string): SQL {
   const json = JSON.stringify(plan.events.map(({ back, payload, final }) => ({ back, payload, final })));
   return sql`with bumped as (
       update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${snapshotOf(t)},
@@ -173,14 +180,20 @@ function insertHistory(plan: BatchPlan): SQL {
 /** Inserts or replaces calls by id; every column but the key is replaced, updated_at bumped. */
 function upsertCalls(plan: BatchPlan): SQL {
   const columns = getTableColumns(toolCalls) as Columns;
-  const set = sql.raw(CALL_REPLACED.map((f) => `"${columns[f].name}" = excluded."${columns[f].name}"`).join(', '));
+  const set = sql.raw(
+    CALL_REPLACED.map((f) => columnOf(columns, f).name)
+      .map((name) => `"${name}" = excluded."${name}"`)
+      .join(', '),
+  );
   const rows = plan.calls.map((c) => callToRow(c) as Record<string, unknown>);
   return sql`${insertRows(toolCalls, CALL_FIELDS, rows)} on conflict (id) do update set ${set}, updated_at = now()`;
 }
 
 /** The statements of a plan, in lock order; the events' one (if any) first. */
 function statements(plan: BatchPlan, channel: string): { list: SQL[]; lockAt: number } {
-  const list = plan.tasks.length === 0 ? [] : [(plan.tasks.length === 1 ? appendOneTask : appendManyTasks)(plan, channel)];
+  const [onlyTask, ...moreTasks] = plan.tasks;
+  const list =
+    onlyTask === undefined ? [] : [moreTasks.length === 0 ? appendOneTask(plan, onlyTask, channel) : appendManyTasks(plan, channel)];
   const lockAt = plan.history.length > 0 ? list.push(lockContexts(plan), insertHistory(plan)) - 2 : -1;
   if (plan.calls.length > 0) list.push(upsertCalls(plan));
   if (plan.trust.length > 0) list.push(sql`${insertRows(trustGrants, TRUST_FIELDS, plan.trust)} on conflict do nothing`);
@@ -207,16 +220,18 @@ export async function commitBatch(db: StoreDb, channel: string, batch: WriteBatc
   const { list, lockAt } = statements(plan, channel);
   // One statement is its own transaction — unless it must fail as a whole when one of
   // several tasks is missing: only a transaction can undo what it wrote for the others.
-  if (list.length === 1 && plan.tasks.length <= 1) {
-    const rows = rowsOf<Record<string, unknown>>(await db.execute(list[0]));
+  const [single, ...more] = list;
+  if (single !== undefined && more.length === 0 && plan.tasks.length <= 1) {
+    const rows = rowsOf<Record<string, unknown>>(await db.execute(single));
     return seqsOf(plan, lastSeqs(plan, rows));
   }
   return db.transaction(async (tx) => {
     // Issued at once, in order (each .then starts its query); awaited together.
     const results = await Promise.all(list.map((q) => tx.execute(q).then((r) => rowsOf<Record<string, unknown>>(r))));
-    const lastSeq = lastSeqs(plan, plan.events.length > 0 ? results[0] : []);
+    // The events' statement comes first (see statements); a missing result reads as "no task/context found".
+    const lastSeq = lastSeqs(plan, plan.events.length > 0 ? (results[0] ?? []) : []);
     if (lockAt >= 0) {
-      const found = new Set(results[lockAt].map((r) => String(r.id)));
+      const found = new Set((results[lockAt] ?? []).map((r) => String(r.id)));
       const missing = plan.history.find((h) => !found.has(h.contextId));
       if (missing) throw rejected(`commit: unknown context ${missing.contextId}`);
     }

@@ -95,12 +95,12 @@ async function runMigrations(db: StoreDb, config: MigrationConfig): Promise<{ av
   const schemaName = config.migrationsSchema ?? 'drizzle';
   const count = async () => {
     // to_regclass first: counting a missing table would log an ERROR on the server at every first boot.
-    const [{ found }] = rowsOf<{ found: boolean }>(
+    const [table] = rowsOf<{ found: boolean }>(
       await db.execute(sql`select to_regclass(${`"${schemaName}"."${tableName}"`}) is not null as found`),
     );
-    if (!found) return 0;
+    if (table?.found !== true) return 0;
     const rows = await db.execute(sql`select count(*)::int as n from ${sql.identifier(schemaName)}.${sql.identifier(tableName)}`);
-    return rowsOf<{ n: number }>(rows)[0].n;
+    return rowsOf<{ n: number }>(rows)[0]?.n ?? 0; // count(*) answers one row
   };
   const before = await count();
   // The migrators of drizzle-orm/pglite and /postgres-js are exactly this call.
@@ -178,7 +178,7 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Da
   const client = postgres(url, { max: 10, onnotice: () => {}, ...(schema ? { connection: { search_path: schema } } : {}) });
   const database: Database = {
     kind: 'postgres',
-    db: drizzlePostgres({ client, schema: tables }) as unknown as StoreDb,
+    db: drizzlePostgres({ client, schema: tables }),
     notifyChannel: channelFor(schema),
     listen: async (channel, cb) => {
       // A dedicated connection that postgres.js re-LISTENs on after a reconnect.

@@ -4,7 +4,6 @@
  * the way the wire format does; nullable columns become absent optional fields.
  */
 import { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
-import type { ModelPart } from '../agent/model/model-client.js';
 import type { AuditRecord, CallPhase, StoredCall, StoredEvent } from '../agent/task-store.js';
 import type { ToolCallSnapshot } from '../agent/wire/agent-events.js';
 import type { auditLog, events, toolCalls } from './schema.js';
@@ -76,7 +75,7 @@ export function callFromRow(r: CallRow): StoredCall {
     snapshot: r.snapshot as ToolCallSnapshot,
     phase: r.phase as CallPhase,
     answer: r.answer ?? undefined,
-    response: (r.response ?? undefined) as ModelPart | undefined,
+    response: r.response ?? undefined,
     shownHash: r.shownHash ?? undefined,
     proposedAt: r.proposedAt,
     expiresAt: r.expiresAt ?? undefined,

@@ -124,7 +124,8 @@ export class PgTaskStore implements TaskStore, PushStore {
     if (q.contextId !== undefined) filters.push(eq(tasks.contextId, q.contextId));
     if (q.state !== undefined) filters.push(eq(tasks.state, stateName(q.state)));
     const where = filters.length ? and(...filters) : undefined;
-    const [{ total }] = await this.db.select({ total: count() }).from(tasks).where(where);
+    const [counted] = await this.db.select({ total: count() }).from(tasks).where(where);
+    const total = counted?.total ?? 0; // count() answers one row
     const rows = await this.db
       .select({ task: tasks.task })
       .from(tasks)
@@ -138,6 +139,7 @@ export class PgTaskStore implements TaskStore, PushStore {
   /** Throws when the task was never created. One statement: as cheap as a commit gets. */
   async appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number> {
     const [seq] = await this.commit({ ...NOTHING, events: [{ taskId: task.id, task, response, final }] });
+    if (seq === undefined) throw new Error(`appendEvent: the commit of task ${task.id} returned no seq`);
     return seq;
   }
 

@@ -53,7 +53,10 @@ export interface ToolError {
   statusCode?: number;
 }
 
-/** A tool's outcome. Failures are values, never thrown (STYLE: errors §3). */
+/**
+ * A tool's outcome. Failures are values, never thrown: an expected failure (a missing file, a
+ * non-zero exit) is a result the model is told about, not an exception that ends the turn.
+ */
 export type ToolResult =
   | { isError?: false; llmContent: string; display: ToolDisplay }
   | { isError: true; error: ToolError; llmContent?: string; liveOutput?: string };
@@ -84,7 +87,8 @@ export interface Tool<A extends Record<string, unknown> = Record<string, unknown
   readonly mcp?: McpOrigin;
 }
 
-export type AnyTool = Tool<any>;
+/** Any tool, seen from the agent: its args are some JSON object (a tool checks their shape in `validate`). */
+export type AnyTool = Tool<Record<string, unknown>>;
 
 /** Where an MCP tool comes from (approval grants may cover a whole server). */
 export interface McpOrigin {

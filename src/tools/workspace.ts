@@ -15,7 +15,7 @@ const MAX_LINK_HOPS = 40;
 
 /** The `code` of a Node system error, if any. */
 export function errorCode(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+  return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
 }
 
 /** A short reason from a Node system error, without the stack. */

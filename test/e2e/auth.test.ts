@@ -1,5 +1,5 @@
 /**
- * Authentication and access rules end to end (AUTH_CONFIG, seed 000 issue 5), as raw HTTP
+ * Authentication and access rules end to end (AUTH_CONFIG), as raw HTTP
  * clients of the real server:
  * - no or bad credentials → HTTP 401 naming the problem, with a WWW-Authenticate challenge;
  *   the agent card and the JWKS stay public and the card declares the security schemes;

@@ -1,5 +1,5 @@
 /**
- * The resume handler end to end (RFC §3.2 "Client-to-Agent Messages", seed 000), driven as a
+ * The resume handler end to end (RFC §3.2 "Client-to-Agent Messages"), driven as a
  * raw client over real HTTP and SSE: bad answers are refused before any SSE with -32602 and
  * leave the task answerable; yes/no tokens; re-prompts; the four confirmation options.
  */
@@ -332,7 +332,7 @@ t.test('a confirmation without taskId (a new task) is refused', async (t) => {
   });
 });
 
-t.test('yes/no tokens (seed 000)', async (t) => {
+t.test('yes/no tokens: only the exact words answer a single waiting call', async (t) => {
   const srv = await startServer(t);
   for (const token of ['yes', '  yes ', 'yes\n']) {
     await t.test(`text ${JSON.stringify(token)} approves once`, async (t) => {
@@ -401,7 +401,7 @@ t.test('yes/no tokens (seed 000)', async (t) => {
       shape(watch.take(await say(srv, watch, 'hmm?'))).map((s) => s[1]),
       ['PENDING', 'input-required'],
     );
-    // Only the exact tokens authorize (seed 000): "YES", "Yes", "yes please" re-prompt.
+    // Only the exact tokens authorize (surrounding whitespace aside): "YES", "Yes", "yes please" re-prompt.
     for (const near of ['YES', 'Yes', 'yes please', 'y']) {
       t.same(
         shape(watch.take(await say(srv, watch, near))).map((s) => s[1]),

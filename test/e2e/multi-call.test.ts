@@ -1,5 +1,5 @@
 /**
- * Several tool calls in one model turn (seed 002), driven as a raw client over real HTTP
+ * Several tool calls in one model turn, driven as a raw client over real HTTP
  * and SSE: each call gets its own PENDING card; the task waits until every call is
  * answered, in any order, one or several confirmations per message; calls that need no
  * approval run at once.

@@ -9,7 +9,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { freshDatabase, PG_SKIP, pgOnly, spawnServer } from '../support/process.js';
-import type { FreshDatabase } from '../support/process.js';
+import type { FreshDatabase, ServerProcess } from '../support/process.js';
 import { rpc } from '../support/sse.js';
 import type { PostResult } from '../support/sse.js';
 import { confirmMessage, dataOf, tempDir, userMessage } from '../support/server.js';
@@ -36,16 +36,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const kidsOf = async (url: string) =>
   ((await (await fetch(new URL('/.well-known/jwks.json', url))).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
 
-async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?: FreshDatabase): Promise<void> {
-  const hook = await WebhookReceiver.start(t);
-  const path = '/restart';
-  const workspace = tempDir();
-  const spawn = (readyTimeoutMs?: number) => spawnServer(t, { env: { ...storeEnv, ...PUSH_ENV }, workspace, readyTimeoutMs });
-  const first = await spawn(90_000); // the first boot creates the store (PGlite: initdb, slow)
-  const kids = await kidsOf(first.url);
-
-  // Receiver up: the first stream's events (1..4, up to the pause) are delivered.
-  const paused = await rpc(first.url, 'message/stream', {
+/** Receiver up: the first stream's events (1..4, up to the pause) are delivered. Then it fails: the task goes on (5..9), event 5 is retried. */
+async function runWhileReceiverFails(t: Test, hook: WebhookReceiver, path: string, url: string): Promise<{ task: any; done: PostResult }> {
+  const paused = await rpc(url, 'message/stream', {
     message: userMessage('write a greeting'),
     configuration: { pushNotificationConfig: { url: hook.url(path), token: 'tok' } },
   });
@@ -58,10 +51,9 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
     'receiver up: 1..4 delivered',
   );
 
-  // Receiver failing: the task goes on (5..9) and event 5 is retried.
   hook.answer(500);
   const card = dataOf(results(paused).find((r) => dataOf(r)?.status === 'PENDING'));
-  const done = await rpc(first.url, 'message/stream', {
+  const done = await rpc(url, 'message/stream', {
     message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
   });
   t.same(sseIds(done), range(5, 9), 'the answer stream: 5..9');
@@ -75,26 +67,40 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
     ],
     'event 5 failed twice (and nothing after it was tried)',
   );
+  return { task, done };
+}
 
-  // Receiver down, then the server dies while it waits to retry.
+/** Receiver down, then the server dies (SIGKILL) while it waits to retry; the store holds the cursor at 4, no lease. */
+async function killWhileRetryWaits(
+  t: Test,
+  hook: WebhookReceiver,
+  server: ServerProcess,
+  taskId: string,
+  pg?: FreshDatabase,
+): Promise<void> {
   await hook.stop();
   await sleep(100); // the failure is recorded and the lease released well before the next retry (≥ 200 ms)
-  t.match(await first.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the server died by SIGKILL');
+  t.match(await server.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the server died by SIGKILL');
   if (pg) {
-    const [row] = await pg.sql`select delivered_seq, lease_owner from push_configs where task_id = ${task.id}`;
+    const [row] = await pg.sql`select delivered_seq, lease_owner from push_configs where task_id = ${taskId}`;
     t.same(
       { delivered: Number(row?.delivered_seq), lease: row?.lease_owner ?? null },
       { delivered: 4, lease: null },
       'the store: 1..4 delivered, no lease held',
     );
   }
-  const second = await spawn();
-  t.not(second.pid, first.pid, 'a new process on the same store');
-  t.same(await kidsOf(second.url), kids, 'the same signing key is published after the restart');
+}
 
-  // Receiver back: 5..9 arrive once each; 1..4 are not sent again.
-  hook.ok();
-  await hook.start();
+/** Receiver back: 5..9 arrive once each, in order, signed with the key published before the kill; 1..4 are not sent again. */
+async function checkRedelivery(
+  t: Test,
+  hook: WebhookReceiver,
+  path: string,
+  url: string,
+  task: any,
+  done: PostResult,
+  kids: string[],
+): Promise<void> {
   const all = await hook.waitForDeliveries(9, { path, timeoutMs: 20_000 });
   t.same(
     all.map((d) => d.eventId),
@@ -113,7 +119,7 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
   );
   t.ok(all.every((d) => d.json?.id === task.id && d.headers['x-a2a-notification-token'] === 'tok'));
 
-  const jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', second.url));
+  const jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', url));
   for (const d of all.slice(4)) {
     const { payload, protectedHeader } = await jwtVerify(String(d.headers.authorization).replace(/^Bearer /, ''), jwks);
     t.ok(kids.includes(protectedHeader.kid as string), `${d.eventId}: signed with the key published before the kill`);
@@ -123,6 +129,25 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
       `${d.eventId}: the JWT binds task, event and body`,
     );
   }
+}
+
+async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?: FreshDatabase): Promise<void> {
+  const hook = await WebhookReceiver.start(t);
+  const path = '/restart';
+  const workspace = tempDir();
+  const spawn = (readyTimeoutMs?: number) => spawnServer(t, { env: { ...storeEnv, ...PUSH_ENV }, workspace, readyTimeoutMs });
+  const first = await spawn(90_000); // the first boot creates the store (PGlite: initdb, slow)
+  const kids = await kidsOf(first.url);
+
+  const { task, done } = await runWhileReceiverFails(t, hook, path, first.url);
+  await killWhileRetryWaits(t, hook, first, task.id, pg);
+  const second = await spawn();
+  t.not(second.pid, first.pid, 'a new process on the same store');
+  t.same(await kidsOf(second.url), kids, 'the same signing key is published after the restart');
+
+  hook.ok();
+  await hook.start();
+  await checkRedelivery(t, hook, path, second.url, task, done, kids);
   if (pg) {
     const [row] = await pg.sql`select delivered_seq, dropped from push_configs where task_id = ${task.id}`;
     t.same(

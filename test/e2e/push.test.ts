@@ -77,8 +77,8 @@ async function checkJwts(t: Test, srv: TestServer, taskId: string, deliveries: D
       const { payload, protectedHeader } = await jwtVerify(jwtOf(d), jwks);
       if (!protectedHeader.kid || !published.keys.some((k) => k.kid === protectedHeader.kid))
         problems.push(`${d.eventId}: kid ${protectedHeader.kid} not in the JWKS`);
-      if (payload.task_id !== taskId) problems.push(`${d.eventId}: task_id ${payload.task_id}`);
-      if (payload.event_id !== d.eventId) problems.push(`${d.eventId}: event_id ${payload.event_id}`);
+      if (payload.task_id !== taskId) problems.push(`${d.eventId}: task_id ${String(payload.task_id)}`);
+      if (payload.event_id !== d.eventId) problems.push(`${d.eventId}: event_id ${String(payload.event_id)}`);
       if (typeof payload.iat !== 'number') problems.push(`${d.eventId}: no iat`);
       if (payload.body_sha256 !== sha256(d.raw)) problems.push(`${d.eventId}: body_sha256 does not match the body received`);
     } catch (err) {

@@ -88,155 +88,175 @@ async function pauseOn(srv: ServerProcess, workspace: string, prompt: string) {
 const proceed = (task: any, card: any) =>
   confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
 
+type Paused = Awaited<ReturnType<typeof pauseOn>>;
+
+/** One store's processes: the one running now, how to start another, and the workspace they share. */
+interface Run {
+  current: ServerProcess;
+  spawn: (readyTimeoutMs?: number) => Promise<ServerProcess>;
+  workspace: string;
+  pg?: FreshDatabase;
+  /** Set before the crash: a task paused at input-required, and one whose call was EXECUTING. */
+  paused?: Paused;
+  hang?: Paused;
+}
+
+/** Before the crash: one task pauses at input-required, another's call is EXECUTING; then SIGKILL and a new process. */
+async function crashWithWork(t: Test, run: Run): Promise<void> {
+  const { workspace, pg } = run;
+  const paused = (run.paused = await pauseOn(run.current, workspace, 'write a greeting'));
+  t.same(idsOf(paused.res.events), [1, 2, 3, 4], 'the first stream: ids 1..4');
+  t.equal(results(paused.res.events).at(-1).status.state, 'input-required');
+  t.equal(paused.card?.tool_name, 'write_file');
+
+  const hang = (run.hang = await pauseOn(run.current, workspace, 'shell hang please'));
+  t.match(hang.card, { tool_name: 'run_shell_command', status: 'PENDING', input_parameters: { command: 'sleep 30' } });
+  const stream = await openStream(run.current.url, 'message/stream', { message: proceed(hang.task, hang.card) });
+  t.match(stream.contentType, /^text\/event-stream/, JSON.stringify(stream.json));
+  const executing = await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING');
+  t.equal(executing?.id, '5', 'the call is EXECUTING (event 5)');
+  await stream.close();
+
+  const old = run.current;
+  t.match(await old.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the process died by SIGKILL');
+  if (pg) {
+    const [row] = await pg.sql`select phase from tool_calls where id = ${hang.card.tool_call_id}`;
+    t.equal(row?.phase, 'executing', 'the store still says executing after the kill');
+  }
+  run.current = await run.spawn();
+  t.not(run.current.pid, old.pid, 'a new process on the same store');
+}
+
+/** The task paused at input-required before the crash: the same card on the new process, and confirming it completes the task. */
+async function confirmAfterRestart(t: Test, { current, workspace }: Run, { task, card }: Paused): Promise<void> {
+  const got = await getTask(current.url, task.id);
+  t.equal(got?.status?.state, 'input-required', 'tasks/get on the new process: still input-required');
+  t.equal(got?.id, task.id);
+
+  const again = await rpc(current.url, 'tasks/resubscribe', { id: task.id });
+  t.same(idsOf(again.events), [null, 3, 4], 'resubscribe on the new process: snapshot, the PENDING card (3), the pause (4)');
+  t.same(dataOf(results(again.events)[1]), card, 'the same card as before the kill');
+
+  const done = await rpc(current.url, 'message/stream', { message: proceed(task, card) });
+  t.match(done.contentType, /^text\/event-stream/, done.raw);
+  const ev = results(done.events);
+  t.same(idsOf(done.events), [5, 6, 7, 8, 9], 'the resume stream continues the ids: 5..9');
+  t.same(
+    ev.map((r) => [devtool(r)?.kind, dataOf(r)?.status ?? r.status.state]),
+    [
+      ['TOOL_CALL_UPDATE', 'EXECUTING'],
+      ['TOOL_CALL_UPDATE', 'SUCCEEDED'],
+      ['TEXT_CONTENT', 'working'],
+      ['TEXT_CONTENT', 'working'],
+      ['STATE_CHANGE', 'completed'],
+    ],
+  );
+  t.equal(dataOf(ev[1])?.tool_call_id, card.tool_call_id);
+  t.equal(ev.at(-1).final, true);
+  t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n', 'the file was written');
+  t.equal((await getTask(current.url, task.id))?.status?.state, 'completed');
+}
+
+/** The call EXECUTING at the kill: once its lease lapsed it is FAILED `interrupted`, once, and its task failed. */
+async function interruptedAfterRestart(t: Test, { current, pg }: Run, { task, card }: Paused): Promise<void> {
+  const { task: failed, seen } = await pollState(current.url, task.id, 'failed');
+  t.equal(failed?.status?.state, 'failed', `the task ends failed within the bounded wait (states seen: ${seen.join(' → ')})`);
+  t.ok(
+    seen.every((s) => s === 'working' || s === 'failed'),
+    `only working, then failed (seen: ${seen.join(' → ')})`,
+  );
+
+  const replay = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '5' } });
+  t.match(replay.contentType, /^text\/event-stream/, replay.raw);
+  const ev = results(replay.events);
+  t.same(idsOf(replay.events), [null, 6, 7], 'snapshot, then exactly events 6 and 7');
+  t.same(
+    ev.map((r) => [r.kind, devtool(r)?.kind ?? null, dataOf(r)?.status ?? r.status.state, r.final ?? null]),
+    [
+      ['task', null, 'failed', null],
+      ['status-update', 'TOOL_CALL_UPDATE', 'FAILED', false],
+      ['status-update', 'STATE_CHANGE', 'failed', true],
+    ],
+  );
+  const call = dataOf(ev[1]);
+  t.equal(call?.tool_call_id, card.tool_call_id, 'the same call');
+  t.equal(call?.error?.type, 'interrupted', 'error.type interrupted');
+  t.match(call?.error?.message, /server stopped while run_shell_command was running/);
+  t.notOk(call && 'live_content' in call, 'no live_content on the final card');
+  t.match(
+    textOf(ev[1]),
+    /^run_shell_command failed: The server stopped while run_shell_command was running/,
+    'a text part says it was interrupted',
+  );
+  t.match(textOf(ev[2]), /^Interrupted: /, 'the failed event says why');
+  t.match(devtool(ev[2])?.error, /Interrupted/);
+
+  await sleep(1000); // a few more sweeps
+  t.equal((await getTask(current.url, task.id))?.status?.state, 'failed', 'still failed after later sweeps');
+  const again = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '7' } });
+  t.same(idsOf(again.events), [null], 'nothing after 7: the call was marked once');
+  if (pg) {
+    const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
+    t.same(
+      audit.map((r) => r.decision),
+      ['proposed', 'authorized', 'executed', 'interrupted'],
+    );
+  }
+}
+
+/** PostgreSQL: a second process booting while the first runs a call (lease live) leaves that call alone. */
+async function liveLeaseSurvivesBoot(t: Test, { current, spawn, workspace }: Run, pg: FreshDatabase): Promise<void> {
+  const { task, card } = await pauseOn(current, workspace, 'shell long please');
+  t.match(card, { tool_name: 'run_shell_command', status: 'PENDING' });
+  const stream = await openStream(current.url, 'message/stream', { message: proceed(task, card) });
+  t.ok(await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'), 'EXECUTING on the first process');
+
+  const second = await spawn();
+  await sleep(2500); // the second process sweeps every 500 ms: five passes, well past one lease (1500 ms)
+  const [row] = await pg.sql`select phase, lease_owner, lease_until > now() as live from tool_calls where id = ${card.tool_call_id}`;
+  t.same({ phase: row?.phase, live: row?.live }, { phase: 'executing', live: true }, 'still executing under a live (renewed) lease');
+  t.equal((await getTask(second.url, task.id))?.status?.state, 'working', 'the second process sees it working');
+  writeFileSync(path.join(workspace, 'release.flag'), '');
+
+  const events = await stream.rest(20_000);
+  const ev = results(events);
+  t.equal(ev.at(-1)?.status?.state, 'completed', 'the task completed');
+  const final = dataOf(ev.find((r) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(dataOf(r)?.status)));
+  t.equal(final?.status, 'SUCCEEDED', 'the call succeeded');
+  t.match(final?.output?.text, /long done/);
+  t.notOk(
+    ev.some((r) => dataOf(r)?.error?.type === 'interrupted'),
+    'never marked interrupted',
+  );
+  const ids = idsOf(events);
+  t.same(ids, range(5, 5 + ids.length - 1), 'ids 5.. with no gap');
+  t.equal((await getTask(second.url, task.id))?.status?.state, 'completed', 'completed, seen from the second process');
+  const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
+  t.same(
+    audit.map((r) => r.decision),
+    ['proposed', 'authorized', 'executed', 'succeeded'],
+  );
+  await second.kill();
+}
+
 /**
  * The restart cases on one store (`storeEnv` names it); `pg` enables the PostgreSQL-only case.
- * One crash serves both restart cases (process boots are the slow part): before it, one task
- * pauses at input-required and another's call is EXECUTING; then SIGKILL and a new process.
+ * One crash serves both restart cases (process boots are the slow part).
  */
 async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: FreshDatabase): Promise<void> {
   const workspace = tempDir();
   const spawn = (readyTimeoutMs?: number) => spawnServer(t, { env: { ...storeEnv, ...LEASE }, workspace, script: SCRIPT, readyTimeoutMs });
-  let current = await spawn(90_000); // the first boot creates the store (PGlite: initdb, slow)
+  const run: Run = { current: await spawn(90_000), spawn, workspace, pg }; // the first boot creates the store (PGlite: initdb, slow)
 
-  type Paused = Awaited<ReturnType<typeof pauseOn>>;
-  let paused: Paused | undefined;
-  let hang: Paused | undefined;
-  await t.test('before the crash: one task paused, one call executing', async (t) => {
-    paused = await pauseOn(current, workspace, 'write a greeting');
-    t.same(idsOf(paused.res.events), [1, 2, 3, 4], 'the first stream: ids 1..4');
-    t.equal(results(paused.res.events).at(-1).status.state, 'input-required');
-    t.equal(paused.card?.tool_name, 'write_file');
-
-    hang = await pauseOn(current, workspace, 'shell hang please');
-    t.match(hang.card, { tool_name: 'run_shell_command', status: 'PENDING', input_parameters: { command: 'sleep 30' } });
-    const stream = await openStream(current.url, 'message/stream', { message: proceed(hang.task, hang.card) });
-    t.match(stream.contentType, /^text\/event-stream/, JSON.stringify(stream.json));
-    const executing = await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING');
-    t.equal(executing?.id, '5', 'the call is EXECUTING (event 5)');
-    await stream.close();
-
-    const old = current;
-    t.match(await old.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the process died by SIGKILL');
-    if (pg) {
-      const [row] = await pg.sql`select phase from tool_calls where id = ${hang.card.tool_call_id}`;
-      t.equal(row?.phase, 'executing', 'the store still says executing after the kill');
-    }
-    current = await spawn();
-    t.not(current.pid, old.pid, 'a new process on the same store');
-  });
+  await t.test('before the crash: one task paused, one call executing', (t) => crashWithWork(t, run));
+  const { paused, hang } = run;
   if (!paused?.task || !hang?.task) return; // the setup failed (reported above)
-
-  await t.test('the task paused at input-required survived and is confirmed on the new process', async (t) => {
-    const { task, card } = paused as Paused;
-    const got = await getTask(current.url, task.id);
-    t.equal(got?.status?.state, 'input-required', 'tasks/get on the new process: still input-required');
-    t.equal(got?.id, task.id);
-
-    const again = await rpc(current.url, 'tasks/resubscribe', { id: task.id });
-    t.same(idsOf(again.events), [null, 3, 4], 'resubscribe on the new process: snapshot, the PENDING card (3), the pause (4)');
-    t.same(dataOf(results(again.events)[1]), card, 'the same card as before the kill');
-
-    const done = await rpc(current.url, 'message/stream', { message: proceed(task, card) });
-    t.match(done.contentType, /^text\/event-stream/, done.raw);
-    const ev = results(done.events);
-    t.same(idsOf(done.events), [5, 6, 7, 8, 9], 'the resume stream continues the ids: 5..9');
-    t.same(
-      ev.map((r) => [devtool(r)?.kind, dataOf(r)?.status ?? r.status.state]),
-      [
-        ['TOOL_CALL_UPDATE', 'EXECUTING'],
-        ['TOOL_CALL_UPDATE', 'SUCCEEDED'],
-        ['TEXT_CONTENT', 'working'],
-        ['TEXT_CONTENT', 'working'],
-        ['STATE_CHANGE', 'completed'],
-      ],
-    );
-    t.equal(dataOf(ev[1])?.tool_call_id, card.tool_call_id);
-    t.equal(ev.at(-1).final, true);
-    t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n', 'the file was written');
-    t.equal((await getTask(current.url, task.id))?.status?.state, 'completed');
-  });
-
-  await t.test('the call EXECUTING at the kill ends FAILED interrupted, its task failed', async (t) => {
-    const { task, card } = hang as Paused;
-    const { task: failed, seen } = await pollState(current.url, task.id, 'failed');
-    t.equal(failed?.status?.state, 'failed', `the task ends failed within the bounded wait (states seen: ${seen.join(' → ')})`);
-    t.ok(
-      seen.every((s) => s === 'working' || s === 'failed'),
-      `only working, then failed (seen: ${seen.join(' → ')})`,
-    );
-
-    const replay = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '5' } });
-    t.match(replay.contentType, /^text\/event-stream/, replay.raw);
-    const ev = results(replay.events);
-    t.same(idsOf(replay.events), [null, 6, 7], 'snapshot, then exactly events 6 and 7');
-    t.same(
-      ev.map((r) => [r.kind, devtool(r)?.kind ?? null, dataOf(r)?.status ?? r.status.state, r.final ?? null]),
-      [
-        ['task', null, 'failed', null],
-        ['status-update', 'TOOL_CALL_UPDATE', 'FAILED', false],
-        ['status-update', 'STATE_CHANGE', 'failed', true],
-      ],
-    );
-    const call = dataOf(ev[1]);
-    t.equal(call?.tool_call_id, card.tool_call_id, 'the same call');
-    t.equal(call?.error?.type, 'interrupted', 'error.type interrupted');
-    t.match(call?.error?.message, /server stopped while run_shell_command was running/);
-    t.notOk(call && 'live_content' in call, 'no live_content on the final card');
-    t.match(
-      textOf(ev[1]),
-      /^run_shell_command failed: The server stopped while run_shell_command was running/,
-      'a text part says it was interrupted',
-    );
-    t.match(textOf(ev[2]), /^Interrupted: /, 'the failed event says why');
-    t.match(devtool(ev[2])?.error, /Interrupted/);
-
-    await sleep(1000); // a few more sweeps
-    t.equal((await getTask(current.url, task.id))?.status?.state, 'failed', 'still failed after later sweeps');
-    const again = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '7' } });
-    t.same(idsOf(again.events), [null], 'nothing after 7: the call was marked once');
-    if (pg) {
-      const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
-      t.same(
-        audit.map((r) => r.decision),
-        ['proposed', 'authorized', 'executed', 'interrupted'],
-      );
-    }
-  });
-
+  await t.test('the task paused at input-required survived and is confirmed on the new process', (t) =>
+    confirmAfterRestart(t, run, paused),
+  );
+  await t.test('the call EXECUTING at the kill ends FAILED interrupted, its task failed', (t) => interruptedAfterRestart(t, run, hang));
   if (!pg) return;
-  await t.test('a process booting while another runs a call (lease live) does not interrupt it', async (t) => {
-    const { task, card } = await pauseOn(current, workspace, 'shell long please');
-    t.match(card, { tool_name: 'run_shell_command', status: 'PENDING' });
-    const stream = await openStream(current.url, 'message/stream', { message: proceed(task, card) });
-    t.ok(await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'), 'EXECUTING on the first process');
-
-    const second = await spawn();
-    await sleep(2500); // the second process sweeps every 500 ms: five passes, well past one lease (1500 ms)
-    const [row] = await pg.sql`select phase, lease_owner, lease_until > now() as live from tool_calls where id = ${card.tool_call_id}`;
-    t.same({ phase: row?.phase, live: row?.live }, { phase: 'executing', live: true }, 'still executing under a live (renewed) lease');
-    t.equal((await getTask(second.url, task.id))?.status?.state, 'working', 'the second process sees it working');
-    writeFileSync(path.join(workspace, 'release.flag'), '');
-
-    const events = await stream.rest(20_000);
-    const ev = results(events);
-    t.equal(ev.at(-1)?.status?.state, 'completed', 'the task completed');
-    const final = dataOf(ev.find((r) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(dataOf(r)?.status)));
-    t.equal(final?.status, 'SUCCEEDED', 'the call succeeded');
-    t.match(final?.output?.text, /long done/);
-    t.notOk(
-      ev.some((r) => dataOf(r)?.error?.type === 'interrupted'),
-      'never marked interrupted',
-    );
-    const ids = idsOf(events);
-    t.same(ids, range(5, 5 + ids.length - 1), 'ids 5.. with no gap');
-    t.equal((await getTask(second.url, task.id))?.status?.state, 'completed', 'completed, seen from the second process');
-    const audit = await pg.sql`select decision from audit_log where task_id = ${task.id} order by id`;
-    t.same(
-      audit.map((r) => r.decision),
-      ['proposed', 'authorized', 'executed', 'succeeded'],
-    );
-    await second.kill();
-  });
+  await t.test('a process booting while another runs a call (lease live) does not interrupt it', (t) => liveLeaseSurvivesBoot(t, run, pg));
 }
 
 // The two stores run side by side (each leg is sequential inside).

@@ -214,10 +214,11 @@ t.test('Appendix A with the SDK v1.0 client from ClientFactory.createFromUrl', a
     const listening = new URL(srv.url);
     const fetchImpl: typeof fetch = async (input, init) => {
       const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : undefined;
-      seen.push({ url: String(input), version: new Headers(init?.headers).get('a2a-version'), method: body?.method });
+      const href = input instanceof Request ? input.url : String(input);
+      seen.push({ url: href, version: new Headers(init?.headers).get('a2a-version'), method: body?.method });
       // Workaround, see the test above: the server (started with PORT=0) advertises port 0
       // in its card; send those requests to the port it really listens on.
-      const url = new URL(String(input));
+      const url = new URL(href);
       if (url.port === '0') url.port = listening.port;
       return fetch(url, init);
     };
@@ -263,7 +264,7 @@ t.test('v0.3 message/send through the SDK', async (t) => {
     // The pause event itself is text-only (ToolCalls travel only as TOOL_CALL_UPDATEs); the
     // card that asks for approval is in the task's history, so a non-streaming client sees it.
     const cards = task.history.flatMap((m) => m.parts).filter((p) => p.content?.$case === 'data');
-    const call = cards.at(-1)?.content?.value as any;
+    const call = cards.at(-1)?.content?.value;
     t.match(text, /write_file \(tc_[0-9a-f-]{36}\)/, 'the prompt names the waiting tool call');
     t.match(
       call,

@@ -1,6 +1,6 @@
 /**
  * ToolCall lifecycle details over real HTTP (v0.3 message/stream): live shell output,
- * failures with their reason in both the DataPart and a TextPart (seed 000), refused
+ * failures with their reason in both the DataPart and a TextPart (for text-only clients), refused
  * calls, and cancelling a running command (RFC §3.2 Tool Call Lifecycle).
  */
 import t from 'tap';
@@ -120,7 +120,7 @@ t.test('shell fail: FAILED with the exit code, the reason also as text, and the 
   t.same(
     parts.map((p: any) => p.kind),
     ['data', 'text'],
-    'the FAILED update carries a TextPart besides the DataPart (seed 000)',
+    'the FAILED update carries a TextPart besides the DataPart (text-only clients see why)',
   );
   t.equal(parts[1].text, 'run_shell_command failed: Command exited with code 3:\noops', 'the reason, readable by text-only clients');
   t.equal(textOf(second.at(-2)), 'It failed.', 'the model was told and answered');

@@ -107,7 +107,7 @@ export async function spawnServer(t: Teardown, opts: SpawnOptions = {}): Promise
       if (!/EADDRINUSE/.test(lastError.message)) throw err; // the port was taken between probe and listen: retry
     }
   }
-  throw lastError;
+  throw lastError ?? new Error('spawnServer: no attempt was made');
 }
 
 async function spawnOnce(t: Teardown, workspace: string, scriptFile: string, opts: SpawnOptions): Promise<ServerProcess> {

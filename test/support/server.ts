@@ -1,4 +1,8 @@
-/** Starts the real server (buildApp + listen on 127.0.0.1:0) for a test. */
+/**
+ * The real server in the test's process: buildApp on the in-memory store, either listening on
+ * 127.0.0.1:0 (startServer: real sockets, real SSE) or not listening at all (buildServer: driven
+ * through app.inject, the fast path for protocol and agent-core tests).
+ */
 import { mkdtempSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,22 +16,21 @@ import type { ModelScript } from '../../src/agent/model/scripted-model-client.js
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
 import { DEVTOOL_EXTENSION_URI } from '../../src/protocol/extension.js';
 import tap from 'tap';
-import { openDatabase } from '../../src/store/db.js';
-import { PgTaskStore } from '../../src/store/pg-task-store.js';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
 
-let shared: Promise<PgTaskStore> | undefined;
+let shared: MemoryTaskStore | undefined;
 
 /**
- * One in-memory PGlite store per test process (opening one costs seconds): every server a
- * test file starts shares it, as several instances share one database in production.
+ * One in-memory database per test process: every server a test file starts shares it, as
+ * several instances share one database in production. (The PGlite and PostgreSQL stores are
+ * tested against the same contract in test/store/, and in the restart and instance tests.)
  */
-export function sharedStore(): Promise<PgTaskStore> {
+export function sharedStore(): Promise<MemoryTaskStore> {
   if (!shared) {
-    shared = openDatabase({ dataDir: 'memory://' }).then((db) => new PgTaskStore(db));
-    const opened = shared;
-    tap.teardown(async () => (await opened).close());
+    const opened = (shared = new MemoryTaskStore());
+    tap.teardown(() => opened.close());
   }
-  return shared;
+  return Promise.resolve(shared);
 }
 
 export const URI = DEVTOOL_EXTENSION_URI;
@@ -47,17 +50,28 @@ export function tempDir(prefix = 'devtool-ws-'): string {
   return realpathSync(mkdtempSync(path.join(tmpdir(), prefix)));
 }
 
-export async function startServer(
-  t: Teardown,
-  opts: { script?: ModelScript; model?: ModelClient; env?: Record<string, string>; app?: Partial<AppOptions> } = {},
-): Promise<TestServer> {
+export interface ServerOptions {
+  script?: ModelScript;
+  model?: ModelClient;
+  env?: Record<string, string>;
+  app?: Partial<AppOptions>;
+}
+
+/** buildApp on a fresh workspace and the shared in-memory store (a new connection per server); closed at teardown. */
+export async function buildServer(t: Teardown, opts: ServerOptions = {}): Promise<{ app: FastifyInstance; workspace: string }> {
   const workspace = tempDir();
   const config = loadConfig({ WORKSPACE_DIR: workspace, PORT: '0', LOG_LEVEL: 'silent', ...opts.env });
   const model = opts.model ?? new ScriptedModelClient(opts.script ?? TEST_SCRIPT);
-  const store = opts.app?.store ?? (await sharedStore());
+  const store = opts.app?.store ?? (await sharedStore()).connect();
   const app = await buildApp({ config, model, logger: false, retryBaseDelayMs: 10, store, ...opts.app });
-  await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
+  return { app, workspace };
+}
+
+/** buildServer, listening on 127.0.0.1 and an ephemeral port. */
+export async function startServer(t: Teardown, opts: ServerOptions = {}): Promise<TestServer> {
+  const { app, workspace } = await buildServer(t, opts);
+  await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return { app, url: `http://127.0.0.1:${port}/`, workspace };

@@ -1,4 +1,6 @@
 /** A plain SSE reader over fetch, independent of the SDK: what a raw client sees. */
+import type { FastifyInstance } from 'fastify';
+
 export interface SseEvent {
   id?: string;
   event?: string;
@@ -35,22 +37,30 @@ export interface PostResult {
 
 let nextId = 1;
 
-/** Posts one JSON-RPC request and reads the whole answer (JSON or SSE). */
+/** Something that answers HTTP: a base URL (real sockets) or a Fastify app (app.inject, no socket). */
+export type Target = string | { inject: FastifyInstance['inject'] };
+
+/**
+ * Posts one JSON-RPC request and reads the whole answer (JSON or SSE), over a socket when
+ * `target` is a URL, in process through app.inject when it is an app.
+ */
 export async function rpc(
-  baseUrl: string,
+  target: Target,
   method: string,
   params: unknown,
   opts: { version?: '0.3' | '1.0'; headers?: Record<string, string>; body?: string } = {},
 ): Promise<PostResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
   if (opts.version === '1.0') headers['A2A-Version'] = '1.0';
-  const res = await fetch(baseUrl, {
-    method: 'POST',
-    headers,
-    body: opts.body ?? JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }),
-  });
-  const raw = await res.text();
-  const contentType = res.headers.get('content-type') ?? '';
-  if (contentType.startsWith('text/event-stream')) return { status: res.status, contentType, events: parseSse(raw), raw };
-  return { status: res.status, contentType, json: raw ? JSON.parse(raw) : undefined, raw };
+  const body = opts.body ?? JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params });
+  let status: number, raw: string, contentType: string;
+  if (typeof target === 'string') {
+    const res = await fetch(target, { method: 'POST', headers, body });
+    [status, raw, contentType] = [res.status, await res.text(), res.headers.get('content-type') ?? ''];
+  } else {
+    const res = await target.inject({ method: 'POST', url: '/', headers: { host: '127.0.0.1', ...headers }, payload: body });
+    [status, raw, contentType] = [res.statusCode, res.body, String(res.headers['content-type'] ?? '')];
+  }
+  if (contentType.startsWith('text/event-stream')) return { status, contentType, events: parseSse(raw), raw };
+  return { status, contentType, json: raw ? JSON.parse(raw) : undefined, raw };
 }

@@ -4,6 +4,7 @@
  * answers are refused as plain JSON-RPC errors before any SSE.
  */
 import type t from 'tap';
+import { RPC_ERROR_CODE } from '../../src/protocol/errors.js';
 import { rpc } from './sse.js';
 import type { PostResult } from './sse.js';
 import { dataOf, devtool } from './server.js';
@@ -77,13 +78,13 @@ export function checkToolCalls(t: Test, watch: TaskWatch, complete = true): Map<
   return seqs;
 }
 
-/** Asserts a plain JSON-RPC -32602 refusal (no SSE) whose message matches every pattern. */
+/** Asserts a plain JSON-RPC INVALID_PARAMS (-32602) refusal (no SSE) whose message matches every pattern. */
 export function refused(t: Test, res: PostResult, ...patterns: RegExp[]): void {
   t.equal(res.status, 200, 'JSON-RPC errors ride HTTP 200');
   t.match(res.contentType, /^application\/json/, 'answered as JSON, not as a stream');
   t.equal(res.events, undefined, 'no SSE events');
   t.notMatch(res.raw, /^(data|event|id):/m, 'no SSE framing in the body');
-  t.equal(res.json?.error?.code, -32602, `-32602: ${res.json?.error?.message}`);
+  t.equal(res.json?.error?.code, RPC_ERROR_CODE.INVALID_PARAMS, `INVALID_PARAMS: ${res.json?.error?.message}`);
   t.notOk(res.json && 'result' in res.json, 'no result');
   for (const p of patterns) t.match(res.json?.error?.message, p);
 }

@@ -166,7 +166,7 @@ export function parseModelScript(json: unknown, source: string): ModelScript {
     if (root.model !== undefined) out.model = nonEmptyString(root.model, 'model');
     return out;
   } catch (err) {
-    if (err instanceof ScriptShapeError) throw new Error(`${source}: ${err.message}`);
+    if (err instanceof ScriptShapeError) throw new Error(`${source}: ${err.message}`, { cause: err });
     throw err;
   }
 }

@@ -122,8 +122,8 @@ export class RfcEncoder implements WireEncoder {
         return statusUpdate(taskId, contextId, STATE_TO_V1[event.state], msg, this.meta('STATE_CHANGE', ctx, event.error));
       }
       case 'tool-call': {
-        const parts = [dataPart(this.schema.toolCall(toolCallJson(event.call)) as JsonObject)];
-        // Seed 000: a failure's reason must reach text-only clients too, not only the DataPart.
+        const parts = [dataPart(this.schema.toolCall(toolCallJson(event.call)))];
+        // A failure's reason must reach text-only clients too, not only the DataPart.
         if (event.call.status === 'FAILED' && event.call.error !== undefined) {
           parts.push(textPart(`${event.call.toolName} failed: ${event.call.error.message}`));
         }
@@ -138,7 +138,7 @@ export class RfcEncoder implements WireEncoder {
           this.meta('TEXT_CONTENT', ctx),
         );
       case 'thought': {
-        const part = dataPart(this.schema.agentThought({ subject: event.subject, description: event.description }) as JsonObject);
+        const part = dataPart(this.schema.agentThought({ subject: event.subject, description: event.description }));
         return statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, [part]), this.meta('THOUGHT', ctx));
       }
     }

@@ -63,13 +63,21 @@ function invalid(message: string): { ok: false; error: ToolError } {
   return { ok: false, error: { type: 'invalid_argument', message } };
 }
 
+/** Every path and include pattern, with the argument it came from (`paths[0]`, `include[1]`) for messages. */
+function namedPatterns(args: Pick<ReadManyFilesArgs, 'paths' | 'include'>): Array<[pattern: string, name: string]> {
+  return [
+    ...args.paths.map((p, i): [string, string] => [p, `paths[${i}]`]),
+    ...(args.include ?? []).map((p, i): [string, string] => [p, `include[${i}]`]),
+  ];
+}
+
 /** An optional array of non-empty strings. */
 function stringList(v: unknown, name: string, required: boolean): { ok: true; value?: string[] } | { ok: false; error: ToolError } {
   if (v === undefined || v === null) return required ? invalid(`${name} must be a non-empty array of strings`) : { ok: true };
   if (!Array.isArray(v) || (required && v.length === 0))
     return invalid(`${name} must be a${required ? ' non-empty' : 'n'} array of strings`);
-  for (let i = 0; i < v.length; i++) {
-    if (typeof v[i] !== 'string' || v[i].trim() === '') return invalid(`${name}[${i}] must be a non-empty string`);
+  for (const [i, item] of (v as unknown[]).entries()) {
+    if (typeof item !== 'string' || item.trim() === '') return invalid(`${name}[${i}] must be a non-empty string`);
   }
   return { ok: true, value: v as string[] };
 }
@@ -133,8 +141,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     }
     const ws = realWorkspace(ctx.workspace);
     if (!ws.ok) return ws;
-    const patterns = [...out.paths.map((p, i) => [p, `paths[${i}]`]), ...(out.include ?? []).map((p, i) => [p, `include[${i}]`])];
-    for (const [p, name] of patterns) {
+    for (const [p, name] of namedPatterns(out)) {
       const checked = resolvePattern(ctx.workspace, ws.path, p, name);
       if (!checked.ok) return checked;
     }
@@ -172,8 +179,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     const skipped: string[] = missing.map((m) => `${m} (not found)`);
     const notices: string[] = [];
     let total = 0;
-    for (let i = 0; i < files.length; i++) {
-      const file = files[i];
+    for (const [i, file] of files.entries()) {
       if (read.length >= this.maxFiles) {
         notices.push(`[Output truncated: read the first ${this.maxFiles} files; ${files.length - i} more matched files were not read.]`);
         break;
@@ -238,8 +244,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
       seen.add(real);
       files.push({ real, rel });
     };
-    const given = [...args.paths.map((p, i) => [p, `paths[${i}]`]), ...(args.include ?? []).map((p, i) => [p, `include[${i}]`])];
-    for (const [p, name] of given) {
+    for (const [p, name] of namedPatterns(args)) {
       const resolved = resolvePattern(workspace, workspace, p, name);
       if (!resolved.ok) return resolved;
       const { baseReal, glob } = resolved.pattern;

@@ -102,7 +102,7 @@ export class GlobTool implements Tool<GlobArgs> {
     const found: { path: string; mtime: number }[] = [];
     for await (const entry of walkFiles(root, { workspace: ws.path, skipDirs: ALWAYS_SKIPPED_DIRS, signal: ctx.signal, ignore })) {
       if (!isMatch(entry.rel)) continue;
-      let mtime = 0;
+      let mtime: number;
       try {
         mtime = (await fs.stat(entry.real)).mtimeMs;
       } catch {

@@ -138,7 +138,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
         const rel = workspaceRelative(ws.path, file.abs);
         const hits = byFile.get(rel) ?? [];
         for (const i of found.lines) {
-          const line = lines[i].replace(/\r$/, '');
+          const line = (lines[i] ?? '').replace(/\r$/, ''); // i indexes this very text
           hits.push(`L${i + 1}: ${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`);
         }
         byFile.set(rel, hits);

@@ -72,7 +72,7 @@ export async function* walkFiles(root: string, options: WalkOptions): AsyncGener
       }
     }
     // Reversed so that popping visits subdirectories in name order.
-    for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i]);
+    for (const dir of subdirs.reverse()) pending.push(dir);
   }
 }
 

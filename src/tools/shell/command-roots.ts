@@ -126,7 +126,7 @@ function words(segment: string): Word[] {
   let inWord = false;
   let quote: '"' | "'" | undefined;
   for (let i = 0; i < segment.length; i++) {
-    const c = segment[i];
+    const c = segment.charAt(i);
     const next = segment[i + 1];
     if (quote === "'") {
       raw += c;
@@ -192,11 +192,9 @@ export function rootCommands(command: string): string[] | undefined {
   if (parsed.unsafe !== undefined) return undefined;
   const roots: string[] = [];
   for (const segment of parsed.segments) {
-    const ws = words(segment);
-    let k = 0;
-    while (k < ws.length && ASSIGNMENT.test(ws[k].raw)) k++;
-    if (k === ws.length) continue;
-    const { raw, text } = ws[k];
+    const command = words(segment).find((w) => !ASSIGNMENT.test(w.raw));
+    if (command === undefined) continue; // assignments only
+    const { raw, text } = command;
     if (KEYWORDS.has(raw) || /^\d*[<>]|^&>/.test(raw)) return undefined;
     if (/[$*?{}~]/.test(raw) || (raw.includes('[') && raw !== '[')) return undefined;
     if (text === '') return undefined;
@@ -214,8 +212,9 @@ export function rootCommands(command: string): string[] | undefined {
  */
 export function matchesCommandPrefix(command: string, prefix: string): boolean {
   const want = parse(prefix);
-  if (want.unsafe !== undefined || want.segments.length !== 1) return false;
-  const prefixWords = words(want.segments[0]).map((w) => w.text);
+  const [only, ...more] = want.segments;
+  if (want.unsafe !== undefined || only === undefined || more.length > 0) return false;
+  const prefixWords = words(only).map((w) => w.text);
   if (prefixWords.length === 0) return false;
   if (rootCommands(command) === undefined) return false;
   const segments = parse(command).segments;

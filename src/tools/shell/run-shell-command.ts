@@ -40,9 +40,10 @@ class TailBuffer {
   push(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.size += chunk.length;
-    while (this.size > this.max && this.chunks.length > 0) {
+    while (this.size > this.max) {
       const excess = this.size - this.max;
       const first = this.chunks[0];
+      if (first === undefined) break;
       if (first.length <= excess) {
         this.chunks.shift();
         this.size -= first.length;
@@ -59,7 +60,7 @@ class TailBuffer {
     let buf = Buffer.concat(this.chunks, this.size);
     if (this.dropped > 0) {
       let i = 0; // skip UTF-8 continuation bytes cut in half by the truncation
-      while (i < buf.length && i < 3 && (buf[i] & 0xc0) === 0x80) i++;
+      while (i < buf.length && i < 3 && (buf.readUInt8(i) & 0xc0) === 0x80) i++;
       buf = buf.subarray(i);
       return `[... ${this.dropped} bytes truncated ...]\n${buf.toString('utf8')}`;
     }

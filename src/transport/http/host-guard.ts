@@ -14,7 +14,8 @@ const LOCAL = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 function hostName(hostHeader: string): string {
   if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
-  return hostHeader.split(':')[0];
+  const colon = hostHeader.indexOf(':');
+  return colon < 0 ? hostHeader : hostHeader.slice(0, colon);
 }
 
 /** An `onRequest` hook for the root instance (so it covers every route). */

@@ -1,7 +1,7 @@
 /**
  * POST / — one JSON-RPC endpoint for both A2A versions: v0.3 method names by default,
  * v1.0 names under `A2A-Version: 1.0`. The SDK's transport handlers parse and serialise;
- * this plugin adds what they lack: strict params checks (-32602 naming the field),
+ * this plugin adds what they lack: strict params checks (INVALID_PARAMS naming the field),
  * v0.3 `message/send` blocking by default, `final: true` on a v0.3 pause, and SSE.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -11,6 +11,7 @@ import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
 import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
 import { CallerUser } from '../../protocol/caller.js';
+import { RPC_ERROR_CODE } from '../../protocol/errors.js';
 import type { Caller } from '../../protocol/caller.js';
 import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
@@ -34,13 +35,10 @@ export interface JsonRpcRoutesOptions {
 
 type Envelope = { jsonrpc: '2.0'; id: string | number | null; result?: unknown; error?: { code: number; message: string; data?: unknown } };
 
-/** JSON-RPC code in the body of a 401 (HTTP status 401 is the signal; the body says why). */
-export const UNAUTHORIZED_CODE = -32011;
-
 /** The authenticated caller of each request (set by the onRequest hook). */
 const callers = new WeakMap<FastifyRequest, Caller>();
 
-/** Marks a body that was not valid JSON (answered -32700, HTTP 200, as JSON-RPC asks). */
+/** Marks a body that was not valid JSON (answered PARSE_ERROR, HTTP 200, as JSON-RPC asks). */
 export const UNPARSABLE = Symbol('unparsable-json');
 
 const PAUSE_STATES = new Set(['input-required', 'auth-required']);
@@ -55,13 +53,13 @@ function requestId(body: unknown): Envelope['id'] {
 }
 
 /**
- * An internal error (-32603) keeps its details in the log: its message may carry SQL, paths
- * or values a client must not see.
+ * An internal error (INTERNAL_ERROR) keeps its details in the log: its message may carry SQL,
+ * paths or values a client must not see.
  */
 function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
-  if (envelope.error?.code !== -32603) return envelope;
-  request.log.error({ detail: envelope.error.message }, 'internal error answered as -32603');
-  return { ...envelope, error: { code: -32603, message: 'Internal error (details are in the server log)' } };
+  if (envelope.error?.code !== RPC_ERROR_CODE.INTERNAL_ERROR) return envelope;
+  request.log.error({ detail: envelope.error.message }, `internal error answered as ${RPC_ERROR_CODE.INTERNAL_ERROR}`);
+  return { ...envelope, error: { code: RPC_ERROR_CODE.INTERNAL_ERROR, message: 'Internal error (details are in the server log)' } };
 }
 
 /** v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4). */
@@ -71,9 +69,9 @@ function fixLegacyFinal(envelope: Envelope): Envelope {
   return envelope;
 }
 
-/** -32601's message for a method the chosen version does not have, with a hint when the other one does. */
+/** METHOD_NOT_FOUND's message for a method the chosen version does not have, with a hint when the other one does. */
 function unknownMethod(method: string, version: WireVersion): string | undefined {
-  if (method === '') return undefined; // the SDK answers -32600 for a missing method
+  if (method === '') return undefined; // the SDK answers INVALID_REQUEST for a missing method
   if (version === '0.3' ? isLegacyJsonRpcMethod(method) : isV1JsonRpcMethod(method)) return undefined;
   if (version === '0.3' && isV1JsonRpcMethod(method)) {
     return `Method not found: ${method} is an A2A v1.0 method; send the header A2A-Version: 1.0 (or use ${v1MethodToLegacyJsonRpc(method)})`;
@@ -92,17 +90,34 @@ function pickVersion(request: FastifyRequest): WireVersion | undefined {
   return undefined;
 }
 
-export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOptions): Promise<void> {
-  const v1 = new JsonRpcTransportHandler(opts.handler);
-  const legacy = new LegacyJsonRpcTransportHandler(opts.handler);
-  const extensionMethods = opts.extensionMethods ?? {};
-  const mapError = (version: WireVersion, err: unknown) =>
-    version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
+/** What the POST handler works with, built once when the plugin is registered. */
+interface Rpc {
+  v1: JsonRpcTransportHandler;
+  legacy: LegacyJsonRpcTransportHandler;
+  extensionMethods: Readonly<Record<string, ExtensionMethod>>;
+  authenticate: Authenticate | undefined;
+  heartbeatMs: number;
+}
 
-  const authenticate = opts.authenticate;
-  // A route-level hook (it runs for whatever request line reached this route, absolute-form
-  // URLs included) and before the body is read: an unauthenticated request costs no parsing.
-  const onRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+/** A request that passed the transport's own checks, ready for an extension method or the SDK. */
+interface Checked {
+  id: Envelope['id'];
+  version: WireVersion;
+  body: Record<string, unknown>;
+  method: string;
+  caller: Caller | undefined;
+}
+
+function mapError(version: WireVersion, err: unknown) {
+  return version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
+}
+
+/**
+ * A route-level hook (it runs for whatever request line reached this route, absolute-form
+ * URLs included) and before the body is read: an unauthenticated request costs no parsing.
+ */
+function authenticationHook(authenticate: Authenticate | undefined) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (authenticate === undefined) return;
     const result = await authenticate(request.headers);
     if (result.ok) {
@@ -110,75 +125,124 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
       return;
     }
     void reply.code(401).header('www-authenticate', result.wwwAuthenticate);
-    return reply.send({ jsonrpc: '2.0', id: null, error: { code: UNAUTHORIZED_CODE, message: `Unauthorized: ${result.message}` } });
+    return reply.send(rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, `Unauthorized: ${result.message}`));
   };
+}
 
-  app.post('/', { onRequest }, async (request: FastifyRequest, reply: FastifyReply) => {
-    const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
-    const caller = callers.get(request);
-    if (authenticate !== undefined && caller === undefined) {
-      // Never reached through the hook above; a second lock in case a refactoring loses it.
-      return reply.code(401).send(rpcError(null, UNAUTHORIZED_CODE, 'Unauthorized: the request was not authenticated'));
+/** The envelope-level refusals, in order: unparsable body, unknown A2A-Version, not one request object. */
+function checkEnvelope(request: FastifyRequest, caller: Caller | undefined): Checked | Envelope {
+  const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
+  if (body === UNPARSABLE) return rpcError(null, RPC_ERROR_CODE.PARSE_ERROR, 'Parse error: the request body is not valid JSON');
+  const id = requestId(body);
+  const version = pickVersion(request);
+  if (version === undefined) {
+    const message = `A2A-Version "${String(request.headers['a2a-version'])}" is not supported (use 0.3 or 1.0)`;
+    return rpcError(id, RPC_ERROR_CODE.VERSION_NOT_SUPPORTED, message);
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return rpcError(
+      id,
+      RPC_ERROR_CODE.INVALID_REQUEST,
+      'Invalid Request: the body must be one JSON-RPC request object (batches are not supported)',
+    );
+  }
+  const method = typeof body.method === 'string' ? body.method : '';
+  return { id, version, body, method, caller };
+}
+
+/** An extension method (`commands/get`, …): a plain JSON result, never SSE. */
+async function callExtension(request: FastifyRequest, extension: ExtensionMethod, req: Checked): Promise<Envelope> {
+  const { id, version, body, caller } = req;
+  if (body.jsonrpc !== '2.0') return rpcError(id, RPC_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"');
+  try {
+    return { jsonrpc: '2.0', id, result: await extension(body.params ?? {}, caller) };
+  } catch (err) {
+    return hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
+  }
+}
+
+/**
+ * The request the SDK will handle and its call context, or the refusal: a method the version
+ * lacks, bad params, a bad Last-Event-ID header.
+ */
+function prepareA2a(request: FastifyRequest, req: Checked): { rpc: Record<string, unknown>; ctx: ServerCallContext } | Envelope {
+  const { id, version, body, method, caller } = req;
+  const unknown = unknownMethod(method, version);
+  if (unknown !== undefined) return rpcError(id, RPC_ERROR_CODE.METHOD_NOT_FOUND, unknown);
+  const bad = validateParams(method, body.params, version);
+  if (bad !== undefined) return rpcError(id, RPC_ERROR_CODE.INVALID_PARAMS, `Invalid params: ${bad}`);
+  let rpc = body;
+  if (version === '0.3' && method === 'message/send') {
+    // v0.3 clients expect message/send to wait unless they say blocking: false.
+    const params = body.params as { configuration?: Record<string, unknown> };
+    rpc = { ...body, params: { ...params, configuration: { blocking: true, ...params.configuration } } };
+  }
+  const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: version });
+  const lastEventId = request.headers['last-event-id'];
+  if (lastEventId !== undefined) {
+    const raw = String(lastEventId).trim();
+    if (!/^\d{1,15}$/.test(raw)) {
+      return rpcError(
+        id,
+        RPC_ERROR_CODE.INVALID_PARAMS,
+        `Invalid Last-Event-ID header "${raw}": expected an event id (a non-negative integer)`,
+      );
     }
-    if (body === UNPARSABLE) return rpcError(null, -32700, 'Parse error: the request body is not valid JSON');
-    const id = requestId(body);
-    const version = pickVersion(request);
-    if (version === undefined) {
-      return rpcError(id, -32009, `A2A-Version "${String(request.headers['a2a-version'])}" is not supported (use 0.3 or 1.0)`);
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      return rpcError(id, -32600, 'Invalid Request: the body must be one JSON-RPC request object (batches are not supported)');
-    }
-    const method = typeof body.method === 'string' ? body.method : '';
-    const extension = Object.hasOwn(extensionMethods, method) ? extensionMethods[method] : undefined;
-    if (extension !== undefined) {
-      if (body.jsonrpc !== '2.0') return rpcError(id, -32600, 'Invalid Request: jsonrpc must be "2.0"');
-      try {
-        return { jsonrpc: '2.0', id, result: await extension(body.params ?? {}, caller) };
-      } catch (err) {
-        return hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
-      }
-    }
-    const unknown = unknownMethod(method, version);
-    if (unknown !== undefined) return rpcError(id, -32601, unknown);
-    const bad = validateParams(method, body.params, version);
-    if (bad !== undefined) return rpcError(id, -32602, `Invalid params: ${bad}`);
-    let rpc = body;
-    if (version === '0.3' && method === 'message/send') {
-      // v0.3 clients expect message/send to wait unless they say blocking: false.
-      const params = body.params as { configuration?: Record<string, unknown> };
-      rpc = { ...body, params: { ...params, configuration: { blocking: true, ...params.configuration } } };
-    }
-    const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: version });
-    const lastEventId = request.headers['last-event-id'];
-    if (lastEventId !== undefined) {
-      const raw = String(lastEventId).trim();
-      if (!/^\d{1,15}$/.test(raw))
-        return rpcError(id, -32602, `Invalid Last-Event-ID header "${raw}": expected an event id (a non-negative integer)`);
-      ctx.state.set(CTX_LAST_EVENT_ID, Number(raw));
-    }
-    const out = await (version === '1.0' ? v1 : legacy).handle(rpc, ctx);
-    if (!(Symbol.asyncIterator in (out as object))) return hideInternal(out as Envelope, request);
-    const stream = out as AsyncGenerator<Envelope, void, undefined>;
-    let first: IteratorResult<Envelope>;
-    try {
-      first = await stream.next(); // refusals happen here, before any SSE byte
-    } catch (err) {
-      request.log.debug({ err }, 'stream refused');
-      return hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
-    }
-    await writeSse(reply, stream, first, {
-      heartbeatMs: opts.heartbeatMs,
-      // The handler records each event's sequence number in order; one envelope per event.
-      frame: (item) => ({
-        data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
-        id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
-      }),
-      onError: (err) => {
-        request.log.error({ err }, 'stream failed after it started');
-        return rpcError(id, -32603, 'Internal error: the event stream failed');
-      },
-    });
-    return reply;
+    ctx.state.set(CTX_LAST_EVENT_ID, Number(raw));
+  }
+  return { rpc, ctx };
+}
+
+/** Runs an A2A method through the SDK: a JSON answer, or an SSE stream once its first event exists. */
+async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, req: Checked): Promise<Envelope | FastifyReply> {
+  const prepared = prepareA2a(request, req);
+  if ('jsonrpc' in prepared) return prepared;
+  const { id, version } = req;
+  const { ctx } = prepared;
+  const out = await (version === '1.0' ? rpc.v1 : rpc.legacy).handle(prepared.rpc, ctx);
+  if (!(Symbol.asyncIterator in (out as object))) return hideInternal(out as Envelope, request);
+  const stream = out as AsyncGenerator<Envelope, void, undefined>;
+  let first: IteratorResult<Envelope>;
+  try {
+    first = await stream.next(); // refusals happen here, before any SSE byte
+  } catch (err) {
+    request.log.debug({ err }, 'stream refused');
+    return hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
+  }
+  await writeSse(reply, stream, first, {
+    heartbeatMs: rpc.heartbeatMs,
+    // The handler records each event's sequence number in order; one envelope per event.
+    frame: (item) => ({
+      data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
+      id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+    }),
+    onError: (err) => {
+      request.log.error({ err }, 'stream failed after it started');
+      return rpcError(id, RPC_ERROR_CODE.INTERNAL_ERROR, 'Internal error: the event stream failed');
+    },
   });
+  return reply;
+}
+
+async function answer(request: FastifyRequest, reply: FastifyReply, rpc: Rpc): Promise<Envelope | FastifyReply> {
+  const caller = callers.get(request);
+  if (rpc.authenticate !== undefined && caller === undefined) {
+    // Never reached through the hook; a second lock in case a refactoring loses it.
+    return reply.code(401).send(rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, 'Unauthorized: the request was not authenticated'));
+  }
+  const req = checkEnvelope(request, caller);
+  if ('jsonrpc' in req) return req;
+  const extension = Object.hasOwn(rpc.extensionMethods, req.method) ? rpc.extensionMethods[req.method] : undefined;
+  return extension !== undefined ? callExtension(request, extension, req) : runA2a(request, reply, rpc, req);
+}
+
+export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOptions): Promise<void> {
+  const rpc: Rpc = {
+    v1: new JsonRpcTransportHandler(opts.handler),
+    legacy: new LegacyJsonRpcTransportHandler(opts.handler),
+    extensionMethods: opts.extensionMethods ?? {},
+    authenticate: opts.authenticate,
+    heartbeatMs: opts.heartbeatMs,
+  };
+  app.post('/', { onRequest: authenticationHook(rpc.authenticate) }, (request, reply) => answer(request, reply, rpc));
 }

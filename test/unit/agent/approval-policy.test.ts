@@ -1,4 +1,4 @@
-/** The approval policy: modes, allowed_tools, grants, options (seed 000: reads run, writes wait). */
+/** The approval policy: modes, allowed_tools, grants, options (by default reads run, writes wait for a person). */
 import t from 'tap';
 import {
   approves,

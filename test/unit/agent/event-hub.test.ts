@@ -13,7 +13,7 @@ t.test('a lost notification does not stall a follower', async (t) => {
   const alive = setInterval(() => {}, 1000); // the hub's timers are unref'd (a server keeps the loop alive)
   t.teardown(() => clearInterval(alive));
   await hub.start();
-  const ev = (seq: number, final = false): StoredEvent => ({ seq, final, response: { payload: undefined } }) as unknown as StoredEvent;
+  const ev = (seq: number, final = false): StoredEvent => ({ seq, final, response: { payload: undefined } });
   log.push(ev(1));
   const seen: number[] = [];
   const done = (async () => {

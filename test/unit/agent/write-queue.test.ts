@@ -31,8 +31,7 @@ function recordingStore(opts: { delayMs?: number; failOn?: string; dropOn?: stri
 }
 
 const logger = { warn() {}, error() {} };
-const event = (taskId: string): WriteOp =>
-  ({ kind: 'event', taskId, status: undefined, response: { payload: undefined }, final: false }) as WriteOp;
+const event = (taskId: string): WriteOp => ({ kind: 'event', taskId, status: undefined, response: { payload: undefined }, final: false });
 const audit = (decision: string): WriteOp => ({ kind: 'audit', entry: { taskId: 't', contextId: 'c', decision } }) as unknown as WriteOp;
 
 t.test('a quiet queue commits the first write alone, then groups what arrived meanwhile', async (t) => {

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 const proto = readFileSync(new URL('../../../proto/development_tool.proto', import.meta.url), 'utf8');
 
 const RFC: Record<string, string[]> = {
-  // Fields 2-4 and McpServerConfig/ApprovalMode are this server's extension (issue 4), checked in EXTENSION below.
+  // Fields 2-4 and McpServerConfig/ApprovalMode are this server's extension (not in the RFC), checked in EXTENSION below.
   AgentSettings: [
     'string workspace_path = 1',
     'ApprovalMode approval_mode = 2',
@@ -125,7 +125,7 @@ function block(kind: 'message' | 'enum', name: string): string[] {
 t.equal(proto.match(/^package development_tool\.v0;$/m)?.[0], 'package development_tool.v0;');
 t.match(proto, /^syntax = "proto3";$/m);
 t.match(proto, /^import "google\/protobuf\/struct\.proto";$/m);
-t.match(proto, /development-tool-extension-rfc\.md/, 'header points to the RFC');
+t.match(proto, /Source of truth: the development-tool extension RFC/, 'header names the RFC it copies');
 
 t.strictSame([...proto.matchAll(/^\s*message (\w+)/gm)].map((m) => m[1]).sort(), Object.keys(RFC).sort(), 'exactly the RFC messages');
 for (const [name, fields] of Object.entries(RFC)) t.strictSame(block('message', name), fields, `message ${name}`);

@@ -129,7 +129,7 @@ t.test('proto3 JSON presence rules', async (t) => {
 });
 
 t.test('the verify guard throws naming the field', async (t) => {
-  const call = (extra: Record<string, unknown>) => () => schema.toolCall({ ...base, status: 'PENDING', ...extra } as ToolCallJson);
+  const call = (extra: Record<string, unknown>) => () => schema.toolCall({ ...base, status: 'PENDING', ...extra });
   const P = 'development-tool schema: ';
   const FIELDS = 'tool_call_id, status, tool_name, description, input_parameters, live_content, output, error, confirmation_request';
   const STATUSES = 'STATUS_UNSPECIFIED, PENDING, EXECUTING, SUCCEEDED, FAILED, CANCELLED';

@@ -188,3 +188,28 @@ t.test('URL shape', async (t) => {
   t.notMatch(!cred.ok && cred.message, 'hunter2');
   t.match(await checkPushUrl('ftp://x/', { ...opts, field: 'url' }), { message: /^url must use http/ }, 'the field name is configurable');
 });
+
+t.test("purpose: 'mcp' words the private-network refusal for MCP servers; the checks are the same", async (t) => {
+  const lookup = fakeDns({ 'mcp.internal': ['10.1.2.3'], 'tools.example.com': ['93.184.216.34'] });
+  const mcp = { allowPrivate: false, lookup, field: 'mcpServers.files.url', purpose: 'mcp' as const };
+  t.same(await checkPushUrl('http://mcp.internal:8080/mcp?key=s3cret', mcp), {
+    ok: false,
+    addressClass: 'private',
+    message:
+      'mcpServers.files.url http://mcp.internal:8080/mcp resolves to 10.1.2.3, a private address; connecting to MCP servers on private networks is refused (the operator can allow it with PUSH_ALLOW_PRIVATE=1)',
+  });
+  t.match(await checkPushUrl('http://localhost:3000/mcp', mcp), {
+    ok: false,
+    addressClass: 'loopback',
+    message:
+      /^mcpServers\.files\.url http:\/\/localhost:3000\/mcp names localhost, a loopback host \(RFC 6761\); connecting to MCP servers on private networks is refused/,
+  });
+  const meta = await checkPushUrl('http://169.254.169.254/', { ...mcp, allowPrivate: true });
+  t.match(!meta.ok && meta.message, /cloud metadata endpoints are always refused$/, 'metadata wording does not depend on the purpose');
+  t.equal((await checkPushUrl('http://mcp.internal/mcp', { ...mcp, allowPrivate: true })).ok, true, 'allowPrivate lifts it as for push');
+  t.equal((await checkPushUrl('https://tools.example.com/mcp', mcp)).ok, true, 'a public MCP server passes');
+  for (const purpose of [undefined, 'push' as const]) {
+    const push = await checkPushUrl('http://10.0.0.5/', { allowPrivate: false, lookup: noLookup, purpose });
+    t.match(!push.ok && push.message, /; push to private networks is refused \(/, `purpose ${purpose ?? 'absent'} → push wording`);
+  }
+});

@@ -48,8 +48,8 @@ t.test('createDefaultTools returns the Gemini CLI tools in order', async (t) => 
       t.ok(prop.description && prop.description.length > 5, `${tool.name}.${name} is described`);
       if (prop.type === 'array') t.ok(prop.items, `${tool.name}.${name} declares its items`);
     }
-    if (tool.kind === 'read') t.notOk(tool.propose, `${tool.name}: read tools need no proposal`);
-    else t.ok(tool.propose, `${tool.name} proposes`);
+    if (tool.kind === 'read') t.equal(typeof tool.propose, 'undefined', `${tool.name}: read tools need no proposal`);
+    else t.equal(typeof tool.propose, 'function', `${tool.name} proposes`);
   }
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   t.ok(typeof byName.get('write_file')?.withModifiedContent === 'function', 'write_file offers modify_with_editor');

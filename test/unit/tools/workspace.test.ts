@@ -76,7 +76,7 @@ t.test('empty and non-string paths are invalid arguments', async (t) => {
     t.match(
       resolveInWorkspace(ws, bad, 'file_path'),
       { ok: false, error: { type: 'invalid_argument', message: /file_path/ } },
-      String(bad),
+      String(JSON.stringify(bad)),
     );
   }
   t.match(resolveInWorkspace(ws, 'a\0b', 'file_path'), { ok: false, error: { type: 'invalid_argument' } });

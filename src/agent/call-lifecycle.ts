@@ -1,0 +1,267 @@
+/**
+ * The one owner of a tool call's life. Every change of a call's phase and card happens
+ * here, each with its event (the card, published through the task) and its audit entry:
+ *
+ *   propose ─┬─ needs no approval ─► ready ─► executing ─► done: SUCCEEDED | FAILED
+ *            └─ awaiting ─┬─ approve ─► ready ─► …
+ *                         └─ decline | expire | task canceled ─► done: CANCELLED
+ *   any open call ─► interrupt (its process died) | the task failed ─► done: FAILED or CANCELLED
+ *
+ * A move the table does not allow is a bug and throws; a result that arrives after the call
+ * was closed (cancelled while it ran) is dropped.
+ */
+import { randomUUID } from 'node:crypto';
+import { ToolFailure } from '../tools/tool.js';
+import type { ToolResult } from '../tools/tool.js';
+import { grantsFor, needsApproval, optionsFor } from './approval-policy.js';
+import { hashShown } from './live-task.js';
+import type { CallPhase, LiveTask, TurnCall } from './live-task.js';
+import type { ModelFunctionCall, ModelPart } from './model/model-client.js';
+import type { ToolSet } from './toolbox.js';
+import type { ToolCallSnapshot } from './wire/agent-events.js';
+
+const NEXT: Readonly<Record<CallPhase, readonly CallPhase[]>> = {
+  awaiting: ['ready', 'done'],
+  ready: ['executing', 'done'],
+  executing: ['done'],
+  done: [],
+};
+
+function move(call: TurnCall, to: CallPhase): void {
+  if (!NEXT[call.phase].includes(to)) throw new Error(`tool call ${call.snapshot.id} cannot move from ${call.phase} to ${to}`);
+  call.phase = to;
+}
+
+/** Why a call was closed without running to its end, as the card's error type. */
+export type DeclineType = 'declined' | 'cancelled' | 'approval_timeout';
+
+const DECLINE_DECISION = { declined: 'declined', cancelled: 'cancelled', approval_timeout: 'expired' } as const;
+
+function responsePart(call: TurnCall, response: Record<string, unknown>): ModelPart {
+  return { functionResponse: { id: call.modelCallId, name: call.snapshot.toolName, response } };
+}
+
+/** A new call of the model's turn, PENDING; unknown tools and invalid arguments carry their error already. */
+export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: number, set: ToolSet): TurnCall {
+  const input = fc.args ?? {};
+  const call: TurnCall = {
+    snapshot: { id: `tc_${randomUUID()}`, toolName: fc.name, status: 'PENDING', input },
+    phase: 'ready',
+    turn: task.turnNo,
+    position,
+    modelCallId: fc.id,
+    proposedAt: new Date(),
+  };
+  const tool = set.byName.get(fc.name);
+  if (tool === undefined) {
+    const available = [...set.byName.keys()].join(', ');
+    call.snapshot.error = { message: `Unknown tool "${fc.name}". Available tools: ${available}`, type: 'unknown_tool' };
+    return call;
+  }
+  call.tool = tool;
+  const checked = tool.validate(input, { workspace: task.context.workspace });
+  if (!checked.ok) {
+    call.snapshot.error = checked.error;
+    return call;
+  }
+  call.args = checked.args;
+  call.snapshot.description = tool.describe(checked.args);
+  return call;
+}
+
+/**
+ * Moves a proposed call to `awaiting` with its confirmation request when the context's
+ * policy says a person must approve it. A proposal that cannot be prepared (the file to
+ * replace in does not match) leaves the call to fail with that reason when it runs.
+ */
+export async function requestApproval(task: LiveTask, call: TurnCall, approvalTimeoutMs: number | undefined): Promise<void> {
+  if (call.tool === undefined || call.args === undefined) return;
+  if (!needsApproval(call.tool, call.args, task.context)) return;
+  try {
+    const proposal = call.tool.propose
+      ? await call.tool.propose(call.args, { workspace: task.context.workspace })
+      : { type: 'generic' as const, description: call.snapshot.description ?? call.tool.name };
+    call.snapshot.confirmation = { options: optionsFor(call.tool, call.args), proposal };
+    call.phase = 'awaiting';
+    call.shownHash = hashShown(call.snapshot);
+    if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + approvalTimeoutMs);
+  } catch (err) {
+    call.snapshot.error =
+      err instanceof ToolFailure
+        ? err.error
+        : { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
+    call.args = undefined;
+  }
+}
+
+/** Publishes a new call's first card; a call that waits is audited as proposed, with the hash of what was shown. */
+export function showCall(task: LiveTask, call: TurnCall): void {
+  task.publishCall(call);
+  if (call.phase === 'awaiting') task.audit({ toolCallId: call.snapshot.id, decision: 'proposed', shownHash: call.shownHash });
+}
+
+/** A person approved `call` with `option` (already claimed in the store): audited, "always" grants kept, ready to run. */
+export function approveCall(task: LiveTask, call: TurnCall, option: string, principal: string | undefined): void {
+  move(call, 'ready');
+  call.answer = option;
+  task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', principal, optionId: option, shownHash: call.shownHash });
+  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
+    if (!task.context.trustedTools.has(grant)) task.trust(grant);
+  }
+}
+
+/** Closes a call that will not run (declined, expired, or its task canceled). The model is told, and the turn goes on. */
+export function declineCall(task: LiveTask, call: TurnCall, how: { reason?: string; type?: DeclineType; principal?: string } = {}): void {
+  const { reason = 'The user declined this tool call.', type = 'declined', principal } = how;
+  move(call, 'done');
+  const snap = call.snapshot;
+  snap.status = 'CANCELLED';
+  delete snap.confirmation;
+  delete snap.liveContent;
+  snap.error = { message: reason, type };
+  call.response = responsePart(call, { error: `${reason} Do not retry it unless the user asks.` });
+  task.publishCall(call);
+  task.audit({ toolCallId: snap.id, decision: DECLINE_DECISION[type], principal, optionId: call.answer, shownHash: call.shownHash });
+}
+
+/** Closes a call whose process died while it ran (its lease lapsed): FAILED `interrupted`. */
+export function interruptCall(task: LiveTask, call: TurnCall, leaseOwner: string | undefined): void {
+  const name = call.snapshot.toolName;
+  const message = `The server stopped while ${name} was running (lease of ${leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.`;
+  closeFailed(task, call, { message, type: 'interrupted' });
+  task.audit({ toolCallId: call.snapshot.id, decision: 'interrupted', detail: { leaseOwner } });
+}
+
+/** Runs a ready call and publishes EXECUTING (with live output), then its result. Never throws. */
+export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
+  const snap = call.snapshot;
+  move(call, 'executing');
+  snap.status = 'EXECUTING';
+  delete snap.confirmation;
+  task.publishCall(call);
+  task.audit({ toolCallId: snap.id, decision: 'executed', optionId: call.answer, shownHash: call.shownHash });
+  if (call.tool === undefined || call.args === undefined) {
+    // Unknown tool or invalid arguments: the error was recorded when the call was proposed.
+    finishCall(task, call, { isError: true, error: snap.error ?? { message: 'Tool call could not be run', type: 'invalid_call' } });
+    return;
+  }
+  let result: ToolResult;
+  try {
+    result = await call.tool.run(call.args, {
+      workspace: task.context.workspace,
+      signal: task.abort.signal,
+      onLiveOutput: (text) => {
+        if (call.phase !== 'executing' || text === snap.liveContent) return;
+        snap.liveContent = text;
+        task.publishCall(call);
+      },
+    });
+  } catch (err) {
+    result = { isError: true, error: { message: `Tool ${snap.toolName} crashed: ${(err as Error).message}`, type: 'tool_crashed' } };
+  }
+  finishCall(task, call, result);
+}
+
+function finishCall(task: LiveTask, call: TurnCall, result: ToolResult): void {
+  // Closed while it ran (the task was canceled or failed): the record stays as it is.
+  if (call.phase === 'done' || task.halted) return;
+  const snap = call.snapshot;
+  delete snap.liveContent; // the final result replaces live_content
+  move(call, 'done');
+  if (result.isError) {
+    snap.status = 'FAILED';
+    snap.error = result.error;
+    // The model gets the reason (timed out, exit code, …) and whatever output there was.
+    const response: Record<string, unknown> = { error: result.error.message, error_type: result.error.type };
+    if (result.llmContent !== undefined && result.llmContent !== result.error.message) response.output = result.llmContent;
+    call.response = responsePart(call, response);
+  } else {
+    snap.status = 'SUCCEEDED';
+    snap.output = result.display;
+    call.response = responsePart(call, { output: result.llmContent });
+  }
+  task.publishCall(call);
+  const detail = result.isError ? { error: result.error } : undefined;
+  task.audit({ toolCallId: snap.id, decision: result.isError ? 'failed' : 'succeeded', detail });
+}
+
+function closeFailed(task: LiveTask, call: TurnCall, error: { message: string; type: string }): void {
+  move(call, 'done');
+  const snap = call.snapshot;
+  snap.status = 'FAILED';
+  delete snap.confirmation;
+  delete snap.liveContent;
+  snap.error = error;
+  call.response = responsePart(call, { error: error.message });
+  task.publishCall(call);
+}
+
+/**
+ * Ends a turn that will not go on (the task was canceled or failed): the model's function
+ * calls get their responses in the conversation, so the context's history stays valid for
+ * the next task (Gemini refuses a function-call turn that is not followed by its responses).
+ */
+export function abandonTurn(task: LiveTask, reason: string): void {
+  if (task.turn.length === 0 || task.slashCommand !== undefined) return;
+  const parts: ModelPart[] = task.turn.map((c) => c.response ?? responsePart(c, { error: reason }));
+  task.appendHistory({ role: 'user', parts });
+  task.turn = [];
+}
+
+/** Closes every open call of the turn because the task ends: waiting ones CANCELLED, running ones FAILED. */
+function closeOpenCalls(task: LiveTask, reason: string, principal: string | undefined): void {
+  for (const call of task.turn) {
+    if (call.phase === 'awaiting') declineCall(task, call, { reason, type: 'cancelled', principal });
+    else if (call.phase !== 'done') {
+      closeFailed(task, call, { message: reason, type: 'task_failed' });
+      task.audit({ toolCallId: call.snapshot.id, decision: 'failed', detail: { error: { message: reason, type: 'task_failed' } } });
+    }
+  }
+}
+
+/**
+ * Ends the task `failed` with `reason` (shown to the client as text and in the event's error):
+ * open calls are closed, the turn is abandoned, and whatever still runs for it is aborted.
+ * Nothing is published after it.
+ */
+export function failTask(task: LiveTask, reason: string): void {
+  if (task.halted) return;
+  closeOpenCalls(task, `The task failed before this call finished: ${reason}`, undefined);
+  abandonTurn(task, reason);
+  task.modelRunning = false;
+  task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
+  task.abort.abort();
+}
+
+/** Ends the task `canceled` on a client's request: open calls CANCELLED, the running tool and model aborted. */
+export function cancelTask(task: LiveTask, principal: string | undefined): void {
+  for (const call of task.turn) {
+    if (call.phase !== 'done') declineCall(task, call, { reason: 'The task was canceled.', type: 'cancelled', principal });
+  }
+  abandonTurn(task, 'The task was canceled.');
+  task.publish({ type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
+  task.abort.abort();
+}
+
+/** How a slash command's own calls ended, for its completed event. */
+export function commandSummary(command: string, calls: ReadonlyArray<ToolCallSnapshot>): string {
+  const lines = calls.map((c) => {
+    const what = c.description ?? c.toolName;
+    if (c.status === 'SUCCEEDED') return `done: ${what}`;
+    if (c.status === 'CANCELLED') return `not done (${c.error?.type === 'declined' ? 'declined' : 'cancelled'}): ${what}`;
+    return `failed: ${what}${c.error ? ` (${c.error.message})` : ''}`;
+  });
+  return `${command}: ${lines.join('; ')}`;
+}
+
+/** The text of the input-required event: what is waiting and how to answer. */
+export function pausePrompt(waiting: ReadonlyArray<Pick<TurnCall, 'snapshot'>>): string {
+  const list = waiting.map(
+    (c) => `${c.snapshot.toolName} (${c.snapshot.id})${c.snapshot.description ? `: ${c.snapshot.description}` : ''}`,
+  );
+  const how =
+    waiting.length === 1
+      ? 'Reply "yes" to allow it or "no" to reject it, or send a ToolCallConfirmation.'
+      : 'Send a ToolCallConfirmation for each (tool_call_id, selected_option_id).';
+  return `Waiting for approval of ${waiting.length === 1 ? 'a tool call' : `${waiting.length} tool calls`}: ${list.join('; ')}. ${how}`;
+}

@@ -1,0 +1,665 @@
+/**
+ * TaskStore and PushStore in process memory, with the observable behaviour of PgTaskStore
+ * (test/store runs the same contract suites against both): for tests and benchmarks, or a
+ * server that needs no durable state. A MemoryDatabase holds the data and every
+ * MemoryTaskStore on it plays one process on one database:
+ * - each method runs to completion before another starts (no await inside), so a write is
+ *   atomic and of two racing claims exactly one wins;
+ * - a commit stages every row first (anything that can fail, fails there) and only then
+ *   changes the tables: a refused batch leaves no trace;
+ * - notifications go to every store on the database, after the commit, like NOTIFY;
+ * - values cross the boundary as copies, tasks and events as their v1.0 JSON like the
+ *   database columns, so no caller can change stored state by reference;
+ * - close() closes one store; the data stays for the others.
+ */
+import type { StreamResponse, Task } from '@a2a-js/sdk';
+import type { ModelContent } from '../agent/model/model-client.js';
+import type {
+  AuditEntry,
+  AuditRecord,
+  CallClaim,
+  ClaimResult,
+  ContextSettings,
+  EventListener,
+  StoredCall,
+  StoredContext,
+  StoredEvent,
+  StoredTask,
+  TaskStore,
+  WriteBatch,
+} from '../agent/task-store.js';
+import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
+import type { StoredSigningKey } from '../push/push-signer.js';
+import { stateName } from '../protocol/a2a.js';
+import { byCodeUnits, planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
+import { eventFromRow, taskFromJson, taskToJson } from './mappers.js';
+
+type Json = Record<string, unknown>;
+
+interface TaskRow {
+  id: string;
+  contextId: string;
+  /** The A2A state name of the snapshot's status (what listTasks filters on). */
+  state: string;
+  principal?: string;
+  /** The latest snapshot as v1.0 JSON; replaced on every change, never mutated. */
+  task: Json;
+  /** The event log: the event of seq n at index n - 1 (so lastSeq is its length), payload as v1.0 JSON text. */
+  events: Array<{ payload: string; final: boolean }>;
+  /** The database clock at the last change: listTasks shows the most recently updated first. */
+  updatedAt: number;
+  leaseOwner?: string;
+  leaseUntil?: Date;
+  closedTurns: Set<number>;
+  /** Ids of the task's calls. */
+  calls: Set<string>;
+}
+
+interface ContextRow {
+  id: string;
+  workspace: string;
+  settings: ContextSettings;
+  principal?: string;
+  /** ModelContent as JSON text, oldest first. */
+  history: string[];
+  /** Trusted tools: the first grant's principal and the database clock of its commit. */
+  trust: Map<string, { principal?: string; at: number }>;
+}
+
+interface CallRow {
+  call: StoredCall;
+  /** When the expiry reminder went out; kept when the call is saved again. */
+  remindedAt?: Date;
+}
+
+interface PushRow {
+  config: PushConfigRecord;
+  leaseOwner?: string;
+  leaseUntil?: Date;
+}
+
+/** One task's share of a commit, as NOTIFY carries it. */
+interface Note {
+  taskId: string;
+  seq: number;
+  final: boolean;
+}
+
+/**
+ * The data: what one PostgreSQL database is to PgTaskStores. Only MemoryTaskStore reads and
+ * writes the tables; hand the object to `new MemoryTaskStore(database)` (or call
+ * `store.connect()`) for another store on the same data.
+ */
+export class MemoryDatabase {
+  readonly contexts = new Map<string, ContextRow>();
+  readonly tasks = new Map<string, TaskRow>();
+  readonly calls = new Map<string, CallRow>();
+  readonly audit: AuditRecord[] = [];
+  /** By JSON `[taskId, id]`. */
+  readonly pushConfigs = new Map<string, PushRow>();
+  readonly signingKeys = new Map<string, StoredSigningKey>();
+  /** The stores that listen (one entry per store, like one LISTEN per PgTaskStore). */
+  readonly hearers = new Set<(notes: Note[]) => void>();
+  private clock = 0;
+
+  /** The next value of the logical clock that orders changes (now() of a transaction). */
+  tick(): number {
+    return ++this.clock;
+  }
+
+  /** Tells every listening store, after the current commit returned (never inside it). */
+  notify(notes: Note[]): void {
+    if (notes.length === 0) return;
+    setImmediate(() => {
+      for (const hear of [...this.hearers]) hear(notes);
+    });
+  }
+}
+
+/** What a jsonb column makes of `value`: a deep copy through JSON text (undefined members dropped). */
+function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+function dateCopy(d: Date | undefined | null): Date | undefined {
+  return d === undefined || d === null ? undefined : new Date(d.getTime());
+}
+
+/** Drops null/undefined members, as nullable columns come back: absent, not null. */
+function defined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as T;
+}
+
+/**
+ * A write the database refuses (a foreign or unique key), with its SQLSTATE like the
+ * database's own refusals, so the write queue knows nothing of it was written.
+ */
+function refused(message: string, code: '23503' | '23505'): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+/** A batch with nothing in it, to spread the one-kind writes over. */
+function nothing(): WriteBatch {
+  return { events: [], calls: [], history: [], trust: [], audit: [] };
+}
+
+const LIVE_PHASES = new Set(['executing', 'ready']);
+
+/** Task, then turn, then position: the order of the call sweeps. */
+function byTurnOrder(a: StoredCall, b: StoredCall): number {
+  return byCodeUnits(a.taskId, b.taskId) || a.turn - b.turn || a.position - b.position;
+}
+
+/** A call as its row stores it: known fields only, JSON members through JSON, Dates copied. */
+function callIn(c: StoredCall): StoredCall {
+  return defined({
+    id: c.id,
+    taskId: c.taskId,
+    turn: c.turn,
+    position: c.position,
+    toolName: c.toolName,
+    modelCallId: c.modelCallId,
+    args: c.args === undefined ? undefined : jsonCopy(c.args),
+    snapshot: jsonCopy(c.snapshot),
+    phase: c.phase,
+    answer: c.answer,
+    response: c.response === undefined ? undefined : jsonCopy(c.response),
+    shownHash: c.shownHash,
+    proposedAt: dateCopy(c.proposedAt)!,
+    expiresAt: dateCopy(c.expiresAt),
+    leaseOwner: c.leaseOwner,
+    leaseUntil: dateCopy(c.leaseUntil),
+  });
+}
+
+function auditIn(e: AuditEntry, id: number, at: Date): AuditRecord {
+  return defined({
+    id,
+    at,
+    taskId: e.taskId,
+    contextId: e.contextId,
+    toolCallId: e.toolCallId,
+    decision: e.decision,
+    principal: e.principal,
+    optionId: e.optionId,
+    shownHash: e.shownHash,
+    detail: e.detail === undefined ? undefined : jsonCopy(e.detail),
+  });
+}
+
+/** A batch's rows in stored form, made before anything changes: what can fail, fails here. */
+interface Staged {
+  tasks: Array<{ row: TaskRow; bump: TaskBump; task: Json; events: TaskRow['events'] }>;
+  history: Array<{ row: ContextRow; contents: string[] }>;
+  calls: StoredCall[];
+  audit: AuditRecord[];
+}
+
+/** Throws (a refusal) when a task or context the batch writes to does not exist. */
+function checkKeys(db: MemoryDatabase, plan: BatchPlan): void {
+  const task = plan.tasks.find((t) => !db.tasks.has(t.id));
+  if (task) throw refused(`commit: unknown task ${task.id}`, '23503');
+  const history = plan.history.find((h) => !db.contexts.has(h.contextId));
+  if (history) throw refused(`commit: unknown context ${history.contextId}`, '23503');
+  const call = plan.calls.find((c) => !db.tasks.has(c.taskId));
+  if (call) throw refused(`commit: call ${call.id} of unknown task ${call.taskId}`, '23503');
+  const grant = plan.trust.find((g) => !db.contexts.has(g.contextId));
+  if (grant) throw refused(`commit: trust grant in unknown context ${grant.contextId}`, '23503');
+}
+
+function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
+  checkKeys(db, plan);
+  const logs = new Map<string, TaskRow['events']>();
+  for (const e of plan.events) {
+    const log = logs.get(e.task_id) ?? [];
+    log.push({ payload: JSON.stringify(e.payload), final: e.final });
+    logs.set(e.task_id, log);
+  }
+  const tasks = plan.tasks.map((bump) => {
+    const row = db.tasks.get(bump.id)!;
+    // A status-only tail keeps the stored snapshot (its history) and takes the status.
+    const task = bump.snapshot !== undefined ? jsonCopy(bump.snapshot as Json) : { ...row.task, status: jsonCopy(bump.status) };
+    return { row, bump, task, events: logs.get(bump.id)! };
+  });
+  const history = plan.history.map((h) => ({ row: db.contexts.get(h.contextId)!, contents: h.contents.map((c) => JSON.stringify(c)) }));
+  const at = new Date();
+  const audit = plan.audit.map((e, i) => auditIn(e, db.audit.length + 1 + i, at));
+  return { tasks, history, calls: plan.calls.map(callIn), audit };
+}
+
+/** Inserts or replaces a staged call; the reminder mark of a replaced one stays. */
+function putCall(db: MemoryDatabase, call: StoredCall): void {
+  const old = db.calls.get(call.id);
+  if (old && old.call.taskId !== call.taskId) db.tasks.get(old.call.taskId)?.calls.delete(call.id);
+  db.tasks.get(call.taskId)!.calls.add(call.id);
+  db.calls.set(call.id, { call, ...(old?.remindedAt ? { remindedAt: old.remindedAt } : {}) });
+}
+
+/** Commits `batch` (see TaskStore.commit): all of it, or — when it throws — nothing. */
+function commitBatch(db: MemoryDatabase, batch: WriteBatch): number[] {
+  const plan = planBatch(batch);
+  if (plan.empty) return [];
+  const staged = stage(db, plan);
+  // Nothing below throws: the batch lands whole.
+  const now = db.tick();
+  const lastSeq = new Map<string, number>();
+  for (const { row, bump, task, events } of staged.tasks) {
+    row.events.push(...events);
+    Object.assign(row, { task, state: bump.state, updatedAt: now });
+    lastSeq.set(row.id, row.events.length);
+  }
+  for (const { row, contents } of staged.history) row.history.push(...contents);
+  for (const call of staged.calls) putCall(db, call);
+  for (const g of plan.trust) {
+    const { trust } = db.contexts.get(g.contextId)!;
+    if (!trust.has(g.toolName)) trust.set(g.toolName, { ...(g.principal !== undefined ? { principal: g.principal } : {}), at: now });
+  }
+  db.audit.push(...staged.audit);
+  db.notify(plan.tasks.map((t) => ({ taskId: t.id, seq: lastSeq.get(t.id)!, final: t.final })));
+  return seqsOf(plan, lastSeq);
+}
+
+/** Awaiting → ready for every claim, or nothing; see TaskStore.claimCalls. */
+function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): ClaimResult {
+  const won = new Set<string>();
+  const lost = new Set<string>();
+  for (const c of claims) {
+    const row = db.calls.get(c.id);
+    if (row && row.call.taskId === taskId && row.call.phase === 'awaiting' && !won.has(c.id)) won.add(c.id);
+    else lost.add(c.id);
+  }
+  if (lost.size > 0) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => lost.has(id)) };
+  const changes = claims.map((c) => ({
+    row: db.calls.get(c.id)!,
+    set: defined({ phase: 'ready' as const, answer: c.answer, leaseOwner: owner, leaseUntil: dateCopy(leaseUntil) }),
+    args: c.args === undefined ? undefined : jsonCopy(c.args),
+    snapshot: c.snapshot === undefined ? undefined : jsonCopy(c.snapshot),
+  }));
+  for (const { row, set, args, snapshot } of changes) {
+    Object.assign(row.call, set, args !== undefined ? { args } : {}, snapshot !== undefined ? { snapshot } : {});
+  }
+  return { ok: true };
+}
+
+/** Working/submitted tasks whose lease lapsed (or that never had one) and no call under a live lease covers. */
+function staleTasks(db: MemoryDatabase, now: number): string[] {
+  const liveCall = (id: string) => {
+    const c = db.calls.get(id)!.call;
+    return LIVE_PHASES.has(c.phase) && c.leaseUntil !== undefined && c.leaseUntil.getTime() >= now;
+  };
+  return [...db.tasks.values()]
+    .filter((r) => r.state === 'working' || r.state === 'submitted')
+    .filter((r) => r.leaseUntil === undefined || r.leaseUntil.getTime() < now)
+    .filter((r) => ![...r.calls].some(liveCall))
+    .map((r) => r.id);
+}
+
+const pushKey = (taskId: string, id: string) => JSON.stringify([taskId, id]);
+
+/** A config as its row stores it: optional fields absent unless set, the wire version one of two. */
+function pushIn(c: PushConfigInput): Omit<PushConfigRecord, 'deliveredSeq' | 'attempts' | 'nextAttemptAt' | 'dropped' | 'createdAt'> {
+  return {
+    taskId: c.taskId,
+    id: c.id,
+    url: c.url,
+    ...(c.token !== undefined && c.token !== null ? { token: c.token } : {}),
+    ...(c.authentication ? { authentication: { scheme: c.authentication.scheme, credentials: c.authentication.credentials } } : {}),
+    wireVersion: c.wireVersion === '0.3' ? '0.3' : '1.0',
+    ...(c.principal !== undefined && c.principal !== null ? { principal: c.principal } : {}),
+  };
+}
+
+function savePush(db: MemoryDatabase, c: PushConfigInput, afterSeq: number): void {
+  if (!db.tasks.has(c.taskId)) throw refused(`savePushConfig: unknown task ${c.taskId}`, '23503');
+  const key = pushKey(c.taskId, c.id);
+  const old = db.pushConfigs.get(key);
+  const now = new Date();
+  if (old) {
+    const { deliveredSeq, dropped, createdAt } = old.config;
+    // A replaced config keeps its cursor, its count of dropped events and its lease.
+    old.config = { ...pushIn(c), deliveredSeq, attempts: 0, nextAttemptAt: now, dropped, createdAt };
+    return;
+  }
+  const config = { ...pushIn(c), deliveredSeq: afterSeq, attempts: 0, nextAttemptAt: now, dropped: 0, createdAt: new Date(now) };
+  db.pushConfigs.set(key, { config });
+}
+
+/** Configs with undelivered events, due, not leased (or the lease lapsed): leased to `owner`, earliest due first, then oldest. */
+function claimDue(db: MemoryDatabase, owner: string, now: Date, leaseUntil: Date, limit: number): PushConfigRecord[] {
+  const t = now.getTime();
+  const due = [...db.pushConfigs.values()]
+    .filter((r) => db.tasks.get(r.config.taskId)!.events.length > r.config.deliveredSeq)
+    .filter((r) => r.config.nextAttemptAt.getTime() <= t && (r.leaseUntil === undefined || r.leaseUntil.getTime() < t))
+    .sort((a, b) => a.config.nextAttemptAt.getTime() - b.config.nextAttemptAt.getTime())
+    .slice(0, Math.max(0, limit));
+  for (const r of due) Object.assign(r, { leaseOwner: owner, leaseUntil: dateCopy(leaseUntil) });
+  return due.map((r) => structuredClone(r.config));
+}
+
+/** The config `(taskId, id)` when `owner` holds its lease. */
+function held(db: MemoryDatabase, taskId: string, id: string, owner: string): PushRow | undefined {
+  const row = db.pushConfigs.get(pushKey(taskId, id));
+  return row?.leaseOwner === owner ? row : undefined;
+}
+
+/** The durable-state and push ports in memory; see the file comment. */
+export class MemoryTaskStore implements TaskStore, PushStore {
+  private readonly listeners = new Set<EventListener>();
+  private closed = false;
+  private readonly hear = (notes: Note[]) => {
+    for (const note of notes) {
+      for (const l of [...this.listeners]) {
+        try {
+          l(note.taskId, note.seq, note.final);
+        } catch {
+          // One listener's bug must not starve the others of notifications.
+        }
+      }
+    }
+  };
+
+  /** A store on `database`; a new, empty database when none is given. */
+  constructor(readonly database: MemoryDatabase = new MemoryDatabase()) {}
+
+  /** Another store on the same data, as a second process on the same database. Closing either leaves the data. */
+  connect(): MemoryTaskStore {
+    return new MemoryTaskStore(this.database);
+  }
+
+  /** The database, unless this store was closed: then every method rejects, like a closed pool. */
+  private use(method: string): MemoryDatabase {
+    if (this.closed) throw Object.assign(new Error(`${method}: store is closed`), { code: 'AGENT_ERR_STORE_CLOSED' });
+    return this.database;
+  }
+
+  /** Idempotent: a context that exists keeps its first workspace. */
+  async createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void> {
+    const db = this.use('createContext');
+    if (db.contexts.has(ctx.id)) return;
+    const settings = jsonCopy(ctx.settings ?? {});
+    const principal = defined({ principal: ctx.principal });
+    db.contexts.set(ctx.id, { id: ctx.id, workspace: ctx.workspace, settings, history: [], trust: new Map(), ...principal });
+  }
+
+  async updateContextSettings(id: string, settings: ContextSettings): Promise<void> {
+    const row = this.use('updateContextSettings').contexts.get(id);
+    if (row) row.settings = jsonCopy(settings);
+  }
+
+  async loadContext(id: string): Promise<StoredContext | undefined> {
+    const row = this.use('loadContext').contexts.get(id);
+    if (!row) return undefined;
+    const trust = [...row.trust].sort(([a, x], [b, y]) => x.at - y.at || byCodeUnits(a, b));
+    return {
+      id: row.id,
+      workspace: row.workspace,
+      history: row.history.map((h) => JSON.parse(h) as ModelContent),
+      trustedTools: trust.map(([toolName]) => toolName),
+      settings: structuredClone(row.settings),
+      ...(row.principal !== undefined ? { principal: row.principal } : {}),
+    };
+  }
+
+  /** Throws when the context does not exist. */
+  async appendHistory(contextId: string, contents: ModelContent[]): Promise<void> {
+    commitBatch(this.use('appendHistory'), { ...nothing(), history: [{ contextId, contents }] });
+  }
+
+  /** The first grant of a tool in a context stays (its principal too). */
+  async addTrust(contextId: string, toolName: string, principal?: string): Promise<void> {
+    commitBatch(this.use('addTrust'), { ...nothing(), trust: [{ contextId, toolName, principal }] });
+  }
+
+  /** The task's context must exist; a duplicate id throws. */
+  async createTask(task: Task, principal?: string): Promise<void> {
+    const db = this.use('createTask');
+    const json = jsonCopy(taskToJson(task) as Json);
+    if (!db.contexts.has(task.contextId)) throw refused(`createTask: unknown context ${task.contextId}`, '23503');
+    if (db.tasks.has(task.id)) throw refused(`createTask: task ${task.id} exists`, '23505');
+    const row: TaskRow = {
+      id: task.id,
+      contextId: task.contextId,
+      state: stateName(task.status?.state),
+      task: json,
+      events: [],
+      updatedAt: db.tick(),
+      closedTurns: new Set(),
+      calls: new Set(),
+    };
+    if (principal !== undefined && principal !== null) row.principal = principal;
+    db.tasks.set(task.id, row);
+  }
+
+  async loadTask(id: string): Promise<StoredTask | undefined> {
+    const row = this.use('loadTask').tasks.get(id);
+    if (!row) return undefined;
+    const stored: StoredTask = { task: taskFromJson(structuredClone(row.task)), lastSeq: row.events.length };
+    if (row.principal !== undefined) stored.principal = row.principal;
+    return stored;
+  }
+
+  /** Most recently updated first, then by id. `state` is an A2A name ('working') or 'TASK_STATE_WORKING'. */
+  async listTasks(q: {
+    contextId?: string;
+    state?: string;
+    principal?: string;
+    limit: number;
+    offset: number;
+  }): Promise<{ tasks: Task[]; total: number }> {
+    const state = q.state === undefined ? undefined : stateName(q.state);
+    const rows = [...this.use('listTasks').tasks.values()].filter(
+      (r) =>
+        (q.principal === undefined || r.principal === q.principal) &&
+        (q.contextId === undefined || r.contextId === q.contextId) &&
+        (state === undefined || r.state === state),
+    );
+    rows.sort((a, b) => b.updatedAt - a.updatedAt || byCodeUnits(a.id, b.id));
+    const page = rows.slice(Math.max(0, q.offset), Math.max(0, q.offset) + Math.max(0, q.limit));
+    return { tasks: page.map((r) => taskFromJson(structuredClone(r.task))), total: rows.length };
+  }
+
+  /** Throws when the task was never created. */
+  async appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number> {
+    const [seq] = commitBatch(this.use('appendEvent'), { ...nothing(), events: [{ taskId: task.id, task, response, final }] });
+    return seq!;
+  }
+
+  /** Throws (and writes nothing) when any task or context of the batch does not exist. */
+  async commit(batch: WriteBatch): Promise<number[]> {
+    return commitBatch(this.use('commit'), batch);
+  }
+
+  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
+    const row = this.use('eventsAfter').tasks.get(taskId);
+    const from = Math.max(0, Math.floor(afterSeq));
+    return (row?.events.slice(from) ?? []).map((e, i) =>
+      eventFromRow({ seq: from + i + 1, payload: JSON.parse(e.payload), final: e.final }),
+    );
+  }
+
+  /** Listeners hear once per task per commit (of any store on the database), after the commit. */
+  async subscribe(listener: EventListener): Promise<() => Promise<void>> {
+    this.use('subscribe').hearers.add(this.hear);
+    this.listeners.add(listener);
+    return async () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** A later entry for the same id wins. */
+  async saveCalls(calls: StoredCall[]): Promise<void> {
+    commitBatch(this.use('saveCalls'), { ...nothing(), calls });
+  }
+
+  /** The calls of the task's highest turn, in position order. */
+  async loadTurn(taskId: string): Promise<StoredCall[]> {
+    const db = this.use('loadTurn');
+    const calls = [...(db.tasks.get(taskId)?.calls ?? [])].map((id) => db.calls.get(id)!.call);
+    const turn = calls.reduce((max, c) => Math.max(max, c.turn), -Infinity);
+    return calls
+      .filter((c) => c.turn === turn)
+      .sort((a, b) => a.position - b.position)
+      .map((c) => structuredClone(c));
+  }
+
+  async loadCall(id: string): Promise<StoredCall | undefined> {
+    const row = this.use('loadCall').calls.get(id);
+    return row ? structuredClone(row.call) : undefined;
+  }
+
+  async claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult> {
+    return claim(this.use('claimCalls'), taskId, claims, owner, leaseUntil);
+  }
+
+  /** True exactly once per (task, turn); an unknown task throws. */
+  async closeTurn(taskId: string, turn: number): Promise<boolean> {
+    const row = this.use('closeTurn').tasks.get(taskId);
+    if (!row) throw refused(`closeTurn: unknown task ${taskId}`, '23503');
+    if (row.closedTurns.has(turn)) return false;
+    row.closedTurns.add(turn);
+    return true;
+  }
+
+  async leaseTasks(taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {
+    const db = this.use('leaseTasks');
+    for (const id of taskIds) {
+      const row = db.tasks.get(id);
+      if (row) Object.assign(row, { leaseOwner: owner, leaseUntil: dateCopy(leaseUntil) });
+    }
+  }
+
+  async findStaleTasks(now: Date): Promise<string[]> {
+    return staleTasks(this.use('findStaleTasks'), now.getTime());
+  }
+
+  /** Extends the leases `owner` holds on executing/ready calls. */
+  async renewLeases(owner: string, leaseUntil: Date): Promise<void> {
+    for (const { call } of this.use('renewLeases').calls.values()) {
+      if (call.leaseOwner === owner && LIVE_PHASES.has(call.phase)) call.leaseUntil = dateCopy(leaseUntil);
+    }
+  }
+
+  /** Executing/ready calls with no lease or a lapsed one, by task, turn and position. */
+  async findInterrupted(now: Date): Promise<StoredCall[]> {
+    const calls = [...this.use('findInterrupted').calls.values()].map((r) => r.call);
+    const lapsed = (c: StoredCall) => c.leaseUntil === undefined || c.leaseUntil.getTime() < now.getTime();
+    return calls
+      .filter((c) => LIVE_PHASES.has(c.phase) && lapsed(c))
+      .sort(byTurnOrder)
+      .map((c) => structuredClone(c));
+  }
+
+  /** Awaiting calls whose expiresAt is before `before` and that got no reminder yet: marked reminded at `now`. */
+  async claimReminders(before: Date, now: Date): Promise<StoredCall[]> {
+    const rows = [...this.use('claimReminders').calls.values()].filter(
+      (r) =>
+        r.call.phase === 'awaiting' &&
+        r.call.expiresAt !== undefined &&
+        r.call.expiresAt.getTime() < before.getTime() &&
+        r.remindedAt === undefined,
+    );
+    for (const r of rows) r.remindedAt = dateCopy(now);
+    return rows.map((r) => structuredClone(r.call)).sort((a, b) => a.taskId.localeCompare(b.taskId) || a.position - b.position);
+  }
+
+  /** Awaiting calls past their expiresAt, by task, turn and position. */
+  async findExpired(now: Date): Promise<StoredCall[]> {
+    const calls = [...this.use('findExpired').calls.values()].map((r) => r.call);
+    return calls
+      .filter((c) => c.phase === 'awaiting' && c.expiresAt !== undefined && c.expiresAt.getTime() < now.getTime())
+      .sort(byTurnOrder)
+      .map((c) => structuredClone(c));
+  }
+
+  async savePushConfig(config: PushConfigInput, afterSeq: number): Promise<void> {
+    savePush(this.use('savePushConfig'), config, afterSeq);
+  }
+
+  async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
+    const row = this.use('getPushConfig').pushConfigs.get(pushKey(taskId, id));
+    return row ? structuredClone(row.config) : undefined;
+  }
+
+  /** Oldest first, then by id. */
+  async listPushConfigs(taskId: string): Promise<PushConfigRecord[]> {
+    const rows = [...this.use('listPushConfigs').pushConfigs.values()].filter((r) => r.config.taskId === taskId);
+    rows.sort((a, b) => a.config.createdAt.getTime() - b.config.createdAt.getTime() || byCodeUnits(a.config.id, b.config.id));
+    return rows.map((r) => structuredClone(r.config));
+  }
+
+  async hasPushConfigs(): Promise<boolean> {
+    return this.use('hasPushConfigs').pushConfigs.size > 0;
+  }
+
+  async deletePushConfig(taskId: string, id: string): Promise<boolean> {
+    return this.use('deletePushConfig').pushConfigs.delete(pushKey(taskId, id));
+  }
+
+  async claimDuePushes(owner: string, now: Date, leaseUntil: Date, limit: number): Promise<PushConfigRecord[]> {
+    return claimDue(this.use('claimDuePushes'), owner, now, leaseUntil, limit);
+  }
+
+  /** Cursor forward (never back), attempts reset; the lease stays. False when `owner` does not hold it. */
+  async advancePush(taskId: string, id: string, owner: string, seq: number, outcome: { dropped?: string }): Promise<boolean> {
+    const row = held(this.use('advancePush'), taskId, id, owner);
+    if (!row) return false;
+    const c = row.config;
+    Object.assign(c, { deliveredSeq: Math.max(c.deliveredSeq, seq), attempts: 0, nextAttemptAt: new Date() });
+    if (outcome.dropped !== undefined) Object.assign(c, { lastError: outcome.dropped, dropped: c.dropped + 1 });
+    return true;
+  }
+
+  /** Releases the lease with the next attempt's schedule; see PushStore.deferPush. */
+  async deferPush(
+    taskId: string,
+    id: string,
+    owner: string,
+    attempts: number,
+    nextAttemptAt: Date,
+    error: string | undefined,
+    deliveredSeq?: number,
+  ): Promise<boolean> {
+    const row = held(this.use('deferPush'), taskId, id, owner);
+    if (!row) return false;
+    const c = row.config;
+    Object.assign(c, { attempts, nextAttemptAt: dateCopy(nextAttemptAt) });
+    if (error !== undefined) c.lastError = error;
+    if (deliveredSeq !== undefined) c.deliveredSeq = Math.max(c.deliveredSeq, deliveredSeq);
+    row.leaseOwner = undefined;
+    row.leaseUntil = undefined;
+    return true;
+  }
+
+  /** Oldest first. */
+  async loadSigningKeys(): Promise<StoredSigningKey[]> {
+    const keys = [...this.use('loadSigningKeys').signingKeys.values()];
+    return keys.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()).map((k) => structuredClone(k));
+  }
+
+  /** A key whose kid is stored already is not saved again (the first one stays). */
+  async saveSigningKey(key: StoredSigningKey): Promise<void> {
+    const db = this.use('saveSigningKey');
+    if (db.signingKeys.has(key.kid)) return;
+    const { kid, alg, privateJwk, publicJwk } = key;
+    db.signingKeys.set(kid, { kid, alg, ...jsonCopy({ privateJwk, publicJwk }), createdAt: dateCopy(key.createdAt)! });
+  }
+
+  /** Append-only: nothing updates or deletes audit records. */
+  async audit(entry: AuditEntry): Promise<void> {
+    commitBatch(this.use('audit'), { ...nothing(), audit: [entry] });
+  }
+
+  /** In insertion order; both filters combine; no filter lists everything. */
+  async listAudit(q: { taskId?: string; contextId?: string }): Promise<AuditRecord[]> {
+    return this.use('listAudit')
+      .audit.filter((r) => (q.taskId === undefined || r.taskId === q.taskId) && (q.contextId === undefined || r.contextId === q.contextId))
+      .map((r) => structuredClone(r));
+  }
+
+  /** Stops this store's notifications; the data stays for the other stores. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    this.database.hearers.delete(this.hear);
+  }
+}

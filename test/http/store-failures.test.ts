@@ -1,0 +1,189 @@
+/**
+ * A database blip fails one task, never the process. The whole confirm flow (new task →
+ * write_file card → input-required → proceed_once → the write runs → the model answers →
+ * completed) is run once to record every store call it makes; then once per call, with that
+ * call rejected as a lost connection. Whatever fails, the process lives (an unhandled
+ * rejection would end this test file), no stream hangs, the task either ends `failed` with a
+ * reason the client can read or gets a JSON-RPC error and stays consistent, and the next
+ * task on the same server works.
+ */
+import t from 'tap';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { stateName } from '../../src/protocol/a2a.js';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
+import { faultyStore } from '../support/faulty-store.js';
+import type { FaultyStore } from '../support/faulty-store.js';
+import { buildServer, confirmMessage, dataOf, textOf, userMessage } from '../support/server.js';
+import { rpc } from '../support/sse.js';
+import type { PostResult } from '../support/sse.js';
+import type { FastifyInstance } from 'fastify';
+
+type Outcome =
+  { kind: 'completed' } | { kind: 'failed'; text: string } | { kind: 'refused'; at: 'start' | 'confirm'; code: number; message: string };
+
+/** `p`, or a rejection after `ms`; the timer also keeps this process alive while an in-process stream waits. */
+async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not end within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls the store (not the faulty wrapper) until the task pauses or ends. */
+async function settledState(store: MemoryTaskStore, taskId: string): Promise<{ state: string; text: string }> {
+  for (let i = 0; i < 500; i++) {
+    const stored = await store.loadTask(taskId);
+    const status = stored?.task.status;
+    const state = stateName(status?.state) ?? '';
+    if (['completed', 'failed', 'canceled', 'input-required'].includes(state)) {
+      const text = (status?.message?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+      return { state, text };
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`task ${taskId} neither paused nor ended`);
+}
+
+function lastEvent(res: PostResult): any {
+  return res.events?.at(-1)?.data?.result;
+}
+
+/** One confirm flow; a refused confirmation is sent once more (the task must still be waiting). */
+async function confirmFlow(app: FastifyInstance, inner: MemoryTaskStore): Promise<Outcome> {
+  const first = await within(10_000, 'the first stream', rpc(app, 'message/stream', { message: userMessage('write a file') }));
+  if (first.json?.error) return { kind: 'refused', at: 'start', code: first.json.error.code, message: first.json.error.message };
+  const taskEvent = first.events?.[0]?.data?.result;
+  const taskId: string = taskEvent?.id ?? taskEvent?.taskId;
+  const contextId: string = taskEvent?.contextId;
+  const paused = await settledState(inner, taskId);
+  if (paused.state !== 'input-required') return paused.state === 'failed' ? { kind: 'failed', text: paused.text } : { kind: 'completed' };
+  const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+  const answer = () =>
+    within(
+      10_000,
+      'the answer stream',
+      rpc(app, 'message/stream', {
+        message: confirmMessage(taskId, contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+      }),
+    );
+  let second = await answer();
+  let refused: Outcome | undefined;
+  if (second.json?.error) {
+    refused = { kind: 'refused', at: 'confirm', code: second.json.error.code, message: second.json.error.message };
+    second = await answer(); // a refused answer leaves the task waiting: answering again works
+    if (second.json?.error) return refused;
+  }
+  void lastEvent(second);
+  const end = await settledState(inner, taskId);
+  if (end.state === 'failed') return { kind: 'failed', text: end.text };
+  if (end.state !== 'completed') throw new Error(`unexpected end state ${end.state}`);
+  return refused ?? { kind: 'completed' };
+}
+
+async function serverOn(t: Parameters<Parameters<typeof tap.test>[0]>[0], faulty: FaultyStore) {
+  return buildServer(t, { app: { store: faulty.store, sweepMs: 60_000 } });
+}
+
+const tap = t;
+
+t.test('the clean flow completes and shows which store calls it makes', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { app, workspace } = await serverOn(t, faulty);
+  faulty.calls.length = 0;
+  t.same(await confirmFlow(app, inner), { kind: 'completed' });
+  t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n');
+  for (const m of ['createContext', 'createTask', 'commit', 'loadTurn', 'claimCalls', 'leaseTasks', 'closeTurn']) {
+    t.ok(faulty.calls.includes(m), `the flow calls ${m}`);
+  }
+});
+
+t.test('a store call that fails at any point of the flow fails at most that task', async (t) => {
+  const probe = new MemoryTaskStore();
+  const counting = faultyStore(probe);
+  const probeApp = await serverOn(t, counting);
+  counting.calls.length = 0;
+  await confirmFlow(probeApp.app, probe);
+  await probeApp.app.close();
+  const total = counting.calls.length;
+  t.ok(total >= 10, `${total} store calls in one flow`);
+  const seen = new Map<string, number>();
+  for (let n = 1; n <= total; n++) {
+    const method = counting.calls[n - 1];
+    const nth = (seen.get(method) ?? 0) + 1;
+    seen.set(method, nth);
+    await t.test(`call ${n} (${method} #${nth}) fails`, async (t) => {
+      const inner = new MemoryTaskStore();
+      t.teardown(() => inner.close());
+      const faulty = faultyStore(inner);
+      const { app } = await serverOn(t, faulty);
+      faulty.failAt(nth, method);
+      const outcome = await confirmFlow(app, inner);
+      if (outcome.kind === 'failed') {
+        t.match(
+          outcome.text,
+          /Internal error while .+ \(reference [0-9a-f]{8} in the server log\)/,
+          'the reason names what failed and a log reference',
+        );
+      } else if (outcome.kind === 'refused') {
+        t.equal(outcome.code, -32603, 'a request that hit the blip gets an internal error');
+        t.notMatch(outcome.message, /test blip/, 'the JSON-RPC message does not carry the database error');
+      } else t.pass('the blip was absorbed (a read retried, or work that does not decide the outcome)');
+      const next = await confirmFlow(app, inner);
+      t.same(next, { kind: 'completed' }, 'the next task on the same server works');
+    });
+  }
+});
+
+t.test('a failed task says so on its stream, and its failure is stored once the store is back', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { app, workspace } = await serverOn(t, faulty);
+  const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
+  const taskId = first.events?.[0]?.data?.result?.id as string;
+  const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+  faulty.failAt(2, 'loadTurn'); // #1 reloads the paused task; #2 is settle() after the write: the turn cannot be read
+  const second = await within(
+    10_000,
+    'the answer stream',
+    rpc(app, 'message/stream', {
+      message: confirmMessage(taskId, first.events?.[0]?.data?.result?.contextId, {
+        tool_call_id: card.tool_call_id,
+        selected_option_id: 'proceed_once',
+      }),
+    }),
+  );
+  const end = lastEvent(second);
+  t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
+  t.equal(end?.final, true);
+  t.match(textOf(end), /Internal error while running tool calls \(reference/);
+  t.ok(existsSync(path.join(workspace, 'hello.txt')), 'the approved write had run before the failure');
+  const stored = await inner.loadTask(taskId);
+  t.equal(stateName(stored?.task.status?.state), 'failed', 'the failure is stored');
+  const audit = await inner.listAudit({ taskId });
+  t.same(
+    audit.map((a) => a.decision),
+    ['proposed', 'authorized', 'executed', 'succeeded'],
+    'the audit keeps what happened',
+  );
+});
+
+t.test('writes refused while the store is down: the task fails, and its failure is committed when the store is back', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { app } = await serverOn(t, faulty);
+  // The 3rd commit of the flow fails, and the two after it too: the failure's own events wait for the store.
+  faulty.failAt(3, 'commit', 3);
+  const started = rpc(app, 'message/stream', { message: userMessage('write a file') });
+  const first = await within(15_000, 'the first stream', started);
+  const end = lastEvent(first);
+  t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
+  t.match(textOf(end), /Internal error while saving its events \(reference [0-9a-f]{8}/);
+});

@@ -1,0 +1,355 @@
+/**
+ * Answers to waiting calls (resume-handler.ts): planResume refuses every malformed or
+ * ambiguous answer before anything changes; applyResume claims in the store first, and only
+ * a won claim changes the task (approve, decline, run, edits, "always" grants).
+ */
+import t from 'tap';
+import type { Message } from '@a2a-js/sdk';
+import type { LiveTask, TurnCall } from '../../../src/agent/live-task.js';
+import { applyResume, carriesConfirmation, namedCallIds, planResume } from '../../../src/agent/resume-handler.js';
+import type { ClaimFn, ResumePlan } from '../../../src/agent/resume-handler.js';
+import { answer, auditOf, logOf, makeCore, runTurn, settled, shape, startTask, storedState } from '../../support/core.js';
+import type { Core } from '../../support/core.js';
+
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
+/** A task paused on the calls the prompt's script proposes. */
+async function paused(core: Core, prompt: string): Promise<{ task: LiveTask; calls: TurnCall[] }> {
+  const task = await startTask(core, { text: prompt });
+  await runTurn(core, task);
+  if (task.state !== 'input-required') throw new Error(`${prompt}: expected a pause, got ${task.state}`);
+  return { task, calls: task.awaiting() };
+}
+
+const known = (task: LiveTask) => new Map(task.turn.map((c) => [c.snapshot.id, c]));
+const plan = (core: Core, task: LiveTask, message: Message) => planResume(task, message, core.schema, known(task));
+const conf = (id: string, option: string, extra: Record<string, unknown> = {}) => ({
+  tool_call_id: id,
+  selected_option_id: option,
+  ...extra,
+});
+
+/** The store's claim, recording what was claimed. */
+function storeClaim(core: Core, task: LiveTask, claimed: string[][] = []): ClaimFn {
+  return async (claims) => {
+    claimed.push(claims.map((c) => c.id));
+    return core.store.claimCalls(task.id, claims, core.instanceId, new Date(Date.now() + core.leaseMs));
+  };
+}
+
+/** Applies an answer the way the router does, then waits for the runs it started. */
+async function resume(core: Core, task: LiveTask, message: Message, principal?: string, claimed?: string[][]): Promise<void> {
+  await applyResume(task, plan(core, task, message), core.loop, message, principal, storeClaim(core, task, claimed));
+  await settled(core, task);
+}
+
+t.test('planResume refuses, with the field and the reason, and changes nothing', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'two edits');
+  const [a, b] = calls.map((c) => c.snapshot.id) as [string, string];
+  const logBefore = (await logOf(core.store, task.id)).length;
+  const cases: Array<[string, Message, RegExp]> = [
+    [
+      'an unknown tool_call_id',
+      answer(task, conf('tc_nope', 'proceed_once')),
+      new RegExp(`^message\\.parts\\[0\\]\\.data\\.tool_call_id: task ${task.id} has no tool call "tc_nope" \\(waiting: ${a}, ${b}\\)$`),
+    ],
+    [
+      'an option that was not offered',
+      answer(task, conf(a, 'proceed_always_server')),
+      /selected_option_id: "proceed_always_server" was not offered for .* \(offered: proceed_once, proceed_always, modify_with_editor, cancel\)/,
+    ],
+    [
+      'modify_with_editor without content',
+      answer(task, conf(a, 'modify_with_editor')),
+      /file_details\.new_content: modify_with_editor needs the edited content/,
+    ],
+    [
+      'content without modify_with_editor',
+      answer(task, conf(a, 'proceed_once', { file_details: { new_content: 'x' } })),
+      /file_details: modified content is only accepted with selected_option_id "modify_with_editor"/,
+    ],
+    [
+      'the same id twice',
+      answer(task, conf(a, 'proceed_once'), conf(a, 'cancel')),
+      new RegExp(`^message\\.parts\\[1\\]\\.data\\.tool_call_id: ${a} is answered twice in this message$`),
+    ],
+    [
+      'confirmations and a yes/no together',
+      answer(task, conf(a, 'proceed_once'), { confirmation: 'yes' }),
+      /^message\.parts\[1\]\.data: send either ToolCallConfirmations or a yes\/no answer, not both$/,
+    ],
+    [
+      'a yes/no before the confirmations',
+      answer(task, { confirmation: 'no' }, conf(b, 'cancel')),
+      /^message\.parts\[0\]\.data: send either/,
+    ],
+    [
+      '{"confirmation":"maybe"}',
+      answer(task, { confirmation: 'maybe' }),
+      /^message\.parts\[0\]\.data\.confirmation must be "yes" or "no"$/,
+    ],
+    ['{"confirmation":true}', answer(task, { confirmation: true }), /confirmation must be "yes" or "no"/],
+    [
+      'a malformed confirmation',
+      answer(task, { tool_call_id: 42, selected_option_id: 'proceed_once' }),
+      /tool_call_id must be a non-empty string/,
+    ],
+    ['an unknown field', answer(task, conf(a, 'proceed_once', { approved: true })), /approved is not a field of ToolCallConfirmation/],
+  ];
+  for (const [name, message, expected] of cases) {
+    t.throws(() => plan(core, task, message), { message: expected }, name);
+  }
+  t.equal(task.awaiting().length, 2, 'both calls still wait');
+  t.equal((await logOf(core.store, task.id)).length, logBefore, 'nothing was published');
+  t.same(
+    (await core.store.loadTurn(task.id)).map((c) => c.phase),
+    ['awaiting', 'awaiting'],
+  );
+});
+
+t.test('a yes/no answer: exact tokens only, and only when exactly one call waits', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const id = calls[0].snapshot.id;
+  const decided = (message: Message) => {
+    const p = plan(core, task, message);
+    return p.kind === 'decisions' ? p.decisions.map((d) => [d.call.snapshot.id, d.option]) : p.reason;
+  };
+  t.same(decided(answer(task, 'yes')), [[id, 'proceed_once']], '"yes" allows once');
+  t.same(decided(answer(task, ' no ')), [[id, 'cancel']], '" no " rejects (surrounding space ignored)');
+  t.same(decided(answer(task, { confirmation: 'yes' })), [[id, 'proceed_once']], '{"confirmation":"yes"}');
+  t.same(decided(answer(task, { confirmation: ' no ' })), [[id, 'cancel']]);
+  t.same(decided(answer(task, 'YES')), 'That reply is not an answer to the waiting tool call.', '"YES" is not the token');
+  t.same(decided(answer(task, 'yes please')), 'That reply is not an answer to the waiting tool call.', '"yes please" is not the token');
+  t.same(decided(answer(task, 'y')), 'That reply is not an answer to the waiting tool call.');
+  t.same(decided(answer(task, conf(id, 'proceed_once'), 'no')), [[id, 'proceed_once']], 'text beside a confirmation is not an answer');
+
+  const two = await paused(core, 'two edits');
+  const p = plan(core, two.task, answer(two.task, 'yes'));
+  t.same(p, { kind: 'reprompt', reason: '"yes" is ambiguous: 2 tool calls are waiting.' });
+  t.same(plan(core, two.task, answer(two.task, { confirmation: 'no' })), {
+    kind: 'reprompt',
+    reason: '"no" is ambiguous: 2 tool calls are waiting.',
+  });
+});
+
+t.test('an earlier call, or one that needed no answer, is refused as already answered', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  await resume(core, task, answer(task, 'yes'));
+  t.equal(task.state, 'completed');
+  const done = calls[0];
+  t.throws(() => planResume(task, answer(task, conf(done.snapshot.id, 'proceed_once')), core.schema, new Map([[done.snapshot.id, done]])), {
+    message: new RegExp(`tool_call_id: tool call ${done.snapshot.id} was already answered \\(proceed_once; status SUCCEEDED\\)`),
+  });
+  const read = await startTask(core, { text: 'look' });
+  await runTurn(core, read);
+  const ran = (await core.store.loadTurn(read.id))[0];
+  const asKnown = core.cache.fromStored(ran, read.context);
+  t.throws(() => planResume(read, answer(read, conf(ran.id, 'proceed_once')), core.schema, new Map([[ran.id, asKnown]])), {
+    message: /needed no answer \(it ran without asking; status SUCCEEDED\)/,
+  });
+});
+
+t.test('carriesConfirmation and namedCallIds', async (t) => {
+  const core = await makeCore(t);
+  const { task } = await paused(core, 'edit');
+  t.ok(carriesConfirmation(answer(task, { confirmation: 'yes' }), core.schema));
+  t.ok(carriesConfirmation(answer(task, { toolCallId: 'x' }), core.schema));
+  t.notOk(carriesConfirmation(answer(task, 'yes'), core.schema), 'a text token is not a data answer');
+  t.notOk(carriesConfirmation(answer(task, { other: 1 }), core.schema));
+  t.same(
+    namedCallIds(answer(task, conf('a', 'cancel'), { tool_call_id: 7 }, conf('b', 'proceed_once')), core.schema),
+    ['a', 'b'],
+    'well-formed ones only',
+  );
+});
+
+t.test('a re-prompt re-sends the waiting cards and the pause with the reason; nothing is claimed', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const before = (await logOf(core.store, task.id)).length;
+  const claimed: string[][] = [];
+  const message = answer(task, 'what does it do?');
+  await resume(core, task, message, undefined, claimed);
+  const log = await logOf(core.store, task.id, before);
+  t.same(shape(log), ['edit:PENDING', 'input-required!']);
+  t.equal(log[0].call.tool_call_id, calls[0].snapshot.id);
+  t.ok(log[0].call.confirmation_request, 'the card still asks');
+  t.match(log[1].text, /^That reply is not an answer to the waiting tool call\. Waiting for approval of a tool call: edit/);
+  t.same(claimed, [], 'no claim');
+  t.equal(calls[0].phase, 'awaiting');
+  t.equal(task.task.history.at(-2)?.messageId, message.messageId, 'the message is kept in the task history');
+  t.equal(await storedState(core.store, task.id), 'input-required');
+});
+
+t.test('a lost claim: the answer is refused and nothing changes', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const call = calls[0];
+  const peer = core.store.connect(); // another process answered first
+  t.teardown(() => peer.close());
+  t.same(await peer.claimCalls(task.id, [{ id: call.snapshot.id, answer: 'cancel' }], 'peer', new Date(Date.now() + 30_000)), { ok: true });
+
+  const before = { log: (await logOf(core.store, task.id)).length, history: task.task.history.length, args: structuredClone(call.args) };
+  const message = answer(task, conf(call.snapshot.id, 'modify_with_editor', { file_details: { new_content: 'LOSER' } }));
+  await t.rejects(applyResume(task, plan(core, task, message), core.loop, message, 'alice', storeClaim(core, task)), {
+    message: `tool call ${call.snapshot.id} was already answered (another answer arrived first)`,
+  });
+  await settled(core, task);
+  t.equal(call.phase, 'awaiting', 'the call in memory is untouched');
+  t.equal(call.answer, undefined);
+  t.same(call.args, before.args, 'the losing edit was not applied');
+  t.equal(call.snapshot.input.content, 'A');
+  t.equal(task.state, 'input-required');
+  t.equal(task.task.history.length, before.history, 'the message was not recorded');
+  t.equal((await logOf(core.store, task.id)).length, before.log, 'nothing was published');
+  t.same(
+    (await auditOf(core.store, task.id)).map((a) => a.decision),
+    ['proposed'],
+    'nothing authorized',
+  );
+  t.same(core.toolRuns, []);
+  const stored = await core.store.loadCall(call.snapshot.id);
+  t.match(stored, { phase: 'ready', answer: 'cancel', leaseOwner: 'peer' }, "the winner's claim stands");
+});
+
+t.test('a won claim: approve once runs the call and the model goes on', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const before = (await logOf(core.store, task.id)).length;
+  const message = answer(task, conf(calls[0].snapshot.id, 'proceed_once'));
+  await resume(core, task, message, 'alice');
+  t.same(shape(await logOf(core.store, task.id, before)), ['edit:EXECUTING', 'edit:SUCCEEDED', 'text:Edited.', 'completed!']);
+  t.same(
+    (await auditOf(core.store, task.id)).map((a) => [a.decision, a.principal, a.optionId]),
+    [
+      ['proposed', undefined, undefined],
+      ['authorized', 'alice', 'proceed_once'],
+      ['executed', undefined, 'proceed_once'],
+      ['succeeded', undefined, undefined],
+    ],
+  );
+  t.ok(
+    task.task.history.some((m) => m.messageId === message.messageId),
+    'the answer is in the task history',
+  );
+  t.equal(await storedState(core.store, task.id), 'completed');
+});
+
+t.test('a won claim: "no" declines the call, the model is told and goes on', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const before = (await logOf(core.store, task.id)).length;
+  await resume(core, task, answer(task, 'no'), 'bob');
+  t.same(shape(await logOf(core.store, task.id, before)), ['edit:CANCELLED', 'text:Edited.', 'completed!']);
+  t.same(core.toolRuns, [], 'the declined call did not run');
+  const audit = await auditOf(core.store, task.id);
+  t.match(audit.at(-1), {
+    decision: 'declined',
+    principal: 'bob',
+    optionId: 'cancel',
+    toolCallId: calls[0].snapshot.id,
+    shownHash: calls[0].shownHash,
+  });
+  const history = (await core.store.loadContext(task.context.id))!.history;
+  t.match(history[2].parts[0].functionResponse?.response, { error: /declined this tool call\. Do not retry it unless the user asks\./ });
+});
+
+t.test('one message answering two calls differently', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'two edits');
+  const [a, b] = calls.map((c) => c.snapshot.id) as [string, string];
+  const claimed: string[][] = [];
+  await resume(core, task, answer(task, conf(b, 'cancel'), conf(a, 'proceed_once')), undefined, claimed);
+  t.same(claimed, [[b, a]], 'one claim for both, all or none');
+  t.same(core.toolRuns, [['edit', { path: 'a', content: 'A' }]]);
+  t.equal(task.state, 'completed');
+});
+
+t.test('an "always" answer covers the waiting siblings it grants, and only those', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'two edits');
+  const [a, b] = calls.map((c) => c.snapshot.id) as [string, string];
+  const claimed: string[][] = [];
+  await resume(core, task, answer(task, conf(a, 'proceed_always')), 'alice', claimed);
+  t.same(claimed, [[a, b]], 'the covered sibling is claimed with the answered call');
+  t.same(
+    core.toolRuns.map(([, args]) => args.path),
+    ['a', 'b'],
+    'both ran',
+  );
+  t.same(
+    (await auditOf(core.store, task.id)).filter((x) => x.decision === 'authorized').map((x) => [x.toolCallId, x.optionId, x.principal]),
+    [
+      [a, 'proceed_always', 'alice'],
+      [b, 'proceed_always', 'alice'],
+    ],
+  );
+  t.same((await core.store.loadContext(task.context.id))?.trustedTools, ['edit']);
+  t.equal(task.state, 'completed');
+
+  const mixed = await paused(core, 'edit and exec');
+  const [edit, exec] = mixed.calls.map((c) => c.snapshot.id) as [string, string];
+  const claimedMixed: string[][] = [];
+  await resume(core, mixed.task, answer(mixed.task, conf(edit, 'proceed_always')), undefined, claimedMixed);
+  t.same(claimedMixed, [[edit]], 'a grant for edit does not cover exec');
+  t.equal(mixed.task.state, 'input-required', 'exec still waits');
+  t.same(
+    mixed.task.awaiting().map((c) => c.snapshot.id),
+    [exec],
+  );
+});
+
+t.test("modify_with_editor: the edited content becomes the call's only once the claim is won", async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const call = calls[0];
+  const message = answer(task, conf(call.snapshot.id, 'modify_with_editor', { file_details: { new_content: 'EDITED' } }));
+  const p: ResumePlan = plan(core, task, message);
+  t.equal(call.args?.content, 'A', 'planning changes nothing');
+  let argsAtClaim: unknown;
+  await applyResume(task, p, core.loop, message, undefined, async (claims) => {
+    argsAtClaim = structuredClone(call.args);
+    t.match(
+      claims,
+      [{ id: call.snapshot.id, answer: 'modify_with_editor', args: { content: 'EDITED' }, snapshot: { input: { content: 'EDITED' } } }],
+      'the claim carries the edit',
+    );
+    return core.store.claimCalls(task.id, claims, core.instanceId, new Date(Date.now() + 30_000));
+  });
+  await settled(core, task);
+  t.same(argsAtClaim, { path: 'a', content: 'A' }, 'while the claim was undecided the call kept its arguments');
+  t.same(core.toolRuns, [['edit', { path: 'a', content: 'EDITED' }]], 'the edit ran');
+  t.equal(call.snapshot.input.content, 'EDITED', 'the card shows what ran');
+  t.equal((await core.store.loadCall(call.snapshot.id))?.args?.content, 'EDITED');
+});
+
+t.test(
+  'a re-prompt on a stale copy must not reopen a call another process claimed',
+  {
+    todo: 'applyResume re-publishes waiting cards with saveCall, an unconditional upsert: a row another process claimed (ready) goes back to awaiting, so a second claim wins again and the call can run twice',
+  },
+  async (t: Test) => {
+    const core = await makeCore(t);
+    const { task, calls } = await paused(core, 'edit');
+    const id = calls[0].snapshot.id;
+    const peer = core.store.connect();
+    t.teardown(() => peer.close());
+    const lease = () => new Date(Date.now() + 30_000);
+    t.same(
+      await peer.claimCalls(task.id, [{ id, answer: 'proceed_once' }], 'peer', lease()),
+      { ok: true },
+      'another process claimed the call',
+    );
+    // This process still holds the task as it was before the claim, and gets a message that is no answer.
+    await resume(core, task, answer(task, 'hmm?'));
+    t.equal((await core.store.loadCall(id))?.phase, 'ready', 'the claimed row stays claimed');
+    t.same(
+      await core.store.claimCalls(task.id, [{ id, answer: 'proceed_once' }], core.instanceId, lease()),
+      { ok: false, notAwaiting: [id] },
+      'a second claim of the same call loses',
+    );
+  },
+);

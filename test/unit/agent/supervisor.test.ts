@@ -1,0 +1,329 @@
+/**
+ * The supervisor (supervisor.ts), one sweep at a time: two MemoryTaskStore connections play
+ * two instances on one database. Lapsed leases are marked interrupted, stale tasks fail, a
+ * live peer's work is left alone, unanswered calls expire and the turn goes on, reminders go
+ * out once per call, and a sweep that fails is logged and followed by one that works.
+ */
+import t from 'tap';
+import { randomUUID } from 'node:crypto';
+import { cancelTask } from '../../../src/agent/call-lifecycle.js';
+import type { LiveTask } from '../../../src/agent/live-task.js';
+import { Supervisor } from '../../../src/agent/supervisor.js';
+import type { StoredCall } from '../../../src/agent/task-store.js';
+import { MemoryTaskStore } from '../../../src/store/memory-store.js';
+import {
+  auditOf,
+  hangingTool,
+  logOf,
+  makeCore,
+  runTurn,
+  settled,
+  shape,
+  startTask,
+  storedState,
+  until,
+  watchRejections,
+} from '../../support/core.js';
+import type { Core, CoreOptions } from '../../support/core.js';
+import { DatabaseBlip, faultyStore } from '../../support/faulty-store.js';
+
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
+const LEASE_MS = 200;
+
+/** Instance A: a core and its supervisor (never started: the test calls sweep()). */
+async function instanceA(t: Test, opts: CoreOptions & { reminderMs?: number } = {}) {
+  const core = await makeCore(t, { instanceId: 'A', leaseMs: LEASE_MS, ...opts });
+  const supervisor = new Supervisor({
+    store: opts.loopStore ?? core.store,
+    cache: core.cache,
+    loop: core.loop,
+    logger: core.logger,
+    instanceId: 'A',
+    leaseMs: LEASE_MS,
+    reminderMs: opts.reminderMs,
+  });
+  t.teardown(() => supervisor.stop());
+  return { core, supervisor };
+}
+
+/** A call row as a dead instance left it: running, its lease lapsed a second ago. */
+function lapsedCall(taskId: string, over: Partial<StoredCall> = {}): StoredCall {
+  const id = `tc_${randomUUID()}`;
+  return {
+    id,
+    taskId,
+    turn: 0,
+    position: 0,
+    toolName: 'look',
+    modelCallId: 'm-0',
+    args: {},
+    snapshot: { id, toolName: 'look', status: 'EXECUTING', input: {} },
+    phase: 'executing',
+    proposedAt: new Date(Date.now() - 5_000),
+    leaseOwner: 'dead',
+    leaseUntil: new Date(Date.now() - 1_000),
+    ...over,
+  };
+}
+
+/** A working task that instance `dead` started (its LiveTask is dropped: that process is gone) and whose task lease lapsed. */
+async function deadInstanceTask(core: Core): Promise<string> {
+  const task = await startTask(core, { text: 'look' });
+  await task.flush();
+  await core.store.leaseTasks([task.id], 'dead', new Date(Date.now() - 1_000));
+  return task.id;
+}
+
+t.test('a call whose lease lapsed is marked FAILED interrupted, and its task fails', async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const peer = core.store.connect(); // what the dead instance wrote went through its own connection
+  t.teardown(() => peer.close());
+  const taskId = await deadInstanceTask(core);
+  const call = lapsedCall(taskId);
+  await peer.saveCalls([call]);
+  const before = (await logOf(core.store, taskId)).length;
+
+  await supervisor.sweep();
+  await core.runs.drain();
+
+  const stored = await core.store.loadCall(call.id);
+  t.equal(stored?.phase, 'done');
+  t.equal(stored?.snapshot.status, 'FAILED');
+  t.match(stored?.snapshot.error, { type: 'interrupted', message: /lease of dead lapsed/ });
+  const log = await logOf(core.store, taskId, before);
+  t.same(shape(log), ['look:FAILED', 'failed!']);
+  t.equal(log.at(-1)!.text, 'Interrupted: the server stopped while look ran; the task cannot go on.');
+  t.equal(await storedState(core.store, taskId), 'failed');
+  t.same(
+    (await auditOf(core.store, taskId)).map((a) => [a.decision, a.toolCallId, a.detail]),
+    [['interrupted', call.id, { leaseOwner: 'dead' }]],
+  );
+  t.match(core.logger.warnings(), [{ obj: { taskId, calls: [call.id] }, msg: 'marked interrupted tool calls failed' }]);
+  t.same(await core.store.findInterrupted(new Date()), [], 'nothing is left to recover');
+
+  await supervisor.sweep();
+  t.equal((await logOf(core.store, taskId)).length, before + 2, 'a second sweep changes nothing');
+});
+
+t.test('a stale working task (lease lapsed, no call) fails', async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const taskId = await deadInstanceTask(core);
+  t.same(await core.store.findStaleTasks(new Date()), [taskId]);
+  await supervisor.sweep();
+  const log = await logOf(core.store, taskId);
+  t.same(shape(log).slice(-1), ['failed!']);
+  t.equal(log.at(-1)!.text, 'Interrupted: the server stopped while the model was answering; the task cannot go on.');
+  t.equal(await storedState(core.store, taskId), 'failed');
+});
+
+t.test("a live peer's running call and working task are left alone; its own leases are not renewed by A", async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const { tool: hang, started } = hangingTool('hang');
+  const peerStore = core.store.connect();
+  t.teardown(() => peerStore.close());
+  const peer = await makeCore(t, { store: peerStore, instanceId: 'peer', leaseMs: 30_000, extraTools: [hang] });
+  const task: LiveTask = await startTask(peer, { text: 'hang on' });
+  peer.loop.startTurn(task, [{ text: 'hang on' }]);
+  await started;
+  await task.flush();
+  t.teardown(async () => {
+    cancelTask(task, undefined); // the peer's own cancel lets its tool return
+    await settled(peer, task);
+  });
+  const [running] = await core.store.loadTurn(task.id);
+  t.match(running, { phase: 'executing', leaseOwner: 'peer' });
+  const before = (await logOf(core.store, task.id)).length;
+  const auditBefore = await auditOf(core.store, task.id);
+
+  await supervisor.sweep();
+  await supervisor.sweep();
+
+  const after = await core.store.loadCall(running.id);
+  t.equal(after?.phase, 'executing', 'still running');
+  t.equal(after?.leaseOwner, 'peer');
+  t.same(after?.leaseUntil, running.leaseUntil, 'A does not renew a lease it does not hold');
+  t.equal(await storedState(core.store, task.id), 'working');
+  t.equal((await logOf(core.store, task.id)).length, before, 'nothing was published for it');
+  t.same(await auditOf(core.store, task.id), auditBefore, 'nothing audited by A');
+  t.equal(core.cache.size, 0, 'A did not even load it');
+});
+
+t.test('A renews the leases of what it runs, so its own work never looks interrupted', async (t) => {
+  const { tool: hang, started } = hangingTool('hang');
+  const { core, supervisor } = await instanceA(t, { extraTools: [hang] });
+  const task = await startTask(core, { text: 'hang on', viaCache: true });
+  core.loop.startTurn(task, [{ text: 'hang on' }]);
+  await started;
+  await task.flush();
+  t.teardown(async () => {
+    cancelTask(task, undefined);
+    await settled(core, task);
+  });
+  const [running] = await core.store.loadTurn(task.id);
+  // Wait for the call's first lease to lapse in wall-clock time, as a stalled renewal would let it.
+  await until('the first lease to lapse', () => Date.now() > running.leaseUntil!.getTime());
+  t.same(
+    (await core.store.findInterrupted(new Date())).map((c) => c.id),
+    [running.id],
+    'unrenewed, it would look interrupted',
+  );
+  await supervisor.sweep();
+  const renewed = await core.store.loadCall(running.id);
+  t.equal(renewed?.phase, 'executing', 'not interrupted');
+  t.ok(renewed!.leaseUntil!.getTime() > Date.now(), 'the sweep renewed the lease first');
+  t.same(await core.store.findStaleTasks(new Date()), [], 'the busy task is leased too');
+});
+
+t.test('an unanswered call expires: CANCELLED approval_timeout, audited expired, and the turn goes on', async (t) => {
+  const { core, supervisor } = await instanceA(t, { approvalTimeoutMs: 0 });
+  const task = await startTask(core, { text: 'edit', viaCache: true });
+  await runTurn(core, task);
+  t.equal(core.cache.size, 0, 'the paused task left memory');
+  const [waiting] = await core.store.loadTurn(task.id);
+  await until('the call to be past its expiry', () => Date.now() > waiting.expiresAt!.getTime());
+  const before = (await logOf(core.store, task.id)).length;
+
+  await supervisor.sweep();
+  await core.runs.drain();
+  await until('the task to end', async () => (await storedState(core.store, task.id)) === 'completed');
+
+  const log = await logOf(core.store, task.id, before);
+  t.same(shape(log), ['edit:CANCELLED', 'text:Edited.', 'completed!']);
+  t.same(log[0].call.error, { message: 'Nobody answered within APPROVAL_TIMEOUT; the call was cancelled.', type: 'approval_timeout' });
+  t.same(
+    (await auditOf(core.store, task.id)).map((a) => [a.decision, a.optionId]),
+    [
+      ['proposed', undefined],
+      ['expired', 'cancel'],
+    ],
+  );
+  t.match(await core.store.loadCall(waiting.id), { phase: 'done', answer: 'cancel' });
+  t.same(core.toolRuns, [], 'the expired call did not run');
+  const history = (await core.store.loadContext(task.context.id))!.history;
+  t.match(history[2].parts[0].functionResponse?.response, { error: /Nobody answered within APPROVAL_TIMEOUT/ }, 'the model was told');
+});
+
+t.test('an expiry that lost to an answer does nothing', async (t) => {
+  const { core, supervisor } = await instanceA(t, { approvalTimeoutMs: 0 });
+  const task = await startTask(core, { text: 'edit', viaCache: true });
+  await runTurn(core, task);
+  const [waiting] = await core.store.loadTurn(task.id);
+  await until('the call to be past its expiry', () => Date.now() > waiting.expiresAt!.getTime());
+  const peer = core.store.connect();
+  t.teardown(() => peer.close());
+  const expired = await core.store.findExpired(new Date());
+  t.same(
+    expired.map((c) => c.id),
+    [waiting.id],
+  );
+  // An answer lands on another instance between the find and the claim: simulated by a store whose find is stale.
+  await peer.claimCalls(task.id, [{ id: waiting.id, answer: 'proceed_once' }], 'peer', new Date(Date.now() + 30_000));
+  const stale = new Proxy(core.store, {
+    get: (target, prop, receiver) => (prop === 'findExpired' ? async () => expired : Reflect.get(target, prop, receiver)),
+  });
+  const sup = new Supervisor({ store: stale, cache: core.cache, loop: core.loop, logger: core.logger, instanceId: 'A', leaseMs: LEASE_MS });
+  const before = (await logOf(core.store, task.id)).length;
+  await sup.sweep();
+  await supervisor.sweep(); // the real find no longer lists it
+  t.equal((await logOf(core.store, task.id)).length, before, 'nothing published');
+  t.match(await core.store.loadCall(waiting.id), { phase: 'ready', answer: 'proceed_once', leaseOwner: 'peer' }, 'the answer stands');
+});
+
+t.test('reminders: once per call, shortly before it expires; the task keeps waiting', async (t) => {
+  const { core, supervisor } = await instanceA(t, { approvalTimeoutMs: 60_000, reminderMs: 120_000 });
+  const task = await startTask(core, { text: 'two edits', viaCache: true });
+  await runTurn(core, task);
+  const calls = await core.store.loadTurn(task.id);
+  const before = (await logOf(core.store, task.id)).length;
+
+  await supervisor.sweep();
+  const log = await logOf(core.store, task.id, before);
+  t.same(shape(log), ['input-required!'], 'one reminder for both calls of the task');
+  t.match(
+    log[0].text,
+    new RegExp(
+      `^Reminder: edit \\(${calls[0].id}\\), edit \\(${calls[1].id}\\) will be cancelled in about (59|60) s \\(at .+Z\\) unless answered\\. Waiting for approval of 2 tool calls`,
+    ),
+  );
+  await supervisor.sweep();
+  t.equal((await logOf(core.store, task.id)).length, before + 1, 'no second reminder for the same calls');
+  t.equal(await storedState(core.store, task.id), 'input-required');
+  t.same(
+    (await core.store.loadTurn(task.id)).map((c) => c.phase),
+    ['awaiting', 'awaiting'],
+  );
+  const peerStore = core.store.connect();
+  t.teardown(() => peerStore.close());
+  t.same(await peerStore.claimReminders(new Date(Date.now() + 120_000), new Date()), [], 'another instance does not remind again either');
+});
+
+t.test('a sweep whose store rejects is logged; the next sweep works; nothing rejects anywhere', async (t) => {
+  const rejections = watchRejections(t);
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { core, supervisor } = await instanceA(t, { store: inner, loopStore: faulty.store });
+  const taskId = await deadInstanceTask(core);
+  const call = lapsedCall(taskId);
+  await inner.saveCalls([call]);
+
+  faulty.failAt(1, 'renewLeases');
+  await t.resolves(supervisor.sweep(), 'a failed sweep resolves');
+  const logged = core.logger.errors().find((e) => e.msg === 'supervisor sweep failed');
+  t.ok(logged, 'the failure is logged');
+  t.ok(logged?.obj.err instanceof DatabaseBlip);
+  t.equal((await inner.loadCall(call.id))?.phase, 'executing', 'nothing was done in the failed pass');
+
+  faulty.failAt(1, 'findInterrupted');
+  await supervisor.sweep();
+  t.equal(core.logger.errors().filter((e) => e.msg === 'supervisor sweep failed').length, 2);
+
+  await supervisor.sweep();
+  t.equal((await inner.loadCall(call.id))?.phase, 'done', 'the next sweep marked the call');
+  t.equal(await storedState(inner, taskId), 'failed');
+  t.same(rejections, [], 'no unhandled rejection');
+});
+
+t.test("a failure inside one task's action fails that task, and the sweep goes on to the next", async (t) => {
+  const rejections = watchRejections(t);
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { core, supervisor } = await instanceA(t, { store: inner, loopStore: faulty.store, approvalTimeoutMs: 0 });
+  const tasks: LiveTask[] = [];
+  for (let i = 0; i < 2; i++) {
+    const task = await startTask(core, { text: 'edit', viaCache: true });
+    await runTurn(core, task);
+    tasks.push(task);
+  }
+  const expiries = (await inner.findExpired(new Date(Date.now() + 1))).map((c) => c.taskId);
+  await until('both calls to be past their expiry', async () => (await inner.findExpired(new Date())).length === 2);
+  const [early, late] = expiries as [string, string]; // the sweep handles tasks in this order
+  faulty.failAt(1, 'loadTurn'); // the first expiry's settle cannot read the turn
+
+  await t.resolves(supervisor.sweep());
+  await core.runs.drain();
+  await until('the second task to complete', async () => (await storedState(inner, late)) === 'completed');
+
+  const failed = (await logOf(inner, early)).at(-1)!;
+  t.equal(failed.state, 'failed', 'the first task fails');
+  t.match(failed.text, /^Internal error while expiring unanswered calls \(reference [0-9a-f]{8} in the server log\)/);
+  t.same(
+    shape(await logOf(inner, late)).slice(-3),
+    ['edit:CANCELLED', 'text:Edited.', 'completed!'],
+    'the second task was expired and went on',
+  );
+  t.ok(core.logger.errors().some((e) => e.msg === 'expiring unanswered calls failed; the task fails' && e.obj.taskId === early));
+  t.same(rejections, []);
+});
+
+t.test('start sweeps at once (boot recovery); stop waits for a running sweep', async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const taskId = await deadInstanceTask(core);
+  await supervisor.start();
+  t.equal(await storedState(core.store, taskId), 'failed', 'recovered at boot');
+  await supervisor.stop();
+  await supervisor.stop();
+  t.pass('stop is idempotent');
+});
