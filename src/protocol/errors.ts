@@ -55,6 +55,8 @@ export const taskNotFound = (taskId: string) => new TaskNotFoundError(`Task ${ta
 export const notCancelable = (message: string) => new TaskNotCancelableError(message);
 export const pushUnsupported = () => new PushNotificationNotSupportedError('Push notifications are not enabled on this server');
 export const unsupported = (message: string) => new UnsupportedOperationError(message);
+/** True for an error built by `unsupported` (-32004: the task or its conversation cannot take this now). */
+export const isUnsupported = (err: unknown): err is UnsupportedOperationError => err instanceof UnsupportedOperationError;
 export const extendedCardUnsupported = () => new ExtendedAgentCardNotConfiguredError('No extended agent card is configured');
 
 /** A2A has no "forbidden" error: a transport error carrying {@link RPC_ERROR_CODE.FORBIDDEN}. */

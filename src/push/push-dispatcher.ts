@@ -13,6 +13,7 @@
  * when the config brings its own Authorization). The URL is checked against the SSRF guard
  * before every attempt and the connection goes to the address that was checked.
  */
+import { Background } from '../lib/background.js';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -76,7 +77,8 @@ export class PushDispatcher {
   private stopped = false;
   private readonly v1 = new V1PushNotificationSerializer();
   private readonly v03 = new V03PushNotificationSerializer();
-  private readonly inFlight = new Set<Promise<void>>();
+  /** The outbox pass in progress: its error is logged, and stop() waits for it. */
+  private readonly background: Background;
   /**
    * False once a pass found no config at all: event kicks are then ignored (no query per
    * committed event while nobody uses push) until a config is saved here or the poll finds
@@ -84,7 +86,9 @@ export class PushDispatcher {
    */
   private anyConfigs = true;
 
-  constructor(private readonly opts: PushDispatcherOptions) {}
+  constructor(private readonly opts: PushDispatcherOptions) {
+    this.background = new Background((err) => opts.logger.warn({ err: (err as Error).message }, 'push outbox pass failed'));
+  }
 
   start(): void {
     this.timer = setInterval(() => this.kick(true), this.opts.pollMs ?? 1000);
@@ -101,7 +105,7 @@ export class PushDispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    await Promise.allSettled([...this.inFlight]);
+    await this.background.drain();
   }
 
   /** Looks for due deliveries now (called when events are committed; `poll` = the periodic look). */
@@ -112,17 +116,17 @@ export class PushDispatcher {
       return;
     }
     this.running = true;
-    const run = this.pass()
-      .catch((err) => this.opts.logger.warn({ err: (err as Error).message }, 'push outbox pass failed'))
-      .finally(() => {
+    this.background.run('push outbox pass', async () => {
+      try {
+        await this.pass();
+      } finally {
         this.running = false;
-        this.inFlight.delete(run);
         if (this.again) {
           this.again = false;
           this.kick();
         }
-      });
-    this.inFlight.add(run);
+      }
+    });
   }
 
   private async pass(): Promise<void> {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { rpc } from '../support/sse.js';
 import type { SseEvent } from '../support/sse.js';
 import { confirmMessage, dataOf, devtool, sharedStore, startServer, textOf, URI, userMessage } from '../support/server.js';
+import { watchSweeps } from '../support/sweeps.js';
 
 const results = (events: SseEvent[] | undefined) => (events ?? []).map((e) => e.data.result);
 const idsOf = (events: SseEvent[] | undefined) => (events ?? []).map((e) => (e.id === undefined ? null : Number(e.id)));
@@ -29,9 +30,15 @@ async function pollState(url: string, id: string, want: string, timeoutMs = 10_0
   return { task, seen };
 }
 
+const APPROVAL_TIMEOUT_MS = 1000;
+
 t.test('APPROVAL_TIMEOUT=1s', async (t) => {
-  const srv = await startServer(t, { env: { APPROVAL_TIMEOUT: '1s' }, app: { sweepMs: 100 } });
   const store = await sharedStore();
+  // The server's own connection, wrapped so the test can see when its supervisor sweeps.
+  const connection = store.connect();
+  t.teardown(() => connection.close()); // teardowns run last-in first-out: after the server closed
+  const sweeps = watchSweeps(connection);
+  const srv = await startServer(t, { env: { APPROVAL_TIMEOUT: '1s' }, app: { sweepMs: 100, store: sweeps.store } });
   const meta = { metadata: { [URI]: { workspace_path: srv.workspace } } };
 
   await t.test('an unanswered call is cancelled approval_timeout; the model is told; the task completes', async (t) => {
@@ -120,7 +127,12 @@ t.test('APPROVAL_TIMEOUT=1s', async (t) => {
       ['EXECUTING', 'SUCCEEDED', 'working', 'working', 'completed'],
     );
     t.equal(readFileSync(path.join(ws, 'hello.txt'), 'utf8'), 'hello world\n');
-    await sleep(1500); // past the call's expiry, many sweeps later
+    // Past the call's expiry: wait until two supervisor passes that began after its deadline
+    // (each looks for expired calls and due reminders) have ended.
+    const stored = await store.loadCall(card.tool_call_id);
+    if (!stored) throw new Error(`call ${card.tool_call_id} is not in the store`);
+    const deadline = (stored.expiresAt ?? new Date(stored.proposedAt.getTime() + APPROVAL_TIMEOUT_MS)).getTime();
+    await sweeps.passesAfter(deadline, 2);
     const replay = await rpc(srv.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '9' } });
     t.same(idsOf(replay.events), [null], 'nothing was appended after completed');
     t.same(

@@ -7,6 +7,7 @@ import t from 'tap';
 import http from 'node:http';
 import { parseSse, rpc } from '../support/sse.js';
 import type { SseEvent } from '../support/sse.js';
+import { until } from '../support/core.js';
 import { confirmMessage, dataOf, devtool, startServer, URI, userMessage } from '../support/server.js';
 
 let nextId = 1000;
@@ -96,7 +97,10 @@ t.test('a client that drops right after input-required confirms on a new connect
   const card = dataOf(ev[2]);
   t.equal(card.status, 'PENDING');
 
-  await sleep(100); // let the server see the hang-up
+  // The server saw the hang-up: the dropped connection was this server's only one, and it is closed on its side.
+  const connections = () =>
+    new Promise<number>((resolve, reject) => srv.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  await until('the server to close the dropped connection', async () => (await connections()) === 0);
   const got = (await rpc(srv.url, 'tasks/get', { id: task.id })).json.result;
   t.equal(got.status.state, 'input-required', 'the task still waits after the hang-up');
 

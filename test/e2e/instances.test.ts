@@ -7,6 +7,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
+import { until } from '../support/core.js';
 import { freshDatabase, openStream, PG_SKIP, pgOnly, spawnServer } from '../support/process.js';
 import type { LiveStream, ServerProcess } from '../support/process.js';
 import { rpc } from '../support/sse.js';
@@ -151,7 +152,13 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
     t.equal(rest.at(-1)?.final, true);
     for (let i = 0; i < 100 && sleeping().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
     t.same(sleeping(), [], 'A killed the command (its process group is gone)');
-    await new Promise((r) => setTimeout(r, 500));
+    // A late result of the killed command would be published once A's shell tool returns, i.e.
+    // once A has reaped its child (no zombie left): wait for that.
+    await until(`A (pid ${a.pid}) to reap the killed command`, () => unreapedChildren(a.pid, workspace).length === 0);
+    // Nothing of A's aborted run can be observed after that (it writes nothing when all is
+    // well), so the rest of the negative check needs wall-clock time: one sweep interval of A
+    // (the supervisor's default, a third of LEASE_MS), ample for a late result to be committed.
+    await new Promise((r) => setTimeout(r, Math.max(250, Math.floor(Number(env.LEASE_MS) / 3))));
     const log = await rpc(a.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '0' } });
     const events = results(log.events).slice(1);
     t.equal(events.at(-1)?.status?.state, 'canceled', 'nothing was logged after canceled');
@@ -170,6 +177,26 @@ function sleepPids(workspace: string): number[] {
     try {
       const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim();
       if (cmd === 'sleep 30' && readlinkSync(`/proc/${entry}/cwd`) === workspace) pids.push(Number(entry));
+    } catch {
+      /* the process ended meanwhile */
+    }
+  }
+  return pids;
+}
+
+/**
+ * Children of `parent` it has not reaped yet: zombies, and live ones working in `workspace`
+ * (a zombie has no working directory left to match).
+ */
+function unreapedChildren(parent: number, workspace: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) !== parent) continue;
+      if (state === 'Z' || readlinkSync(`/proc/${entry}/cwd`) === workspace) pids.push(Number(entry));
     } catch {
       /* the process ended meanwhile */
     }

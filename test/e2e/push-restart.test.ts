@@ -8,6 +8,8 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { backoffDelay } from '../../src/push/retry-policy.js';
+import { until } from '../support/core.js';
 import { freshDatabase, PG_SKIP, pgOnly, spawnServer } from '../support/process.js';
 import type { FreshDatabase, ServerProcess } from '../support/process.js';
 import { rpc } from '../support/sse.js';
@@ -74,12 +76,32 @@ async function runWhileReceiverFails(t: Test, hook: WebhookReceiver, path: strin
 async function killWhileRetryWaits(
   t: Test,
   hook: WebhookReceiver,
+  path: string,
   server: ServerProcess,
   taskId: string,
   pg?: FreshDatabase,
 ): Promise<void> {
   await hook.stop();
-  await sleep(100); // the failure is recorded and the lease released well before the next retry (≥ 200 ms)
+  const failures = hook.to(path).filter((d) => d.eventId === '5');
+  if (pg) {
+    // The last failure is recorded and the lease released (the next retry is hundreds of ms away).
+    await until('the failed attempts recorded and the push lease released', async () => {
+      const [row] = await pg.sql`select attempts, lease_owner from push_configs where task_id = ${taskId}`;
+      return row !== undefined && Number(row.attempts) >= failures.length && row.lease_owner === null;
+    });
+  } else {
+    // PGlite: the store belongs to the child process and the test cannot read it, so the
+    // moment is derived from the retry policy: the dispatcher records the failure (one row
+    // write) as soon as it reads the answer, and cannot retry sooner than the shortest backoff
+    // after it. Kill halfway through that window, counted from the last answer.
+    const shortest = backoffDelay(failures.length, {
+      baseMs: Number(PUSH_ENV.PUSH_RETRY_BASE_MS),
+      maxMs: Number(PUSH_ENV.PUSH_RETRY_MAX_MS),
+      random: () => 0,
+    });
+    const answeredAt = failures.at(-1)?.answeredAt ?? Date.now();
+    await sleep(Math.max(0, answeredAt + shortest / 2 - Date.now()));
+  }
   t.match(await server.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the server died by SIGKILL');
   if (pg) {
     const [row] = await pg.sql`select delivered_seq, lease_owner from push_configs where task_id = ${taskId}`;
@@ -140,7 +162,7 @@ async function pushAcrossRestart(t: Test, storeEnv: Record<string, string>, pg?:
   const kids = await kidsOf(first.url);
 
   const { task, done } = await runWhileReceiverFails(t, hook, path, first.url);
-  await killWhileRetryWaits(t, hook, first, task.id, pg);
+  await killWhileRetryWaits(t, hook, path, first, task.id, pg);
   const second = await spawn();
   t.not(second.pid, first.pid, 'a new process on the same store');
   t.same(await kidsOf(second.url), kids, 'the same signing key is published after the restart');

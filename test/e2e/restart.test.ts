@@ -17,6 +17,7 @@ import { freshDatabase, openStream, PG_SKIP, pgOnly, spawnServer } from '../supp
 import type { FreshDatabase, ServerProcess } from '../support/process.js';
 import { rpc } from '../support/sse.js';
 import type { SseEvent } from '../support/sse.js';
+import { until } from '../support/core.js';
 import { confirmMessage, dataOf, devtool, tempDir, textOf, URI, userMessage } from '../support/server.js';
 
 /** A subtest's `t`. */
@@ -52,6 +53,9 @@ const SCRIPT: ModelScript = {
 };
 
 const LEASE = { LEASE_MS: '1500' };
+const LEASE_MS = Number(LEASE.LEASE_MS);
+/** How often the processes sweep: the supervisor's default, a third of the lease (at least 250 ms); main.ts sets no other. */
+const SWEEP_MS = Math.max(250, Math.floor(LEASE_MS / 3));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const results = (events: SseEvent[] | undefined) => (events ?? []).map((e) => e.data.result);
 const idsOf = (events: SseEvent[] | undefined) => (events ?? []).map((e) => (e.id === undefined ? null : Number(e.id)));
@@ -89,6 +93,49 @@ const proceed = (task: any, card: any) =>
   confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' });
 
 type Paused = Awaited<ReturnType<typeof pauseOn>>;
+
+/**
+ * PostgreSQL: the supervisor passes of `srv`, made visible. A call of its own runs there
+ * until released (`shell long`, in a workspace of its own); every pass begins by renewing
+ * the leases of its running calls to (pass start + LEASE_MS), so each new lease_until of that
+ * call marks the start of a pass, and the start of the next pass proves the previous one has
+ * ended (passes never overlap).
+ */
+async function sweepProbe(srv: ServerProcess, pg: FreshDatabase) {
+  const workspace = tempDir();
+  const { task, card } = await pauseOn(srv, workspace, 'shell long (sweep probe)');
+  if (card?.tool_name !== 'run_shell_command') throw new Error(`sweep probe: no shell call to approve (${JSON.stringify(card)})`);
+  const stream = await openStream(srv.url, 'message/stream', { message: proceed(task, card) });
+  if (!(await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'))) throw new Error('sweep probe: its call did not start');
+  const leaseUntil = async (): Promise<number | undefined> => {
+    const [row] = await pg.sql`select lease_until from tool_calls where id = ${card.tool_call_id}`;
+    return row?.lease_until ? new Date(row.lease_until).getTime() : undefined;
+  };
+  // The lease it has now may be the claim's, not a pass's: only later renewals count.
+  const initial = await leaseUntil();
+  const starts = new Set<number>();
+  return {
+    /** Waits until `n` passes of the process that began after `after` (ms since the epoch) have ended. Bounded. */
+    async passesAfter(after: number, n = 1): Promise<void> {
+      const bound = Math.max(0, after - Date.now()) + (n + 2) * SWEEP_MS + 5_000;
+      await until(
+        `${n} supervisor pass(es) of ${srv.url} begun after ${new Date(after).toISOString()} to end`,
+        async () => {
+          const at = await leaseUntil();
+          if (at !== undefined && at !== initial) starts.add(at - LEASE_MS);
+          return [...starts].filter((s) => s > after).length > n;
+        },
+        bound,
+      );
+    },
+    /** Lets the probe's command finish; resolves once its task completed. */
+    async release(): Promise<void> {
+      writeFileSync(path.join(workspace, 'release.flag'), '');
+      const state = results(await stream.rest(20_000)).at(-1)?.status?.state;
+      if (state !== 'completed') throw new Error(`sweep probe: its task ended ${state}, not completed`);
+    },
+  };
+}
 
 /** One store's processes: the one running now, how to start another, and the workspace they share. */
 interface Run {
@@ -160,6 +207,7 @@ async function confirmAfterRestart(t: Test, { current, workspace }: Run, { task,
 /** The call EXECUTING at the kill: once its lease lapsed it is FAILED `interrupted`, once, and its task failed. */
 async function interruptedAfterRestart(t: Test, { current, pg }: Run, { task, card }: Paused): Promise<void> {
   const { task: failed, seen } = await pollState(current.url, task.id, 'failed');
+  const seenFailedAt = Date.now();
   t.equal(failed?.status?.state, 'failed', `the task ends failed within the bounded wait (states seen: ${seen.join(' → ')})`);
   t.ok(
     seen.every((s) => s === 'working' || s === 'failed'),
@@ -191,7 +239,15 @@ async function interruptedAfterRestart(t: Test, { current, pg }: Run, { task, ca
   t.match(textOf(ev[2]), /^Interrupted: /, 'the failed event says why');
   t.match(devtool(ev[2])?.error, /Interrupted/);
 
-  await sleep(1000); // a few more sweeps
+  // A few more sweeps. PostgreSQL: two passes of this process that began after the task was
+  // seen failed have ended (observed through a probe). PGlite: the store belongs to the child
+  // process, so no pass can be observed from here: two sweep intervals of wall-clock time, in
+  // which at least one whole pass begins and ends (timers permitting).
+  if (pg) {
+    const probe = await sweepProbe(current, pg);
+    await probe.passesAfter(seenFailedAt, 2);
+    await probe.release();
+  } else await sleep(2 * SWEEP_MS);
   t.equal((await getTask(current.url, task.id))?.status?.state, 'failed', 'still failed after later sweeps');
   const again = await rpc(current.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': '7' } });
   t.same(idsOf(again.events), [null], 'nothing after 7: the call was marked once');
@@ -212,10 +268,17 @@ async function liveLeaseSurvivesBoot(t: Test, { current, spawn, workspace }: Run
   t.ok(await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'), 'EXECUTING on the first process');
 
   const second = await spawn();
-  await sleep(2500); // the second process sweeps every 500 ms: five passes, well past one lease (1500 ms)
+  // The call's lease as the second process came up: had the first process stopped renewing it,
+  // it would have lapsed then. Wait until a pass of the second process that began after that
+  // has ended: that pass looked for interrupted calls (lease lapsed) and must have left this one alone.
+  const [booted] = await pg.sql`select lease_until from tool_calls where id = ${card.tool_call_id}`;
+  if (!booted?.lease_until) throw new Error('the running call has no lease');
+  const probe = await sweepProbe(second, pg);
+  await probe.passesAfter(new Date(booted.lease_until).getTime(), 1);
   const [row] = await pg.sql`select phase, lease_owner, lease_until > now() as live from tool_calls where id = ${card.tool_call_id}`;
   t.same({ phase: row?.phase, live: row?.live }, { phase: 'executing', live: true }, 'still executing under a live (renewed) lease');
   t.equal((await getTask(second.url, task.id))?.status?.state, 'working', 'the second process sees it working');
+  await probe.release();
   writeFileSync(path.join(workspace, 'release.flag'), '');
 
   const events = await stream.rest(20_000);

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { INIT_PROMPT } from '../../src/agent/slash-commands.js';
+import { INIT_PROMPT } from '../../src/agent/requests/slash-commands.js';
 import { rpc } from '../support/sse.js';
 import type { PostResult } from '../support/sse.js';
 import { dataOf, devtool, startServer, tempDir, textOf, URI, userMessage } from '../support/server.js';

@@ -1,7 +1,8 @@
 /**
  * Schema and migrations cannot drift: drizzle-kit regenerates from src/store/schema.ts
- * into a temp dir, and the result must match what drizzle/ holds. The snapshot comparison
- * works for any number of migrations; the SQL text is compared while there is one.
+ * into a temp dir, and its snapshot must match the latest one drizzle/ holds. (A fresh
+ * generate writes one migration from nothing, so its SQL cannot be compared with a history
+ * of several; the snapshot comparison is what catches drift.)
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
@@ -48,11 +49,4 @@ t.test('drizzle/ matches a fresh drizzle-kit generate of the schema', async (t) 
     'the latest committed snapshot is the schema (else run: npx drizzle-kit generate --config scripts/drizzle.config.ts)',
   );
   for (const e of committed.entries) t.ok(readFileSync(path.join(COMMITTED, `${e.tag}.sql`), 'utf8').length > 0, `${e.tag}.sql exists`);
-  if (committed.entries.length === 1) {
-    t.equal(
-      readFileSync(path.join(out, `${fresh.entries[0].tag}.sql`), 'utf8'),
-      readFileSync(path.join(COMMITTED, `${committed.entries[0].tag}.sql`), 'utf8'),
-      'the committed SQL is exactly what drizzle-kit generates',
-    );
-  }
 });

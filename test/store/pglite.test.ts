@@ -1,6 +1,7 @@
 /**
- * The TaskStore contract on embedded PGlite (in memory: one database shared by every case,
- * because each `new PGlite()` costs seconds), plus persistence in a real data directory.
+ * The TaskStore and PushStore contracts on embedded PGlite (in memory: one database shared
+ * by every case, because each `new PGlite()` costs seconds), plus persistence in a real data
+ * directory.
  */
 import t from 'tap';
 import { existsSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { sql } from 'drizzle-orm';
 import { openDatabase, rowsOf } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { makeCall, seedTask, statusEvent } from './fixtures/builders.js';
+import { pushStoreContract } from './fixtures/push-contract.js';
 import { taskStoreContract } from './task-store-contract.js';
 
 const shared = await openDatabase({ dataDir: 'memory://' });
@@ -23,6 +25,13 @@ t.test('contract (in-memory PGlite)', async (t) => {
   );
   taskStoreContract(t, async () => {
     // Every store wraps the one PGlite; only the test's teardown really closes it.
+    const store = new PgTaskStore({ ...shared, close: async () => {} });
+    return { store, close: () => store.close() };
+  });
+});
+
+t.test('push contract (in-memory PGlite)', async (t) => {
+  pushStoreContract(t, async () => {
     const store = new PgTaskStore({ ...shared, close: async () => {} });
     return { store, close: () => store.close() };
   });

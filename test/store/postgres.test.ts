@@ -1,7 +1,7 @@
 /**
- * The TaskStore contract on a real PostgreSQL (TEST_DATABASE_URL), in a fresh schema
- * `t_<random>` dropped at teardown. Each makeStore() opens its own pool, so the two-store
- * cases (notifications, concurrent appends, claim races) cross real connections.
+ * The TaskStore and PushStore contracts on a real PostgreSQL (TEST_DATABASE_URL), in a fresh
+ * schema `t_<random>` dropped at teardown. Each makeStore() opens its own pool, so the
+ * two-store cases (notifications, concurrent appends, claim races) cross real connections.
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -9,6 +9,7 @@ import postgres from 'postgres';
 import { migrateDatabase, openDatabase } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { seedTask, statusEvent } from './fixtures/builders.js';
+import { pushStoreContract } from './fixtures/push-contract.js';
 import { taskStoreContract } from './task-store-contract.js';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -59,6 +60,13 @@ if (url === undefined || url === '') {
 
   t.test('contract (PostgreSQL)', async (t) => {
     taskStoreContract(t, async () => {
+      const store = new PgTaskStore(await openDatabase({ databaseUrl: url, schema }));
+      return { store, close: () => store.close() };
+    });
+  });
+
+  t.test('push contract (PostgreSQL)', async (t) => {
+    pushStoreContract(t, async () => {
       const store = new PgTaskStore(await openDatabase({ databaseUrl: url, schema }));
       return { store, close: () => store.close() };
     });

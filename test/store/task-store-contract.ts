@@ -5,31 +5,34 @@
  * Ids are random, so the cases share the database without seeing each other's rows.
  */
 import { fileURLToPath } from 'node:url';
-import type t from 'tap';
 import type { Task } from '@a2a-js/sdk';
-import type { TaskStore } from '../../src/agent/task-store.js';
 import { callContract } from './fixtures/call-contract.js';
 import { commitContract } from './fixtures/commit-contract.js';
+import { copyContract } from './fixtures/copy-contract.js';
+import { detailContract } from './fixtures/detail-contract.js';
 import { artifactEvent, eventually, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
+import { open, type MakeStore, type Test } from './fixtures/open.js';
 
 // `npx tap test/store/` runs every file of the folder, this library too: rather than a
 // "no tests found" skip, it says where the contract actually runs.
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { default: tap } = await import('tap');
-  tap.pass('a library: pglite.test.ts and postgres.test.ts run this contract');
-}
-
-export type Test = Parameters<Parameters<typeof t.test>[0]>[0];
-export type MakeStore = () => Promise<{ store: TaskStore; close(): Promise<void> }>;
-
-/** Opens a store closed at the end of the subtest. */
-export async function open(t: Test, makeStore: MakeStore): Promise<TaskStore> {
-  const { store, close } = await makeStore();
-  t.teardown(close);
-  return store;
+  tap.pass('a library: memory.test.ts, pglite.test.ts and postgres.test.ts run this contract');
 }
 
 export function taskStoreContract(t: Test, makeStore: MakeStore): void {
+  contextCases(t, makeStore);
+  eventCases(t, makeStore);
+  subscribeAndListCases(t, makeStore);
+  auditAndCloseCases(t, makeStore);
+  callContract(t, makeStore);
+  commitContract(t, makeStore);
+  copyContract(t, makeStore);
+  detailContract(t, makeStore);
+}
+
+/** Unknown ids, contexts and their history. */
+function contextCases(t: Test, makeStore: MakeStore): void {
   t.test('unknown ids: undefined or empty, never a throw', async (t) => {
     const s = await open(t, makeStore);
     t.equal(await s.loadTask(uid('nope')), undefined);
@@ -94,7 +97,10 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     t.equal(texts.length, 20);
     for (let k = 0; k < 20; k += 2) t.equal(texts[k + 1], texts[k].replace('.0', '.1'), 'each batch stays together, in order');
   });
+}
 
+/** Tasks, and the events that move them. */
+function eventCases(t: Test, makeStore: MakeStore): void {
   t.test('tasks: create, load with principal, JSON round trip keeps DataPart, metadata, $case', async (t) => {
     const s = await open(t, makeStore);
     const task = await seedTask(s, 'TASK_STATE_SUBMITTED', 'alice');
@@ -169,7 +175,10 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     const lastN = (log[19].response.payload?.value as { metadata?: { n?: number } }).metadata?.n;
     t.equal(stored?.task.metadata?.n, lastN, 'the stored snapshot is the one written with the last event');
   });
+}
 
+/** Notifications of appends, and listing tasks. */
+function subscribeAndListCases(t: Test, makeStore: MakeStore): void {
   t.test('subscribe: notified of every append, from this store and from another', async (t) => {
     const [a, b] = [await open(t, makeStore), await open(t, makeStore)];
     const task = await seedTask(a);
@@ -233,7 +242,10 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
     t.same(pages.sort(), made.map((x) => x.id).sort(), 'pages cover every task once');
     t.ok((await s.listTasks({ limit: 1, offset: 0 })).total >= 6, 'no filter lists every context');
   });
+}
 
+/** The audit log, and closing a store. */
+function auditAndCloseCases(t: Test, makeStore: MakeStore): void {
   t.test('audit: append-only records, listed by task and by context in order', async (t) => {
     const s = await open(t, makeStore);
     const [ctx1, ctx2] = [uid('ctx'), uid('ctx')];
@@ -284,12 +296,10 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
   });
 
   t.test('close is idempotent', async (t) => {
-    const { store, close } = await makeStore();
+    const opened = await makeStore();
+    const { store } = opened;
     await store.close();
     await t.resolves(store.close(), 'a second close resolves');
-    await close();
+    await opened.close();
   });
-
-  callContract(t, makeStore);
-  commitContract(t, makeStore);
 }

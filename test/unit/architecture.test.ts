@@ -63,8 +63,14 @@ const rules: Array<[string, (s: Source) => string[]]> = [
     (s) => (s.area === 'transport' ? internalAreas(s).filter((a) => ['agent', 'store'].includes(a)) : []),
   ],
   ['auth/ is a leaf', (s) => (s.area === 'auth' ? internalAreas(s).filter((a) => a !== 'auth') : [])],
-  ['push/ imports only protocol/', (s) => (s.area === 'push' ? internalAreas(s).filter((a) => !['push', 'protocol'].includes(a)) : [])],
-  ['mcp/ imports only tools/', (s) => (s.area === 'mcp' ? internalAreas(s).filter((a) => !['mcp', 'tools'].includes(a)) : [])],
+  [
+    'push/ imports only protocol/ (and the lib/ leaves)',
+    (s) => (s.area === 'push' ? internalAreas(s).filter((a) => !['push', 'protocol', 'lib'].includes(a)) : []),
+  ],
+  [
+    'mcp/ imports only tools/ (and the lib/ leaves)',
+    (s) => (s.area === 'mcp' ? internalAreas(s).filter((a) => !['mcp', 'tools', 'lib'].includes(a)) : []),
+  ],
   [
     'only mcp/ imports the MCP SDK client',
     (s) => (s.area !== 'mcp' ? s.imports.filter((i) => i.startsWith('@modelcontextprotocol/sdk')) : []),
@@ -75,6 +81,15 @@ const rules: Array<[string, (s: Source) => string[]]> = [
       s.area === 'agent'
         ? [...s.text.matchAll(/^\s*import\s+(?!type\b)[^'"]*from\s+['"](\.\.\/(?:push|mcp)\/[^'"]+)['"]/gm)].map((m) => m[1])
         : [],
+  ],
+  ['lib/ is a leaf', (s) => (s.area === 'lib' ? internalAreas(s).filter((a) => a !== 'lib') : [])],
+  [
+    'agent/policy/ decides from settings alone: it imports neither the runtime nor request handling',
+    (s) => (s.rel.startsWith('agent/policy/') ? s.imports.filter((i) => /^agent\/(runtime|requests)\//.test(i)) : []),
+  ],
+  [
+    'agent/runtime/ runs tasks and never reaches into request handling',
+    (s) => (s.rel.startsWith('agent/runtime/') ? s.imports.filter((i) => i.startsWith('agent/requests/')) : []),
   ],
   ['only main.ts calls listen()', (s) => (s.rel !== 'main.ts' && /\.listen\(\{/.test(s.text) ? ['listen()'] : [])],
 ];

@@ -69,15 +69,26 @@ function fixLegacyFinal(envelope: Envelope): Envelope {
   return envelope;
 }
 
+/** The SDK's name of a method in the other version; undefined when it has none (v1.0 ListTasks has no v0.3 name). */
+function otherName(map: () => string): string | undefined {
+  try {
+    return map();
+  } catch {
+    return undefined;
+  }
+}
+
 /** METHOD_NOT_FOUND's message for a method the chosen version does not have, with a hint when the other one does. */
 function unknownMethod(method: string, version: WireVersion): string | undefined {
   if (method === '') return undefined; // the SDK answers INVALID_REQUEST for a missing method
   if (version === '0.3' ? isLegacyJsonRpcMethod(method) : isV1JsonRpcMethod(method)) return undefined;
   if (version === '0.3' && isV1JsonRpcMethod(method)) {
-    return `Method not found: ${method} is an A2A v1.0 method; send the header A2A-Version: 1.0 (or use ${v1MethodToLegacyJsonRpc(method)})`;
+    const legacy = otherName(() => v1MethodToLegacyJsonRpc(method));
+    return `Method not found: ${method} is an A2A v1.0 method; send the header A2A-Version: 1.0${legacy ? ` (or use ${legacy})` : ''}`;
   }
   if (version === '1.0' && isLegacyJsonRpcMethod(method)) {
-    return `Method not found: ${method} is an A2A v0.3 method; under A2A-Version: 1.0 use ${legacyJsonRpcToV1Method(method)}`;
+    const v1 = otherName(() => legacyJsonRpcToV1Method(method));
+    return `Method not found: ${method} is an A2A v0.3 method${v1 ? `; under A2A-Version: 1.0 use ${v1}` : ''}`;
   }
   return `Method not found: ${method}`;
 }

@@ -2,11 +2,11 @@
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Access, OPEN_ACCESS } from '../../../src/agent/access.js';
-import { MAX_MEMORY_BYTES, MEMORY_SECTION, memoryInstruction, readMemory, withMemory } from '../../../src/agent/memory.js';
-import { checkSameWorkspace, mergeSettings, readSettings } from '../../../src/agent/settings.js';
-import { Toolbox } from '../../../src/agent/toolbox.js';
-import type { McpConnection, McpConnector, McpServerStatus } from '../../../src/agent/toolbox.js';
+import { Access, OPEN_ACCESS } from '../../../src/agent/policy/access.js';
+import { MAX_MEMORY_BYTES, MEMORY_SECTION, memoryInstruction, readMemory, withMemory } from '../../../src/agent/runtime/memory.js';
+import { checkSameWorkspace, mergeSettings, readSettings } from '../../../src/agent/policy/settings.js';
+import { Toolbox } from '../../../src/agent/runtime/toolbox.js';
+import type { McpConnection, McpConnector, McpServerStatus } from '../../../src/agent/runtime/toolbox.js';
 import { loadDevtoolSchema } from '../../../src/protocol/devtool-schema.js';
 import { DEVTOOL_EXTENSION_URI } from '../../../src/protocol/extension.js';
 import { createDefaultTools } from '../../../src/tools/index.js';

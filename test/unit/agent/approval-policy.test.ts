@@ -8,8 +8,8 @@ import {
   optionsFor,
   serverGrant,
   shellGrant,
-} from '../../../src/agent/approval-policy.js';
-import type { ApprovalScope } from '../../../src/agent/approval-policy.js';
+} from '../../../src/agent/policy/approval-policy.js';
+import type { ApprovalScope } from '../../../src/agent/policy/approval-policy.js';
 import type { ContextSettings } from '../../../src/agent/task-store.js';
 import { createDefaultTools, redirectsOutput } from '../../../src/tools/index.js';
 import type { AnyTool } from '../../../src/tools/tool.js';

@@ -1,6 +1,6 @@
 /** EventHub: a follower re-reads the log when a notification never comes (LISTEN reconnects lose them). */
 import t from 'tap';
-import { EventHub } from '../../../src/agent/event-hub.js';
+import { EventHub } from '../../../src/agent/runtime/event-hub.js';
 import type { StoredEvent, TaskStore } from '../../../src/agent/task-store.js';
 
 t.test('a lost notification does not stall a follower', async (t) => {

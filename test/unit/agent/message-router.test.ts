@@ -11,8 +11,8 @@ import { ScriptedModelClient } from '../../../src/agent/model/scripted-model-cli
 import { TEST_SCRIPT } from '../../fixtures/test-script.js';
 import { randomUUID } from 'node:crypto';
 import type { SendMessageRequest } from '@a2a-js/sdk';
-import { Access } from '../../../src/agent/access.js';
-import { MessageRouter } from '../../../src/agent/message-router.js';
+import { Access } from '../../../src/agent/policy/access.js';
+import { MessageRouter } from '../../../src/agent/requests/message-router.js';
 import { textPart, userMessage as v1Message } from '../../../src/protocol/a2a.js';
 import { HoldingModel, makeCore, until } from '../../support/core.js';
 import { buildServer, confirmMessage, dataOf, devtool, textOf, userMessage } from '../../support/server.js';
@@ -223,36 +223,30 @@ t.test('a text that is no answer re-prompts the paused task', async (t) => {
   );
 });
 
-t.test(
-  'two new tasks sent at once to one idle context: one runs, the other is refused -32004',
-  {
-    todo: 'MessageRouter.startTask checks checkContextFree and then creates the task, with awaits between and nothing in the store to make it atomic: both messages pass, two model turns run in one conversation and its history interleaves (user, user, model, model)',
-  },
-  async (t: Test) => {
-    const core = await makeCore(t);
-    const router = new MessageRouter({
-      schema: core.schema,
-      loop: core.loop,
-      encoder: core.encoder,
-      store: core.store,
-      cache: core.cache,
-      toolbox: core.toolbox,
-      access: new Access(),
-      defaultWorkspace: core.workspace,
-      instanceId: core.instanceId,
-      leaseMs: core.leaseMs,
-    });
-    const contextId = randomUUID();
-    const request = (text: string) =>
-      ({ message: { ...v1Message(contextId, [textPart(text)]), taskId: '' } }) as unknown as SendMessageRequest;
-    const outcomes = await Promise.allSettled([router.route(request('edit one')), router.route(request('edit two'))]);
-    await core.runs.drain();
-    t.same(outcomes.map((o) => o.status).sort(), ['fulfilled', 'rejected'], 'one of them is refused');
-    const history = (await core.store.loadContext(contextId))!.history;
-    t.same(
-      history.map((c) => c.role),
-      ['user', 'model'],
-      'one model turn in the conversation',
-    );
-  },
-);
+t.test('two new tasks sent at once to one idle context: one runs, the other is refused -32004', async (t: Test) => {
+  const core = await makeCore(t);
+  const router = new MessageRouter({
+    schema: core.schema,
+    loop: core.loop,
+    encoder: core.encoder,
+    store: core.store,
+    cache: core.cache,
+    toolbox: core.toolbox,
+    access: new Access(),
+    defaultWorkspace: core.workspace,
+    instanceId: core.instanceId,
+    leaseMs: core.leaseMs,
+  });
+  const contextId = randomUUID();
+  const request = (text: string) =>
+    ({ message: { ...v1Message(contextId, [textPart(text)]), taskId: '' } }) as unknown as SendMessageRequest;
+  const outcomes = await Promise.allSettled([router.route(request('edit one')), router.route(request('edit two'))]);
+  await core.runs.drain();
+  t.same(outcomes.map((o) => o.status).sort(), ['fulfilled', 'rejected'], 'one of them is refused');
+  const history = (await core.store.loadContext(contextId))!.history;
+  t.same(
+    history.map((c) => c.role),
+    ['user', 'model'],
+    'one model turn in the conversation',
+  );
+});

@@ -226,19 +226,13 @@ t.test('ListTasks (v1.0): pages of the most recent first, with a page token', as
   refused(t, await list({ pageToken: 'abc' }), -32602, /pageToken "abc" is not a page token from a previous ListTasks answer/);
 });
 
-t.test(
-  'ListTasks without A2A-Version: 1.0 is a JSON-RPC -32601 naming the header, like every other v1.0 method name',
-  {
-    todo: 'jsonrpc-route.ts unknownMethod() calls v1MethodToLegacyJsonRpc("ListTasks"), which throws (no v0.3 equivalent): the request answers HTTP 500 with a Fastify error body instead of a JSON-RPC envelope',
-  },
-  async (t: Test) => {
-    const res = await rpc(app, 'ListTasks', {});
-    t.equal(res.status, 200, `HTTP 200 (got ${res.status}: ${res.raw})`);
-    t.equal(res.json?.jsonrpc, '2.0', 'a JSON-RPC envelope');
-    t.equal(res.json?.error?.code, -32601);
-    t.match(res.json?.error?.message, /ListTasks is an A2A v1\.0 method; send the header A2A-Version: 1\.0/);
-  },
-);
+t.test('ListTasks without A2A-Version: 1.0 is a JSON-RPC -32601 naming the header, like every other v1.0 method name', async (t: Test) => {
+  const res = await rpc(app, 'ListTasks', {});
+  t.equal(res.status, 200, `HTTP 200 (got ${res.status}: ${res.raw})`);
+  t.equal(res.json?.jsonrpc, '2.0', 'a JSON-RPC envelope');
+  t.equal(res.json?.error?.code, -32601);
+  t.match(res.json?.error?.message, /ListTasks is an A2A v1\.0 method; send the header A2A-Version: 1\.0/);
+});
 
 t.test('push notification configs: CRUD and its refusals', async (t) => {
   const task = await newTask('hi push');

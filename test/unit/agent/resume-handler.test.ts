@@ -5,9 +5,9 @@
  */
 import t from 'tap';
 import type { Message } from '@a2a-js/sdk';
-import type { LiveTask, TurnCall } from '../../../src/agent/live-task.js';
-import { applyResume, carriesConfirmation, namedCallIds, planResume } from '../../../src/agent/resume-handler.js';
-import type { ClaimFn, ResumePlan } from '../../../src/agent/resume-handler.js';
+import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
+import { applyResume, carriesConfirmation, namedCallIds, planResume } from '../../../src/agent/requests/resume-handler.js';
+import type { ClaimFn, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
 import { answer, auditOf, logOf, makeCore, runTurn, settled, shape, startTask, storedState } from '../../support/core.js';
 import type { Core } from '../../support/core.js';
 
@@ -326,30 +326,24 @@ t.test("modify_with_editor: the edited content becomes the call's only once the 
   t.equal((await core.store.loadCall(call.snapshot.id))?.args?.content, 'EDITED');
 });
 
-t.test(
-  'a re-prompt on a stale copy must not reopen a call another process claimed',
-  {
-    todo: 'applyResume re-publishes waiting cards with saveCall, an unconditional upsert: a row another process claimed (ready) goes back to awaiting, so a second claim wins again and the call can run twice',
-  },
-  async (t: Test) => {
-    const core = await makeCore(t);
-    const { task, calls } = await paused(core, 'edit');
-    const id = calls[0].snapshot.id;
-    const peer = core.store.connect();
-    t.teardown(() => peer.close());
-    const lease = () => new Date(Date.now() + 30_000);
-    t.same(
-      await peer.claimCalls(task.id, [{ id, answer: 'proceed_once' }], 'peer', lease()),
-      { ok: true },
-      'another process claimed the call',
-    );
-    // This process still holds the task as it was before the claim, and gets a message that is no answer.
-    await resume(core, task, answer(task, 'hmm?'));
-    t.equal((await core.store.loadCall(id))?.phase, 'ready', 'the claimed row stays claimed');
-    t.same(
-      await core.store.claimCalls(task.id, [{ id, answer: 'proceed_once' }], core.instanceId, lease()),
-      { ok: false, notAwaiting: [id] },
-      'a second claim of the same call loses',
-    );
-  },
-);
+t.test('a re-prompt on a stale copy must not reopen a call another process claimed', async (t: Test) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const id = calls[0].snapshot.id;
+  const peer = core.store.connect();
+  t.teardown(() => peer.close());
+  const lease = () => new Date(Date.now() + 30_000);
+  t.same(
+    await peer.claimCalls(task.id, [{ id, answer: 'proceed_once' }], 'peer', lease()),
+    { ok: true },
+    'another process claimed the call',
+  );
+  // This process still holds the task as it was before the claim, and gets a message that is no answer.
+  await resume(core, task, answer(task, 'hmm?'));
+  t.equal((await core.store.loadCall(id))?.phase, 'ready', 'the claimed row stays claimed');
+  t.same(
+    await core.store.claimCalls(task.id, [{ id, answer: 'proceed_once' }], core.instanceId, lease()),
+    { ok: false, notAwaiting: [id] },
+    'a second claim of the same call loses',
+  );
+});

@@ -6,9 +6,9 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { cancelTask } from '../../../src/agent/call-lifecycle.js';
-import type { LiveTask } from '../../../src/agent/live-task.js';
-import { Supervisor } from '../../../src/agent/supervisor.js';
+import { cancelTask } from '../../../src/agent/runtime/call-lifecycle.js';
+import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
+import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
 import type { StoredCall } from '../../../src/agent/task-store.js';
 import { MemoryTaskStore } from '../../../src/store/memory-store.js';
 import {

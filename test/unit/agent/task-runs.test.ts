@@ -1,11 +1,11 @@
 /**
- * Detached work has an owner (lib/background.ts, agent/task-runs.ts): runs are tracked until
+ * Detached work has an owner (lib/background.ts, agent/runtime/task-runs.ts): runs are tracked until
  * they settle, an error goes to the owner's handler instead of becoming an unhandled
  * rejection, and an error in a task's run fails that task with a reference to the log.
  */
 import t from 'tap';
-import { proposeCall, requestApproval, showCall } from '../../../src/agent/call-lifecycle.js';
-import { TaskRuns } from '../../../src/agent/task-runs.js';
+import { proposeCall, requestApproval, showCall } from '../../../src/agent/runtime/call-lifecycle.js';
+import { TaskRuns } from '../../../src/agent/runtime/task-runs.js';
 import { Background } from '../../../src/lib/background.js';
 import { MemoryTaskStore } from '../../../src/store/memory-store.js';
 import { gate, logOf, makeCore, recordingLogger, shape, startTask, storedState, until, watchRejections } from '../../support/core.js';

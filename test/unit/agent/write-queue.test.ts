@@ -1,8 +1,8 @@
 /** Group commit: order, batching under load, and isolation of a bad write. */
 import t from 'tap';
 import type { TaskStore, WriteBatch } from '../../../src/agent/task-store.js';
-import { rejectedByDatabase, WriteQueue } from '../../../src/agent/write-queue.js';
-import type { WriteOp } from '../../../src/agent/write-queue.js';
+import { rejectedByDatabase, WriteQueue } from '../../../src/agent/runtime/write-queue.js';
+import type { WriteOp } from '../../../src/agent/runtime/write-queue.js';
 
 /** Records batches; gives seqs per task; can be told to fail on an audit entry. */
 function recordingStore(opts: { delayMs?: number; failOn?: string; dropOn?: string } = {}) {

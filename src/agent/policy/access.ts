@@ -8,8 +8,8 @@
  * - `audit/list` needs an admin role (admins read the record, not other principals' tasks).
  * Without authentication (local use) every check passes.
  */
-import type { Caller } from '../protocol/caller.js';
-import { forbidden } from '../protocol/errors.js';
+import type { Caller } from '../../protocol/caller.js';
+import { forbidden } from '../../protocol/errors.js';
 import type { RequestedSettings } from './settings.js';
 
 export interface AccessRules {

@@ -10,14 +10,14 @@
  * (before any await), so the same call can never run twice.
  */
 import type { Message } from '@a2a-js/sdk';
-import { messageData, messageText } from '../protocol/a2a.js';
-import type { DevtoolSchema } from '../protocol/devtool-schema.js';
-import { invalidParams } from '../protocol/errors.js';
-import { ConfirmationOptionId } from '../protocol/extension.js';
-import type { LiveTask, TurnCall } from './live-task.js';
-import { grantsFor, needsApproval } from './approval-policy.js';
-import { approveCall, declineCall, pausePrompt } from './call-lifecycle.js';
-import type { TurnLoop } from './turn-loop.js';
+import { messageData, messageText } from '../../protocol/a2a.js';
+import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
+import { invalidParams } from '../../protocol/errors.js';
+import { ConfirmationOptionId } from '../../protocol/extension.js';
+import type { LiveTask, TurnCall } from '../runtime/live-task.js';
+import { grantsFor, needsApproval } from '../policy/approval-policy.js';
+import { approveCall, declineCall, pausePrompt } from '../runtime/call-lifecycle.js';
+import type { TurnLoop } from '../runtime/turn-loop.js';
 
 export interface Decision {
   call: TurnCall;
@@ -177,7 +177,8 @@ export async function applyResume(
   if (plan.kind === 'reprompt') {
     task.addUserMessage(message);
     const waiting = task.awaiting();
-    for (const call of waiting) task.publishCall(call);
+    // The cards again, not the rows: another process may have claimed a call since this copy was loaded.
+    for (const call of waiting) task.publish({ type: 'tool-call', call: structuredClone(call.snapshot) });
     task.publish({ type: 'state', state: 'input-required', text: `${plan.reason} ${pausePrompt(waiting)}` });
     return;
   }

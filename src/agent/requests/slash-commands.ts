@@ -16,16 +16,16 @@ import type {
   ExecuteSlashCommandResponseJson,
   GetAllSlashCommandsResponseJson,
   SlashCommandJson,
-} from '../protocol/devtool-schema.js';
-import { invalidParams } from '../protocol/errors.js';
-import { DEVTOOL_EXTENSION_URI } from '../protocol/extension.js';
-import { textPart, userMessage } from '../protocol/a2a.js';
-import type { Caller } from '../protocol/caller.js';
-import { autoApproval, serverGrant } from './approval-policy.js';
-import type { ContextState, LiveTask } from './live-task.js';
-import { MEMORY_FILE, readMemory, withMemory } from './memory.js';
+} from '../../protocol/devtool-schema.js';
+import { invalidParams, isUnsupported } from '../../protocol/errors.js';
+import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
+import { textPart, userMessage } from '../../protocol/a2a.js';
+import type { Caller } from '../../protocol/caller.js';
+import { autoApproval, serverGrant } from '../policy/approval-policy.js';
+import type { ContextState, LiveTask } from '../runtime/live-task.js';
+import { MEMORY_FILE, readMemory, withMemory } from '../runtime/memory.js';
 import type { MessageRouter } from './message-router.js';
-import type { TurnLoop } from './turn-loop.js';
+import type { TurnLoop } from '../runtime/turn-loop.js';
 
 export interface SlashCommandsOptions {
   schema: DevtoolSchema;
@@ -151,22 +151,20 @@ export class SlashCommands {
     const requested = router.requestedSettings({ metadata }, at);
     const context = await router.openContext(contextId ?? randomUUID(), requested, caller);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
-    if (started.kind === 'model') {
-      try {
-        await router.checkContextFree(context.id);
-      } catch (err) {
-        return failed((err as Error).message);
-      }
-    }
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
     const message = userMessage(context.id, [textPart(text)]);
     const direct = started.kind !== 'model';
-    const task = await router.createTask(
-      context,
-      message,
-      direct ? { [DEVTOOL_EXTENSION_URI]: { slash_command: label } } : undefined,
-      caller,
-    );
+    const taskMetadata = direct ? { [DEVTOOL_EXTENSION_URI]: { slash_command: label } } : undefined;
+    let task: LiveTask;
+    try {
+      task = await router.exclusive(context.id, async () => {
+        if (!direct) await router.checkContextFree(context.id);
+        return router.createTask(context, message, taskMetadata, caller);
+      });
+    } catch (err) {
+      if (isUnsupported(err)) return failed(err.message); // the conversation is busy
+      throw err;
+    }
     const status = await this.run(task, started);
     return schema.executeSlashCommandResponse({ execution_id: task.id, status });
   }

@@ -8,13 +8,13 @@
  *   the turn go on; shortly before, re-publishes the pause as a reminder (once per call), so
  *   push receivers and resubscribers are told the calls are about to expire.
  */
-import { Background } from '../lib/background.js';
-import { ConfirmationOptionId } from '../protocol/extension.js';
+import { Background } from '../../lib/background.js';
+import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { declineCall, failTask, interruptCall, pausePrompt } from './call-lifecycle.js';
 import type { LiveTask } from './live-task.js';
-import type { AgentLogger } from './logger.js';
+import type { AgentLogger } from '../logger.js';
 import type { TaskCache } from './task-cache.js';
-import type { StoredCall, TaskStore } from './task-store.js';
+import type { StoredCall, TaskStore } from '../task-store.js';
 import type { TurnLoop } from './turn-loop.js';
 
 export interface SupervisorOptions {
@@ -87,7 +87,13 @@ export class Supervisor {
 
   /** Loads a task and runs `action` on it; an error in the action fails that task, and the sweep goes on. */
   private async onTask(taskId: string, what: string, action: (task: LiveTask) => Promise<void>): Promise<void> {
-    const task = await this.opts.cache.get(taskId);
+    let task;
+    try {
+      task = await this.opts.cache.get(taskId);
+    } catch (err) {
+      this.opts.logger.error({ err, taskId }, `${what}: the task could not be loaded; the next sweep tries again`);
+      return;
+    }
     if (task) await this.opts.loop.guard(task, what, () => action(task));
   }
 

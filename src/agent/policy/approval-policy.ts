@@ -10,11 +10,11 @@
  *   included: a tool; for shell, each root command of the approved line (`echo a` trusts
  *   `echo b`, not `pwd`); for MCP, one tool or the whole server.
  */
-import { ConfirmationOptionId } from '../protocol/extension.js';
-import { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands } from '../tools/index.js';
-import type { AnyTool } from '../tools/tool.js';
-import type { ContextSettings } from './task-store.js';
-import type { OfferedOption } from './wire/agent-events.js';
+import { ConfirmationOptionId } from '../../protocol/extension.js';
+import { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands } from '../../tools/index.js';
+import type { AnyTool } from '../../tools/tool.js';
+import type { ContextSettings } from '../task-store.js';
+import type { OfferedOption } from '../wire/agent-events.js';
 
 export type ApprovalMode = NonNullable<ContextSettings['approvalMode']>;
 

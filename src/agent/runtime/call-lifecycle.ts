@@ -11,14 +11,14 @@
  * was closed (cancelled while it ran) is dropped.
  */
 import { randomUUID } from 'node:crypto';
-import { ToolFailure } from '../tools/tool.js';
-import type { ToolResult } from '../tools/tool.js';
-import { grantsFor, needsApproval, optionsFor } from './approval-policy.js';
+import { ToolFailure } from '../../tools/tool.js';
+import type { ToolResult } from '../../tools/tool.js';
+import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
 import { hashShown } from './live-task.js';
 import type { CallPhase, LiveTask, TurnCall } from './live-task.js';
-import type { ModelFunctionCall, ModelPart } from './model/model-client.js';
+import type { ModelFunctionCall, ModelPart } from '../model/model-client.js';
 import type { ToolSet } from './toolbox.js';
-import type { ToolCallSnapshot } from './wire/agent-events.js';
+import type { ToolCallSnapshot } from '../wire/agent-events.js';
 
 const NEXT: Readonly<Record<CallPhase, readonly CallPhase[]>> = {
   awaiting: ['ready', 'done'],
@@ -200,9 +200,18 @@ function closeFailed(task: LiveTask, call: TurnCall, error: { message: string; t
  * Ends a turn that will not go on (the task was canceled or failed): the model's function
  * calls get their responses in the conversation, so the context's history stays valid for
  * the next task (Gemini refuses a function-call turn that is not followed by its responses).
+ * When the turn failed before its calls were built, the calls of the model's last answer are
+ * answered from the conversation itself.
  */
 export function abandonTurn(task: LiveTask, reason: string): void {
-  if (task.turn.length === 0 || task.slashCommand !== undefined) return;
+  if (task.slashCommand !== undefined) return;
+  if (task.turn.length === 0) {
+    const last = task.context.history.at(-1);
+    const open = last?.role === 'model' ? last.parts.flatMap((p) => (p.functionCall ? [p.functionCall] : [])) : [];
+    const parts = open.map((fc) => ({ functionResponse: { id: fc.id, name: fc.name, response: { error: reason } } }));
+    if (parts.length > 0) task.appendHistory({ role: 'user', parts });
+    return;
+  }
   const parts: ModelPart[] = task.turn.map((c) => c.response ?? responsePart(c, { error: reason }));
   task.appendHistory({ role: 'user', parts });
   task.turn = [];

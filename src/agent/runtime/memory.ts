@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { resolveInWorkspace } from '../tools/index.js';
+import { resolveInWorkspace } from '../../tools/index.js';
 
 export const MEMORY_FILE = 'GEMINI.md';
 /** The heading `/memory add` appends under (Gemini CLI's). */

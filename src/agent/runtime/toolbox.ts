@@ -5,10 +5,10 @@
  * when it has been idle for a while). The agent sees MCP only through the McpConnector
  * port; app.ts plugs in the @modelcontextprotocol/sdk implementation.
  */
-import { Background } from '../lib/background.js';
-import type { AnyTool } from '../tools/tool.js';
-import type { FunctionDeclaration } from './model/model-client.js';
-import type { ContextSettings } from './task-store.js';
+import { Background } from '../../lib/background.js';
+import type { AnyTool } from '../../tools/tool.js';
+import type { FunctionDeclaration } from '../model/model-client.js';
+import type { ContextSettings } from '../task-store.js';
 
 export interface McpServerStatus {
   name: string;

@@ -26,22 +26,22 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName, STATE_TO_V1 } from '../protocol/a2a.js';
-import { callerOf } from '../protocol/caller.js';
-import type { Caller } from '../protocol/caller.js';
-import { extendedCardUnsupported, forbidden, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../protocol/errors.js';
-import type { PushConfigRecord, PushWireVersion } from '../push/push-store.js';
-import type { PushRegistry } from '../push/push-registry.js';
-import type { EventHub } from './event-hub.js';
-import type { LiveTask } from './live-task.js';
-import type { Access } from './access.js';
+import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName, STATE_TO_V1 } from '../../protocol/a2a.js';
+import { callerOf } from '../../protocol/caller.js';
+import type { Caller } from '../../protocol/caller.js';
+import { extendedCardUnsupported, forbidden, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../../protocol/errors.js';
+import type { PushConfigRecord, PushWireVersion } from '../../push/push-store.js';
+import type { PushRegistry } from '../../push/push-registry.js';
+import type { EventHub } from '../runtime/event-hub.js';
+import type { LiveTask } from '../runtime/live-task.js';
+import type { Access } from '../policy/access.js';
 import type { MessageRouter } from './message-router.js';
-import type { TaskCache } from './task-cache.js';
-import type { StoredEvent, TaskStore } from './task-store.js';
-import type { WireEncoder } from './wire/wire-encoder.js';
-import { cancelTask } from './call-lifecycle.js';
-import { TERMINAL } from './wire/agent-events.js';
-import type { TaskStateName } from './wire/agent-events.js';
+import type { TaskCache } from '../runtime/task-cache.js';
+import type { StoredEvent, TaskStore } from '../task-store.js';
+import type { WireEncoder } from '../wire/wire-encoder.js';
+import { cancelTask } from '../runtime/call-lifecycle.js';
+import { TERMINAL } from '../wire/agent-events.js';
+import type { TaskStateName } from '../wire/agent-events.js';
 
 export interface DevtoolRequestHandlerOptions {
   card: () => AgentCard;

@@ -5,9 +5,9 @@
  * writes. Order is kept: batches commit one after another, in the order writes arrived.
  */
 import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
-import type { ModelContent } from './model/model-client.js';
-import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from './task-store.js';
-import type { AgentLogger } from './logger.js';
+import type { ModelContent } from '../model/model-client.js';
+import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
+import type { AgentLogger } from '../logger.js';
 
 export type WriteOp =
   | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean }

@@ -7,10 +7,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { DevtoolSchema } from '../protocol/devtool-schema.js';
-import { invalidParams } from '../protocol/errors.js';
-import { DEVTOOL_EXTENSION_URI } from '../protocol/extension.js';
-import type { ContextSettings } from './task-store.js';
+import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
+import { invalidParams } from '../../protocol/errors.js';
+import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
+import type { ContextSettings } from '../task-store.js';
 
 export const SETTINGS_AT = `message.metadata["${DEVTOOL_EXTENSION_URI}"]`;
 

@@ -4,13 +4,13 @@
  * the next message reloads it, on this process or any other sharing the database.
  */
 import type { Task } from '@a2a-js/sdk';
-import { stateName } from '../protocol/a2a.js';
+import { stateName } from '../../protocol/a2a.js';
 import { LiveTask } from './live-task.js';
 import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
-import type { StoredCall, StoredContext } from './task-store.js';
+import type { StoredCall, StoredContext } from '../task-store.js';
 import type { TaskRuns } from './task-runs.js';
 import type { Toolbox } from './toolbox.js';
-import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
+import { PAUSE_OR_TERMINAL } from '../wire/agent-events.js';
 
 export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal' | 'onWriteFailed' | 'onAbandoned'> {
   toolbox: Toolbox;

@@ -7,11 +7,11 @@
 import { abandonTurn, commandSummary, pausePrompt, proposeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
 import { memoryInstruction } from './memory.js';
 import type { LiveTask, TurnCall } from './live-task.js';
-import type { AgentLogger } from './logger.js';
-import { ModelError } from './model/model-client.js';
-import type { ModelClient, ModelFunctionCall, ModelPart } from './model/model-client.js';
+import type { AgentLogger } from '../logger.js';
+import { ModelError } from '../model/model-client.js';
+import type { ModelClient, ModelFunctionCall, ModelPart } from '../model/model-client.js';
 import type { TaskRuns } from './task-runs.js';
-import type { TaskStore } from './task-store.js';
+import type { TaskStore } from '../task-store.js';
 import type { Toolbox, ToolSet } from './toolbox.js';
 
 export interface TurnLoopOptions {

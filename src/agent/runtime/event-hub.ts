@@ -5,7 +5,7 @@
  * A follower never sees a gap or a duplicate: it yields seq N+1 after N, reading the store
  * when what it was handed does not continue its cursor.
  */
-import type { StoredEvent, TaskStore } from './task-store.js';
+import type { StoredEvent, TaskStore } from '../task-store.js';
 
 interface Watcher {
   taskId: string;

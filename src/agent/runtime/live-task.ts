@@ -6,17 +6,17 @@
  */
 import { createHash } from 'node:crypto';
 import type { Message, Task } from '@a2a-js/sdk';
-import { stateName, STATE_TO_V1 } from '../protocol/a2a.js';
-import { DEVTOOL_EXTENSION_URI } from '../protocol/extension.js';
-import type { ModelContent, ModelPart } from './model/model-client.js';
-import type { AnyTool } from '../tools/tool.js';
+import { stateName, STATE_TO_V1 } from '../../protocol/a2a.js';
+import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
+import type { ModelContent, ModelPart } from '../model/model-client.js';
+import type { AnyTool } from '../../tools/tool.js';
 import type { EventHub } from './event-hub.js';
-import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } from './task-store.js';
+import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } from '../task-store.js';
 import type { ToolSet } from './toolbox.js';
-import { PAUSE_OR_TERMINAL } from './wire/agent-events.js';
-import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './wire/agent-events.js';
-import type { WireEncoder } from './wire/wire-encoder.js';
-import type { AgentLogger } from './logger.js';
+import { PAUSE_OR_TERMINAL } from '../wire/agent-events.js';
+import type { AgentEvent, TaskStateName, ToolCallSnapshot } from '../wire/agent-events.js';
+import type { WireEncoder } from '../wire/wire-encoder.js';
+import type { AgentLogger } from '../logger.js';
 import type { WriteOp, WriteQueue } from './write-queue.js';
 
 export type { CallPhase };

@@ -6,10 +6,10 @@
  * sees — and never the process or the other tasks.
  */
 import { randomUUID } from 'node:crypto';
-import { Background } from '../lib/background.js';
+import { Background } from '../../lib/background.js';
 import { failTask } from './call-lifecycle.js';
 import type { LiveTask } from './live-task.js';
-import type { AgentLogger } from './logger.js';
+import type { AgentLogger } from '../logger.js';
 
 export class TaskRuns {
   private readonly background: Background;
@@ -38,8 +38,12 @@ export class TaskRuns {
    */
   fail(task: LiveTask, what: string, err: unknown): void {
     const ref = randomUUID().slice(0, 8);
-    this.logger.error({ err, taskId: task.id, ref }, `${what} failed; the task fails`);
     failTask(task, `Internal error while ${what} (reference ${ref} in the server log); the task cannot go on.`);
+    try {
+      this.logger.error({ err, taskId: task.id, ref }, `${what} failed; the task fails`);
+    } catch {
+      // A logger that throws must not undo the failure above.
+    }
   }
 
   /** Resolves once every run has settled (shutdown, tests). */

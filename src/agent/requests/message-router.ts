@@ -6,24 +6,24 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest } from '@a2a-js/sdk';
-import { messageData, messageText, newTask } from '../protocol/a2a.js';
-import type { Caller } from '../protocol/caller.js';
-import { ConfirmationOptionId } from '../protocol/extension.js';
-import type { Access } from './access.js';
-import type { DevtoolSchema } from '../protocol/devtool-schema.js';
-import { forbidden, invalidParams, taskNotFound, unsupported } from '../protocol/errors.js';
-import type { LiveTask, TurnCall } from './live-task.js';
-import type { ModelPart } from './model/model-client.js';
+import { messageData, messageText, newTask } from '../../protocol/a2a.js';
+import type { Caller } from '../../protocol/caller.js';
+import { ConfirmationOptionId } from '../../protocol/extension.js';
+import type { Access } from '../policy/access.js';
+import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
+import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
+import type { LiveTask, TurnCall } from '../runtime/live-task.js';
+import type { ModelPart } from '../model/model-client.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
 import type { KnownCalls } from './resume-handler.js';
-import { checkSameWorkspace, mergeSettings, readSettings, SETTINGS_AT } from './settings.js';
-import type { RequestedSettings, WorkspacePolicy } from './settings.js';
-import type { ContextState } from './live-task.js';
-import type { TaskCache } from './task-cache.js';
-import type { TaskStore } from './task-store.js';
-import type { Toolbox } from './toolbox.js';
-import type { TurnLoop } from './turn-loop.js';
-import type { WireEncoder } from './wire/wire-encoder.js';
+import { checkSameWorkspace, mergeSettings, readSettings, SETTINGS_AT } from '../policy/settings.js';
+import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
+import type { ContextState } from '../runtime/live-task.js';
+import type { TaskCache } from '../runtime/task-cache.js';
+import type { TaskStore } from '../task-store.js';
+import type { Toolbox } from '../runtime/toolbox.js';
+import type { TurnLoop } from '../runtime/turn-loop.js';
+import type { WireEncoder } from '../wire/wire-encoder.js';
 
 export interface MessageRouterOptions {
   schema: DevtoolSchema;
@@ -62,6 +62,9 @@ function userParts(message: Message): ModelPart[] {
 }
 
 export class MessageRouter {
+  /** Per context: the start in progress (see exclusive). */
+  private readonly starting = new Map<string, Promise<void>>();
+
   constructor(private readonly opts: MessageRouterOptions) {}
 
   async route(params: SendMessageRequest, caller?: Caller): Promise<Routed> {
@@ -129,14 +132,38 @@ export class MessageRouter {
           : `Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${task.task.contextId}`,
       );
     }
-    await this.checkContextFree(task.context.id, task.id);
-    await this.applySettings(task.context, requested);
-    task.addUserMessage(stamped);
-    this.opts.cache.hold(task);
-    await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
-    task.publish({ type: 'state', state: 'working' });
+    await this.exclusive(task.context.id, async () => {
+      await this.checkContextFree(task.context.id, task.id);
+      await this.applySettings(task.context, requested);
+      task.addUserMessage(stamped);
+      this.opts.cache.hold(task);
+      await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
+      task.publish({ type: 'state', state: 'working' });
+      await task.flush();
+    });
     this.opts.loop.startTurn(task, userParts(stamped));
     return { task, afterSeq };
+  }
+
+  /**
+   * Runs `work` alone among this process's starts in the context: a check that the context is
+   * free and the start it allows (committed before the next check runs) cannot interleave with
+   * another's. (Two processes starting tasks in one context at the same instant are not kept
+   * apart: that needs a claim in the store.)
+   */
+  async exclusive<T>(contextId: string, work: () => Promise<T>): Promise<T> {
+    const before = this.starting.get(contextId) ?? Promise.resolve();
+    const mine = before.then(work, work);
+    const settled = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.starting.set(contextId, settled);
+    try {
+      return await mine;
+    } finally {
+      if (this.starting.get(contextId) === settled) this.starting.delete(contextId);
+    }
   }
 
   /**
@@ -145,7 +172,7 @@ export class MessageRouter {
    * there would break it. Throws unsupported (-32004) naming the busy task.
    */
   async checkContextFree(contextId: string, except?: string): Promise<void> {
-    for (const state of ['input-required', 'working'] as const) {
+    for (const state of ['input-required', 'working', 'submitted'] as const) {
       const { tasks } = await this.opts.store.listTasks({ contextId, state, limit: 2, offset: 0 });
       const busy = tasks.find((t) => t.id !== except);
       if (busy) {
@@ -274,8 +301,10 @@ export class MessageRouter {
     }
     const contextId = message.contextId || randomUUID();
     const context = await this.openContext(contextId, this.requestedSettings(message), caller);
-    await this.checkContextFree(context.id);
-    const task = await this.createTask(context, message, undefined, caller);
+    const task = await this.exclusive(context.id, async () => {
+      await this.checkContextFree(context.id);
+      return this.createTask(context, message, undefined, caller);
+    });
     this.opts.loop.startTurn(task, userParts(task.task.history[0] ?? message));
     return { task, afterSeq: 0 };
   }
@@ -301,6 +330,7 @@ export class MessageRouter {
     const task = cache.create(snapshot, context, principal);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });
+    await task.flush(); // committed: a check of the context from now on sees it working
     return task;
   }
 }
