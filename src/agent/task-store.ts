@@ -156,7 +156,11 @@ export interface TaskStore {
   appendHistory(contextId: string, contents: ModelContent[]): Promise<void>;
   addTrust(contextId: string, toolName: string, principal?: string): Promise<void>;
 
-  createTask(task: Task, principal?: string): Promise<void>;
+  /**
+   * Stores a new task. With `lease`, the task is leased to `lease.owner` in the same statement:
+   * a sweep of any process never sees it unleased (and so never takes it for a dead process's).
+   */
+  createTask(task: Task, principal?: string, lease?: { owner: string; until: Date }): Promise<void>;
   loadTask(id: string): Promise<StoredTask | undefined>;
   /** `principal` limits the list to that principal's tasks. */
   listTasks(q: {

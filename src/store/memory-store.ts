@@ -411,7 +411,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   }
 
   /** The task's context must exist; a duplicate id throws. */
-  async createTask(task: Task, principal?: string): Promise<void> {
+  async createTask(task: Task, principal?: string, lease?: { owner: string; until: Date }): Promise<void> {
     const db = this.use('createTask');
     const json = jsonCopy(taskToJson(task) as Json);
     if (!db.contexts.has(task.contextId)) throw refused(`createTask: unknown context ${task.contextId}`, '23503');
@@ -427,6 +427,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
       calls: new Set(),
     };
     if (principal !== undefined && principal !== null) row.principal = principal;
+    if (lease) Object.assign(row, { leaseOwner: lease.owner, leaseUntil: dateCopy(lease.until) });
     db.tasks.set(task.id, row);
   }
 

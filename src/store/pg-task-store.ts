@@ -93,13 +93,14 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /** The task's context must exist (createContext first); a duplicate id throws. */
-  async createTask(task: Task, principal?: string): Promise<void> {
+  async createTask(task: Task, principal?: string, lease?: { owner: string; until: Date }): Promise<void> {
     await this.db.insert(tasks).values({
       id: task.id,
       contextId: task.contextId,
       state: stateName(task.status?.state),
       principal: principal ?? null,
       task: taskToJson(task),
+      ...(lease ? { leaseOwner: lease.owner, leaseUntil: lease.until } : {}),
     });
   }
 

@@ -37,7 +37,8 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
       message: userMessage(prompt, { metadata: { [URI]: { workspace_path: workspace } } }),
     });
     const ev = results(res.events);
-    t.equal(ev.at(-1)?.status?.state, 'input-required', `"${prompt}" paused`);
+    const last = ev.at(-1);
+    t.equal(last?.status?.state, 'input-required', `"${prompt}" paused${last?.status?.state === 'input-required' ? '' : `: ${textOf(last)}`}`);
     return { workspace, task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')) };
   }
   const proceed = (task: any, card: any) =>

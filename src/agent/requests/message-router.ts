@@ -325,8 +325,7 @@ export class MessageRouter {
     const stamped: Message = { ...message, taskId, contextId: context.id };
     const snapshot = newTask(taskId, context.id, stamped);
     if (taskMetadata !== undefined) snapshot.metadata = taskMetadata;
-    await store.createTask(snapshot, principal);
-    await store.leaseTasks([taskId], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
+    await store.createTask(snapshot, principal, { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) });
     const task = cache.create(snapshot, context, principal);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });
