@@ -38,7 +38,11 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
     });
     const ev = results(res.events);
     const last = ev.at(-1);
-    t.equal(last?.status?.state, 'input-required', `"${prompt}" paused${last?.status?.state === 'input-required' ? '' : `: ${textOf(last)}`}`);
+    t.equal(
+      last?.status?.state,
+      'input-required',
+      `"${prompt}" paused${last?.status?.state === 'input-required' ? '' : `: ${textOf(last)}`}`,
+    );
     return { workspace, task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')) };
   }
   const proceed = (task: any, card: any) =>
