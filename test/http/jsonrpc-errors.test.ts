@@ -8,8 +8,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { rpc } from '../support/sse.js';
 import type { PostResult } from '../support/sse.js';
-import { confirmMessage, dataOf, startServer, URI, userMessage } from '../support/server.js';
-import type { TestServer } from '../support/server.js';
+import type { FastifyInstance } from 'fastify';
+import { buildServer, confirmMessage, dataOf, startServer, URI, userMessage } from '../support/server.js';
 
 /** The subtest type (the last `t.test` overload takes just the callback). */
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -45,50 +45,50 @@ function rawRequest(
   });
 }
 
-async function completedTask(srv: TestServer): Promise<{ id: string; contextId: string }> {
-  const res = await rpc(srv.url, 'message/stream', { message: userMessage('hello there') });
+async function completedTask(srv: { app: FastifyInstance }): Promise<{ id: string; contextId: string }> {
+  const res = await rpc(srv.app, 'message/stream', { message: userMessage('hello there') });
   const last = res.events!.at(-1)!.data.result;
   if (last.status.state !== 'completed') throw new Error(`expected completed, got ${last.status.state}`);
   return { id: last.taskId, contextId: last.contextId };
 }
 
 t.test('params validation: -32602 naming the field', async (t) => {
-  const srv = await startServer(t);
+  const srv = await buildServer(t);
 
   t.test('empty parts', async (t) => {
-    const res = await rpc(srv.url, 'message/send', { message: userMessage('x', { parts: [] }) });
+    const res = await rpc(srv.app, 'message/send', { message: userMessage('x', { parts: [] }) });
     rpcError(t, res, -32602, /params\.message\.parts must not be empty/);
-    const stream = await rpc(srv.url, 'message/stream', { message: userMessage('x', { parts: [] }) });
+    const stream = await rpc(srv.app, 'message/stream', { message: userMessage('x', { parts: [] }) });
     rpcError(t, stream, -32602, /parts/);
   });
 
   t.test('negative configuration.historyLength', async (t) => {
-    const res = await rpc(srv.url, 'message/send', { message: userMessage('x'), configuration: { historyLength: -1 } });
+    const res = await rpc(srv.app, 'message/send', { message: userMessage('x'), configuration: { historyLength: -1 } });
     rpcError(t, res, -32602, /params\.configuration\.historyLength/);
   });
 
   t.test('message.role "agent"', async (t) => {
-    const res = await rpc(srv.url, 'message/stream', { message: userMessage('x', { role: 'agent' }) });
+    const res = await rpc(srv.app, 'message/stream', { message: userMessage('x', { role: 'agent' }) });
     rpcError(t, res, -32602, /params\.message\.role must be "user", got "agent"/);
   });
 
   t.test('parts[0].text a number', async (t) => {
-    const res = await rpc(srv.url, 'message/stream', { message: userMessage('x', { parts: [{ kind: 'text', text: 42 }] }) });
+    const res = await rpc(srv.app, 'message/stream', { message: userMessage('x', { parts: [{ kind: 'text', text: 42 }] }) });
     rpcError(t, res, -32602, /params\.message\.parts\[0\]\.text must be a string/);
   });
 
   t.test('messageId missing', async (t) => {
     const message = userMessage('x');
     delete message.messageId;
-    const res = await rpc(srv.url, 'message/stream', { message });
+    const res = await rpc(srv.app, 'message/stream', { message });
     rpcError(t, res, -32602, /params\.message\.messageId/);
   });
 
   t.test('v1.0: empty parts and a v0.3 role', async (t) => {
-    const empty = await rpc(srv.url, 'SendMessage', { message: { messageId: 'v1-e', role: 'ROLE_USER', parts: [] } }, { version: '1.0' });
+    const empty = await rpc(srv.app, 'SendMessage', { message: { messageId: 'v1-e', role: 'ROLE_USER', parts: [] } }, { version: '1.0' });
     rpcError(t, empty, -32602, /parts must not be empty/);
     const role = await rpc(
-      srv.url,
+      srv.app,
       'SendMessage',
       { message: { messageId: 'v1-r', role: 'user', parts: [{ text: 'x' }] } },
       { version: '1.0' },
@@ -98,90 +98,90 @@ t.test('params validation: -32602 naming the field', async (t) => {
 
   t.test('tasks/get with a negative historyLength', async (t) => {
     const task = await completedTask(srv);
-    const res = await rpc(srv.url, 'tasks/get', { id: task.id, historyLength: -2 });
+    const res = await rpc(srv.app, 'tasks/get', { id: task.id, historyLength: -2 });
     rpcError(t, res, -32602, /historyLength/);
   });
 
   t.test('tasks/get without an id', async (t) => {
-    const res = await rpc(srv.url, 'tasks/get', {});
+    const res = await rpc(srv.app, 'tasks/get', {});
     rpcError(t, res, -32602, /params\.id/);
   });
 });
 
 t.test('envelope-level errors', async (t) => {
-  const srv = await startServer(t);
+  const srv = await buildServer(t);
 
   t.test('unparsable JSON: -32700 with id null', async (t) => {
-    const res = await rpc(srv.url, 'x', undefined, { body: '{"jsonrpc":"2.0","id":5,"method":' });
+    const res = await rpc(srv.app, 'x', undefined, { body: '{"jsonrpc":"2.0","id":5,"method":' });
     const err = rpcError(t, res, -32700, /not valid JSON/);
     t.ok(err);
     t.equal(res.json.id, null);
   });
 
   t.test('a batch (array body): -32600', async (t) => {
-    const res = await rpc(srv.url, 'x', undefined, { body: '[]' });
+    const res = await rpc(srv.app, 'x', undefined, { body: '[]' });
     rpcError(t, res, -32600);
   });
 
   t.test('unknown method: -32601, id echoed', async (t) => {
-    const res = await rpc(srv.url, 'tasks/frobnicate', { id: 'x' });
+    const res = await rpc(srv.app, 'tasks/frobnicate', { id: 'x' });
     rpcError(t, res, -32601, /tasks\/frobnicate/);
     t.type(res.json.id, 'number');
   });
 
   t.test('a v1.0 method name without the A2A-Version header: -32601', async (t) => {
-    const get = await rpc(srv.url, 'GetTask', { id: 'x' });
+    const get = await rpc(srv.app, 'GetTask', { id: 'x' });
     rpcError(t, get, -32601, /GetTask/);
     // What a v1.0 client that forgot the header really sends: a v1.0-shaped message.
-    const send = await rpc(srv.url, 'SendStreamingMessage', {
+    const send = await rpc(srv.app, 'SendStreamingMessage', {
       message: { messageId: 'v1-no-header', role: 'ROLE_USER', parts: [{ text: 'hello' }] },
     });
     rpcError(t, send, -32601, /SendStreamingMessage/);
   });
 
   t.test('a v0.3 method name under A2A-Version: 1.0: -32601', async (t) => {
-    const send = await rpc(srv.url, 'message/send', { message: userMessage('hello') }, { version: '1.0' });
+    const send = await rpc(srv.app, 'message/send', { message: userMessage('hello') }, { version: '1.0' });
     rpcError(t, send, -32601, /message\/send/);
   });
 
   t.test('an unsupported A2A-Version: -32009', async (t) => {
-    const res = await rpc(srv.url, 'message/send', { message: userMessage('hello') }, { headers: { 'A2A-Version': '9.9' } });
+    const res = await rpc(srv.app, 'message/send', { message: userMessage('hello') }, { headers: { 'A2A-Version': '9.9' } });
     rpcError(t, res, -32009, /9\.9/);
   });
 });
 
 t.test('task-state errors', async (t) => {
-  const srv = await startServer(t);
+  const srv = await buildServer(t);
 
   t.test('tasks/get on an unknown id: -32001', async (t) => {
-    const res = await rpc(srv.url, 'tasks/get', { id: 'no-such-task' });
+    const res = await rpc(srv.app, 'tasks/get', { id: 'no-such-task' });
     rpcError(t, res, -32001, /no-such-task/);
   });
 
   t.test('tasks/cancel on a completed task: -32002', async (t) => {
     const task = await completedTask(srv);
-    const res = await rpc(srv.url, 'tasks/cancel', { id: task.id });
+    const res = await rpc(srv.app, 'tasks/cancel', { id: task.id });
     rpcError(t, res, -32002, new RegExp(task.id));
-    t.equal((await rpc(srv.url, 'tasks/get', { id: task.id })).json.result.status.state, 'completed', 'still completed');
+    t.equal((await rpc(srv.app, 'tasks/get', { id: task.id })).json.result.status.state, 'completed', 'still completed');
   });
 
   t.test('message/stream to a task that is still working: -32004', async (t) => {
-    const first = await rpc(srv.url, 'message/stream', {
+    const first = await rpc(srv.app, 'message/stream', {
       message: userMessage('shell slow for the busy test', { metadata: { [URI]: { workspace_path: srv.workspace } } }),
     });
     const ev = first.events!.map((e) => e.data.result);
     const task = ev[0];
     const card = dataOf(ev[2]);
-    const running = rpc(srv.url, 'message/stream', {
+    const running = rpc(srv.app, 'message/stream', {
       message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
     });
     let state = '';
     for (let i = 0; i < 100 && state !== 'working'; i++) {
-      state = (await rpc(srv.url, 'tasks/get', { id: task.id })).json.result.status.state;
+      state = (await rpc(srv.app, 'tasks/get', { id: task.id })).json.result.status.state;
       if (state !== 'working') await sleep(20);
     }
     t.equal(state, 'working');
-    const busy = await rpc(srv.url, 'message/stream', {
+    const busy = await rpc(srv.app, 'message/stream', {
       message: userMessage('are you done?', { taskId: task.id, contextId: task.contextId }),
     });
     rpcError(t, busy, -32004, /still working/);
@@ -191,39 +191,39 @@ t.test('task-state errors', async (t) => {
 
   t.test('a contextId that does not match the task: -32602', async (t) => {
     const task = await completedTask(srv);
-    const res = await rpc(srv.url, 'message/stream', { message: userMessage('again', { taskId: task.id, contextId: 'another-context' }) });
+    const res = await rpc(srv.app, 'message/stream', { message: userMessage('again', { taskId: task.id, contextId: 'another-context' }) });
     rpcError(t, res, -32602, /contextId "another-context" does not match/);
   });
 });
 
 t.test('AgentSettings refusals', async (t) => {
-  const srv = await startServer(t);
+  const srv = await buildServer(t);
   const withSettings = (settings: unknown) => ({ message: userMessage('hello', { metadata: { [URI]: settings } }) });
 
   t.test('workspace_path that does not exist', async (t) => {
     const missing = path.join(srv.workspace, 'no', 'such', 'dir');
-    const res = await rpc(srv.url, 'message/stream', withSettings({ workspace_path: missing }));
+    const res = await rpc(srv.app, 'message/stream', withSettings({ workspace_path: missing }));
     rpcError(t, res, -32602, /workspace_path/);
     t.match(res.json.error.message, /does not exist/);
   });
 
   t.test('a relative workspace_path', async (t) => {
-    const res = await rpc(srv.url, 'message/stream', withSettings({ workspace_path: 'relative/dir' }));
+    const res = await rpc(srv.app, 'message/stream', withSettings({ workspace_path: 'relative/dir' }));
     rpcError(t, res, -32602, /workspace_path must be an absolute path/);
   });
 
   t.test('workspace_path not a string', async (t) => {
-    const res = await rpc(srv.url, 'message/stream', withSettings({ workspace_path: 7 }));
+    const res = await rpc(srv.app, 'message/stream', withSettings({ workspace_path: 7 }));
     rpcError(t, res, -32602, /workspace_path/);
   });
 
   t.test('an unknown field', async (t) => {
-    const res = await rpc(srv.url, 'message/stream', withSettings({ workspace_path: srv.workspace, autoExecute: true }));
+    const res = await rpc(srv.app, 'message/stream', withSettings({ workspace_path: srv.workspace, autoExecute: true }));
     rpcError(t, res, -32602, /autoExecute/);
   });
 
   t.test('nothing was created by the refusals', async (t) => {
-    const ok = await rpc(srv.url, 'message/stream', withSettings({ workspace_path: srv.workspace }));
+    const ok = await rpc(srv.app, 'message/stream', withSettings({ workspace_path: srv.workspace }));
     t.equal(ok.events!.at(-1)!.data.result.status.state, 'completed', 'a valid AgentSettings is accepted');
   });
 });
