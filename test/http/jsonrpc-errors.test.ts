@@ -62,6 +62,45 @@ t.test('params validation: -32602 naming the field', async (t) => {
     rpcError(t, stream, -32602, /parts/);
   });
 
+  t.test('text the store cannot keep is refused before anything is stored, naming the field', async (t) => {
+    const nul = await rpc(srv.app, 'message/stream', { message: userMessage('a\u0000b') });
+    rpcError(t, nul, -32602, /params\.message\.parts\[0\]\.text contains a NUL character/);
+    const lone = await rpc(srv.app, 'message/stream', { message: userMessage('x \ud800 y') });
+    rpcError(t, lone, -32602, /params\.message\.parts\[0\]\.text contains an unpaired UTF-16 surrogate/);
+    const deepData = await rpc(srv.app, 'message/stream', {
+      message: userMessage('x', { parts: [{ kind: 'data', data: { ok: ['fine', { bad: '\udc00' }] } }] }),
+    });
+    rpcError(t, deepData, -32602, /params\.message\.parts\[0\]\.data\.ok\[1\]\.bad contains an unpaired/);
+    const key = await rpc(srv.app, 'message/stream', { message: userMessage('x', { metadata: { 'k\u0000': 1 } }) });
+    rpcError(t, key, -32602, /params\.message\.metadata \(a key\) contains a NUL/);
+    // 5,000 levels: built as text (JSON.stringify itself runs out of stack on it).
+    const message = JSON.stringify(userMessage('x', { parts: [{ kind: 'data', data: { nested: 'NESTED' } }] }));
+    const body = `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":${message.replace('"NESTED"', `${'['.repeat(5000)}1${']'.repeat(5000)}`)}}}`;
+    const deep = await rpc(srv.app, 'message/stream', undefined, { body });
+    rpcError(t, deep, -32602, /nests deeper than 64 levels/);
+    const longId = await rpc(srv.app, 'message/stream', { message: userMessage('x', { messageId: 'm'.repeat(300) }) });
+    rpcError(t, longId, -32602, /params\.message\.messageId is 300 characters long; at most 256/);
+    t.equal(
+      await srv.app
+        .inject({ method: 'GET', url: '/.well-known/agent-card.json', headers: { host: '127.0.0.1' } })
+        .then((r) => r.statusCode),
+      200,
+    );
+  });
+
+  t.test('a follow-up the store cannot keep leaves the completed task as it was, and usable', async (t) => {
+    const task = await completedTask(srv);
+    const bad = await rpc(srv.app, 'message/stream', {
+      message: userMessage('more \ud800', { taskId: task.id, contextId: task.contextId }),
+    });
+    rpcError(t, bad, -32602, /unpaired UTF-16 surrogate/);
+    t.equal((await rpc(srv.app, 'tasks/get', { id: task.id })).json.result.status.state, 'completed', 'still completed');
+    const good = await rpc(srv.app, 'message/stream', {
+      message: userMessage('hello again', { taskId: task.id, contextId: task.contextId }),
+    });
+    t.equal(good.events?.at(-1)?.data?.result?.status?.state, 'completed', 'the next follow-up works');
+  });
+
   t.test('negative configuration.historyLength', async (t) => {
     const res = await rpc(srv.app, 'message/send', { message: userMessage('x'), configuration: { historyLength: -1 } });
     rpcError(t, res, -32602, /params\.configuration\.historyLength/);

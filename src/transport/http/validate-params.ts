@@ -43,8 +43,53 @@ function checkPart(part: unknown, at: string, version: WireVersion): string | un
   return undefined;
 }
 
+/** How deep a message's JSON may nest, and how long its ids may be. */
+const MAX_DEPTH = 64;
+const MAX_ID_LENGTH = 256;
+/** A UTF-16 surrogate without its other half: not Unicode text, and PostgreSQL refuses it (as it refuses U+0000). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function checkString(s: string, at: string): string | undefined {
+  if (s.includes('\u0000')) return `${at} contains a NUL character (U+0000), which cannot be stored; remove it`;
+  if (LONE_SURROGATE.test(s)) return `${at} contains an unpaired UTF-16 surrogate, which is not valid text; send valid Unicode`;
+  return undefined;
+}
+
+/**
+ * Every string (and key) of `value` is storable text, and it nests at most MAX_DEPTH levels:
+ * what would make the store refuse the task's writes later is refused here, naming the field.
+ */
+function checkText(value: unknown, at: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return checkString(value, at);
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth >= MAX_DEPTH) return `${at} nests deeper than ${MAX_DEPTH} levels`;
+  const entries = Array.isArray(value)
+    ? value.map((v, i) => [`[${i}]`, v] as const)
+    : Object.entries(value).map(([k, v]) => [`.${k}`, v] as const);
+  for (const [key, v] of entries) {
+    const err = (key.startsWith('.') ? checkString(key.slice(1), `${at} (a key)`) : undefined) ?? checkText(v, `${at}${key}`, depth + 1);
+    if (err) return err;
+  }
+  return undefined;
+}
+
+function checkIds(m: Json, at: string): string | undefined {
+  for (const key of ['messageId', 'taskId', 'contextId']) {
+    const v = m[key];
+    if (typeof v === 'string' && v.length > MAX_ID_LENGTH)
+      return `${at}.${key} is ${v.length} characters long; at most ${MAX_ID_LENGTH} are accepted`;
+  }
+  return undefined;
+}
+
 function checkMessage(m: unknown, version: WireVersion): string | undefined {
   const at = 'params.message';
+  const shape = checkMessageShape(m, version, at);
+  if (shape !== undefined || !isObj(m)) return shape;
+  return checkIds(m, at) ?? checkText(m, at);
+}
+
+function checkMessageShape(m: unknown, version: WireVersion, at: string): string | undefined {
   if (!isObj(m)) return `${at} is required and must be an object`;
   const role = m.role;
   const userRole = version === '0.3' ? 'user' : 'ROLE_USER';
