@@ -41,7 +41,7 @@ import { checkPushUrl } from './push/ssrf-guard.js';
 import { PushSigner } from './push/push-signer.js';
 import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
-import { createDefaultTools } from './tools/index.js';
+import { createDefaultTools, ProtectedPaths } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
 import { createHostGuard } from './transport/http/host-guard.js';
@@ -170,14 +170,15 @@ function setUpSecurity(app: FastifyInstance, config: Readonly<Config>): Security
 /** The built-in tools and MCP servers every context can use (its own MCP servers join when it starts). */
 async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<Toolbox> {
   const { config } = options;
-  const tools = options.tools ?? createDefaultTools({ shell: config.shell });
+  const tools = options.tools ?? createDefaultTools({ shell: config.shell, protectedPaths: config.serverFiles });
+  const protectedPaths = new ProtectedPaths(config.serverFiles);
   const mcp = mcpConnector();
   const serverMcp = config.settings.mcpServers;
   if (serverMcp !== undefined) {
     const bad = mcp.check(serverMcp, `SETTINGS_FILE ${config.settings.file}: mcpServers`);
     if (bad !== undefined) throw new ConfigError(bad);
   }
-  const toolbox = new Toolbox({ builtin: tools, mcp, serverMcp, defaultCwd: config.workspaceDir, logger: app.log });
+  const toolbox = new Toolbox({ builtin: tools, mcp, serverMcp, defaultCwd: config.workspaceDir, logger: app.log, protectedPaths });
   await toolbox.start();
   app.addHook('onClose', async () => toolbox.close());
   return toolbox;
@@ -225,6 +226,7 @@ async function setUpPush(
 /** The agent: the model loop and its tasks, their supervisor, and what turns messages into runs. */
 interface Agent {
   loop: TurnLoop;
+  cache: TaskCache;
   router: MessageRouter;
   handler: DevtoolRequestHandler;
   commands: SlashCommands;
@@ -290,7 +292,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
   });
   const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoder, push: push.registry });
   const commands = new SlashCommands({ schema, router, loop });
-  return { loop, router, handler, commands, supervisor, runs };
+  return { loop, cache, router, handler, commands, supervisor, runs };
 }
 
 /**
@@ -307,7 +309,7 @@ function mcpUrlCheck(config: Readonly<Config>, security: Security): (url: string
 /** With authentication, no client workspace may contain the server's own files (keys, the database). */
 function protectedPaths(config: Readonly<Config>, security: Security): string[] {
   if (!security.auth) return [];
-  return [config.store.dataDir, config.authConfigFile, config.settings.file].filter((p): p is string => p !== undefined).map(realOrSelf);
+  return config.serverFiles.map(realOrSelf);
 }
 
 /** The agent card, naming the address actually listened on (PORT=0 picks one at listen time). */
@@ -400,6 +402,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Runs before the store's own onClose hook (hooks run in reverse order of registration).
   app.addHook('onClose', async () => {
     await agent.supervisor.stop();
+    agent.cache.detachAll();
+    // Aborted runs end promptly and write nothing more; one stuck in a call that ignores its
+    // abort signal (an MCP server still starting) does not hold the shutdown up for long.
+    if (!(await agent.runs.drain(5_000))) app.log.warn('task runs still going at shutdown; closing anyway');
     await push.dispatcher.stop();
     await hub.stop();
   });

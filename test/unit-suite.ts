@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ROOTS = ['unit', 'store/memory.test.ts', 'store/batch-plan.test.ts', 'http/store-failures.test.ts'];
+const ROOTS = ['unit', 'store/memory.test.ts', 'store/batch-plan.test.ts', 'http/store-failures.test.ts', 'http/store-races.test.ts'];
 
 function testFiles(entry: string): string[] {
   const full = path.join(here, entry);

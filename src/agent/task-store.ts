@@ -136,7 +136,7 @@ export interface WriteBatch {
    * (the stored snapshot keeps its history and takes this status).
    */
   events: Array<{ taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean }>;
-  /** Calls to insert or replace (by id); a later entry for the same id wins. */
+  /** Calls to insert or replace (by id, under saveCalls' forward-only rule); a later entry for the same id wins. */
   calls: StoredCall[];
   /** Model conversation to append, in order. */
   history: Array<{ contextId: string; contents: ModelContent[] }>;
@@ -190,7 +190,13 @@ export interface TaskStore {
    */
   commit(batch: WriteBatch): Promise<number[]>;
 
-  /** Inserts or replaces calls (by id). */
+  /**
+   * Inserts calls, or replaces them by id — but a call's phase only moves forward
+   * (awaiting → ready → executing → done), and only `claimCalls` moves it from awaiting to ready
+   * and writes its answer: a save that would move a stored call backwards, or approve it, changes
+   * nothing, and a save never changes a stored answer. So a stale copy of a task (another process
+   * claimed or ran the call meanwhile) can never reopen or re-run a call.
+   */
   saveCalls(calls: StoredCall[]): Promise<void>;
   /** The calls of the task's latest turn, in position order. */
   loadTurn(taskId: string): Promise<StoredCall[]>;

@@ -50,6 +50,12 @@ export interface Config {
   settings: ServerSettings;
   /** AUTH_CONFIG: JSON file of API keys and JWT settings; undefined = no authentication (local use). */
   authConfigFile?: string;
+  /**
+   * The server's own files and directories (absolute, as configured): DATA_DIR, AUTH_CONFIG,
+   * SETTINGS_FILE, GOOGLE_APPLICATION_CREDENTIALS and, with Vertex AI, gcloud's application
+   * default credentials file. The file and search tools neither reach nor show them.
+   */
+  serverFiles: readonly string[];
   push: PushConfig;
 }
 
@@ -249,6 +255,22 @@ function authConfigFile(env: Env, cwd: string): string | undefined {
   return file;
 }
 
+/**
+ * The files holding the server's data and secrets that the server itself reads: its database
+ * directory, auth and settings files, and the Google credentials the Gemini SDK loads
+ * (GOOGLE_APPLICATION_CREDENTIALS; with Vertex AI also gcloud's application default credentials).
+ */
+function serverFiles(env: Env, cwd: string, config: Pick<Config, 'store' | 'authConfigFile' | 'settings' | 'model'>): string[] {
+  const files = [config.store.dataDir, config.authConfigFile, config.settings.file];
+  const credentials = str(env, 'GOOGLE_APPLICATION_CREDENTIALS');
+  if (credentials !== undefined) files.push(path.resolve(cwd, credentials));
+  if (config.model.vertexai) {
+    const gcloud = str(env, 'CLOUDSDK_CONFIG') ?? path.join(str(env, 'HOME') ?? os.homedir(), '.config', 'gcloud');
+    files.push(path.resolve(cwd, gcloud, 'application_default_credentials.json'));
+  }
+  return files.filter((f): f is string => f !== undefined);
+}
+
 function loadPushConfig(env: Env): PushConfig {
   const approvalTimeout = duration(env, 'APPROVAL_TIMEOUT');
   const reminder = duration(env, 'APPROVAL_REMINDER');
@@ -294,7 +316,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
         'Set AUTH_CONFIG, bind 127.0.0.1, or set ALLOW_UNAUTHENTICATED_REMOTE=1 if something in front of the server authenticates',
     );
   }
-  const config: Config = {
+  const config: Omit<Config, 'serverFiles'> = {
     host,
     port,
     workspaceDir: fs.realpathSync(workspaceDir),
@@ -314,5 +336,5 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
     authConfigFile: authFile,
     push: Object.freeze(loadPushConfig(env)),
   };
-  return Object.freeze(config);
+  return Object.freeze({ ...config, serverFiles: Object.freeze(serverFiles(env, cwd, config)) });
 }

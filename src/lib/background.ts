@@ -37,8 +37,23 @@ export class Background {
     return this.running.size;
   }
 
-  /** Resolves once every run (including runs started meanwhile) has settled. */
-  async drain(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  /**
+   * Resolves once every run (including runs started meanwhile) has settled, or after `timeoutMs`
+   * (when given) with the runs still going; true when all settled.
+   */
+  async drain(timeoutMs?: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => {
+      if (timeoutMs !== undefined) timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const all = (async () => {
+      while (this.running.size > 0) await Promise.allSettled([...this.running]);
+      return true as const;
+    })();
+    try {
+      return await Promise.race([all, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

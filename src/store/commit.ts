@@ -177,16 +177,26 @@ function insertHistory(plan: BatchPlan): SQL {
     where x.c = any(array(select id from ${contexts} where id = ${anyOf(plan.history.map((h) => h.contextId))}))`;
 }
 
-/** Inserts or replaces calls by id; every column but the key is replaced, updated_at bumped. */
+/** The order of call phases: a stored call never moves back. */
+const phaseRank = (phase: SQL) => sql`(case ${phase} when 'awaiting' then 0 when 'ready' then 1 when 'executing' then 2 else 3 end)`;
+
+/**
+ * Inserts calls, or replaces them by id (every column but the key and the answer; updated_at
+ * bumped) only where the phase moves forward and not from awaiting to ready: approving is the
+ * claim's alone (TaskStore.saveCalls).
+ */
 function upsertCalls(plan: BatchPlan): SQL {
   const columns = getTableColumns(toolCalls) as Columns;
   const set = sql.raw(
-    CALL_REPLACED.map((f) => columnOf(columns, f).name)
+    CALL_REPLACED.filter((f) => f !== 'answer')
+      .map((f) => columnOf(columns, f).name)
       .map((name) => `"${name}" = excluded."${name}"`)
       .join(', '),
   );
   const rows = plan.calls.map((c) => callToRow(c) as Record<string, unknown>);
-  return sql`${insertRows(toolCalls, CALL_FIELDS, rows)} on conflict (id) do update set ${set}, updated_at = now()`;
+  const stored = sql`${toolCalls.phase}`;
+  const forward = sql`${phaseRank(stored)} <= ${phaseRank(sql.raw('excluded.phase'))} and not (${stored} = 'awaiting' and excluded.phase = 'ready')`;
+  return sql`${insertRows(toolCalls, CALL_FIELDS, rows)} on conflict (id) do update set ${set}, updated_at = now() where ${forward}`;
 }
 
 /** The statements of a plan, in lock order; the events' one (if any) first. */

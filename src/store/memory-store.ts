@@ -227,9 +227,18 @@ function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
   return { tasks, history, calls: plan.calls.map(callIn), audit };
 }
 
-/** Inserts or replaces a staged call; the reminder mark of a replaced one stays. */
-function putCall(db: MemoryDatabase, call: StoredCall): void {
-  const old = db.calls.get(call.id);
+const PHASE_RANK: Readonly<Record<StoredCall['phase'], number>> = { awaiting: 0, ready: 1, executing: 2, done: 3 };
+
+/**
+ * Inserts or replaces a staged call; the reminder mark and the answer of a replaced one stay, and
+ * a replacement that would move its phase back, or from awaiting to ready, is ignored (saveCalls).
+ */
+function putCall(db: MemoryDatabase, staged: StoredCall): void {
+  const old = db.calls.get(staged.id);
+  if (old && (PHASE_RANK[staged.phase] < PHASE_RANK[old.call.phase] || (old.call.phase === 'awaiting' && staged.phase === 'ready'))) return;
+  const { answer: _, ...rest } = staged;
+  const answer = old ? old.call.answer : staged.answer;
+  const call: StoredCall = answer === undefined ? rest : { ...rest, answer };
   if (old && old.call.taskId !== call.taskId) db.tasks.get(old.call.taskId)?.calls.delete(call.id);
   db.tasks.get(call.taskId)!.calls.add(call.id);
   db.calls.set(call.id, { call, ...(old?.remindedAt ? { remindedAt: old.remindedAt } : {}) });

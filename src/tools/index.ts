@@ -8,6 +8,7 @@ import { GlobTool } from './search/glob.js';
 import { SearchFileContentTool } from './search/search-file-content.js';
 import { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-shell-command.js';
 import type { AnyTool } from './tool.js';
+import { ProtectedPaths, resolveInWorkspace as resolveConfined, type ResolveResult } from './workspace.js';
 
 export { ListDirectoryTool, type ListDirectoryArgs } from './file/list-directory.js';
 export { ReadFileTool, MAX_READ_BYTES, type ReadFileArgs } from './file/read-file.js';
@@ -24,12 +25,31 @@ export { GlobTool, type GlobArgs, type GlobOptions } from './search/glob.js';
 export { SearchFileContentTool, type SearchFileContentArgs, type SearchFileContentOptions } from './search/search-file-content.js';
 export { RunShellCommandTool, type RunShellCommandArgs, type RunShellCommandOptions } from './shell/run-shell-command.js';
 export { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands, splitCommands } from './shell/command-roots.js';
-export { resolveInWorkspace, type ResolveResult } from './workspace.js';
+export { ProtectedPaths, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
 export { unifiedDiff } from './diff.js';
+
+/**
+ * Workspace confinement for callers outside the tools (the agent's GEMINI.md reader): the
+ * tools' resolver, checking the server's own files only when they are given.
+ */
+export function resolveInWorkspace(
+  workspace: string,
+  p: unknown,
+  argName: string,
+  protectedPaths: ProtectedPaths = ProtectedPaths.NONE,
+): ResolveResult {
+  return resolveConfined(workspace, p, argName, protectedPaths);
+}
 
 /** Options for {@link createDefaultTools}. */
 export interface DefaultToolsOptions {
   shell?: RunShellCommandOptions;
+  /**
+   * The server's own files and directories (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, credentials):
+   * every file and search tool refuses them and leaves them out of listings and searches.
+   * `run_shell_command` is not confined by them.
+   */
+  protectedPaths?: readonly string[];
 }
 
 /**
@@ -37,14 +57,15 @@ export interface DefaultToolsOptions {
  * `glob`, `search_file_content`, `write_file`, `replace`, `run_shell_command`.
  */
 export function createDefaultTools(options: DefaultToolsOptions = {}): AnyTool[] {
+  const protectedPaths = new ProtectedPaths(options.protectedPaths ?? []);
   return [
-    new ReadFileTool(),
-    new ReadManyFilesTool(),
-    new ListDirectoryTool(),
-    new GlobTool(),
-    new SearchFileContentTool(),
-    new WriteFileTool(),
-    new ReplaceTool(),
+    new ReadFileTool({ protectedPaths }),
+    new ReadManyFilesTool({ protectedPaths }),
+    new ListDirectoryTool({ protectedPaths }),
+    new GlobTool({ protectedPaths }),
+    new SearchFileContentTool({ protectedPaths }),
+    new WriteFileTool({ protectedPaths }),
+    new ReplaceTool({ protectedPaths }),
     new RunShellCommandTool(options.shell),
   ];
 }

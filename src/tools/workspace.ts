@@ -1,7 +1,7 @@
 /**
  * Workspace confinement: every path a tool touches is resolved here first, and
  * anything whose real location (after following symlinks) lies outside the
- * workspace is refused.
+ * workspace, or is one of the server's own files ({@link ProtectedPaths}), is refused.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -57,6 +57,108 @@ function realPathOf(abs: string, hops = 0): string | undefined {
   }
 }
 
+/** `name` with the case of each letter swapped (`Auth.json` → `aUTH.JSON`). */
+function swapCase(name: string): string {
+  return [...name].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join('');
+}
+
+/**
+ * Whether the file system holding `abs` ignores case: the nearest existing ancestor-or-self
+ * whose name has letters is looked up under its swapped-case name, and is the same file.
+ */
+function caseInsensitiveAt(abs: string): boolean {
+  for (let p = abs; ; p = path.dirname(p)) {
+    const name = path.basename(p);
+    const swapped = swapCase(name);
+    if (swapped !== name) {
+      let self: fs.Stats | undefined;
+      try {
+        self = fs.statSync(p);
+      } catch {
+        // not there (yet): ask its parent
+      }
+      if (self !== undefined) {
+        try {
+          const other = fs.statSync(path.join(path.dirname(p), swapped));
+          return other.dev === self.dev && other.ino === self.ino;
+        } catch {
+          return false;
+        }
+      }
+    }
+    if (path.dirname(p) === p) return false;
+  }
+}
+
+/**
+ * The server's own files (its data directory, its keys, its settings): no file or search tool
+ * reads, lists, searches or changes them, whatever the workspace. Each is kept as its real
+ * path (symlinks resolved; a path that does not exist yet is resolved against its nearest
+ * existing parent) and covers itself and everything beneath it. On a case-insensitive file
+ * system, paths are compared without case.
+ */
+export class ProtectedPaths {
+  /** Nothing protected (tools built without a server around them, e.g. in tests). */
+  static readonly NONE = new ProtectedPaths([]);
+  private readonly entries: ReadonlyArray<{ path: string; foldCase: boolean }>;
+
+  /** @param paths absolute or cwd-relative paths of the server's own files and directories */
+  constructor(paths: readonly string[]) {
+    const seen = new Set<string>();
+    const entries: Array<{ path: string; foldCase: boolean }> = [];
+    for (const given of paths) {
+      const abs = path.resolve(given);
+      let real: string | undefined;
+      try {
+        real = realPathOf(abs);
+      } catch {
+        // unreadable on the way: keep the path as given
+      }
+      const p = real ?? abs;
+      if (seen.has(p)) continue;
+      seen.add(p);
+      entries.push({ path: p, foldCase: caseInsensitiveAt(p) });
+    }
+    this.entries = entries;
+  }
+
+  /** The protected real paths. */
+  get paths(): string[] {
+    return this.entries.map((e) => e.path);
+  }
+
+  /** True when the real path `real` is a protected path or lies beneath one. */
+  covers(real: string): boolean {
+    return this.entries.some((e) => (e.foldCase ? isWithin(e.path.toLowerCase(), real.toLowerCase()) : isWithin(e.path, real)));
+  }
+
+  /**
+   * True when the entry at `abs` (in a real directory) is protected, or is a symlink that
+   * leads, wherever it points, into a protected path: listings leave such entries out.
+   */
+  hides(abs: string): boolean {
+    if (this.entries.length === 0) return false;
+    if (this.covers(abs)) return true;
+    let real: string | undefined;
+    try {
+      real = realPathOf(abs);
+    } catch {
+      return false;
+    }
+    return real !== undefined && this.covers(real);
+  }
+}
+
+/** The refusal of a path argument that names (or lies in) one of the server's own files. */
+export function protectedPathError(argName: string, given: string): ToolError {
+  return {
+    type: 'path_protected',
+    message:
+      `${argName} "${given}" is one of this server's own files (its data, keys or settings); ` +
+      'no tool may read, list, search or change them',
+  };
+}
+
 /** True when `candidate` is `root` or lies beneath it (both absolute, normalised). */
 export function isWithin(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
@@ -76,17 +178,21 @@ export function realWorkspace(workspace: string): ResolveResult {
 }
 
 /**
- * Resolves a tool's path argument inside the workspace.
+ * Resolves a tool's path argument inside the workspace: the one place every file and search
+ * tool turns a path into a real one, so the workspace and the server's own files are checked
+ * for all of them.
  *
  * Relative paths are taken against the workspace; symlinks along the longest
  * existing prefix (and dangling links) are followed, and the result must lie
- * inside the workspace's real path. The returned path is that real, absolute path.
+ * inside the workspace's real path (else `path_outside_workspace`) and outside every
+ * protected path (else `path_protected`). The returned path is that real, absolute path.
  *
  * @param workspace absolute path of the session workspace
  * @param p the raw argument value (anything the model sent)
  * @param argName the argument's name, used in error messages
+ * @param protectedPaths the server's own files (ProtectedPaths.NONE: none)
  */
-export function resolveInWorkspace(workspace: string, p: unknown, argName: string): ResolveResult {
+export function resolveInWorkspace(workspace: string, p: unknown, argName: string, protectedPaths: ProtectedPaths): ResolveResult {
   if (typeof p !== 'string' || p.trim() === '') {
     return {
       ok: false,
@@ -113,7 +219,15 @@ export function resolveInWorkspace(workspace: string, p: unknown, argName: strin
   if (real === undefined) {
     return { ok: false, error: { type: 'path_unresolvable', message: `${argName} "${p}" is a symlink loop` } };
   }
-  return isWithin(ws.path, real) ? { ok: true, path: real } : outside;
+  if (!isWithin(ws.path, real)) return outside;
+  if (protectedPaths.covers(real)) return { ok: false, error: protectedPathError(argName, p) };
+  return { ok: true, path: real };
+}
+
+/** Constructor options shared by the file and search tools. */
+export interface WorkspaceToolOptions {
+  /** The server's own files, refused as arguments and left out of listings (default: none). */
+  protectedPaths?: ProtectedPaths;
 }
 
 /** `abs` relative to the workspace with forward slashes (`.` for the workspace itself). */

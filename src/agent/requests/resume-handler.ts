@@ -209,6 +209,7 @@ function startApproved(
   principal: string | undefined,
   loop: TurnLoop,
 ): void {
+  if (task.halted) return; // canceled (or failed) while the claim was decided: nothing runs
   for (const [call, e] of edited) {
     call.args = e.args;
     call.snapshot.input = e.snapshot.input;

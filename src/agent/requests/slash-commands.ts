@@ -21,6 +21,7 @@ import { invalidParams, isUnsupported } from '../../protocol/errors.js';
 import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import { textPart, userMessage } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
+import type { ProtectedPaths } from '../../tools/index.js';
 import { autoApproval, serverGrant } from '../policy/approval-policy.js';
 import type { ContextState, LiveTask } from '../runtime/live-task.js';
 import { MEMORY_FILE, readMemory, withMemory } from '../runtime/memory.js';
@@ -72,7 +73,11 @@ export class SlashCommands {
         name: 'memory',
         description: `Show or add to the project context file (${MEMORY_FILE}) the model reads`,
         sub_commands: [
-          { name: 'show', description: `Show ${MEMORY_FILE}`, run: async (r) => ({ kind: 'text', text: await memoryText(r.context) }) },
+          {
+            name: 'show',
+            description: `Show ${MEMORY_FILE}`,
+            run: async (r) => ({ kind: 'text', text: await memoryText(r.context, this.opts.loop.protectedPaths) }),
+          },
           {
             name: 'add',
             description: `Add a fact to ${MEMORY_FILE} (asks before writing, like any edit)`,
@@ -82,7 +87,10 @@ export class SlashCommands {
               calls: [
                 {
                   name: 'write_file',
-                  args: { file_path: MEMORY_FILE, content: withMemory(await readMemory(r.context.workspace), r.args) },
+                  args: {
+                    file_path: MEMORY_FILE,
+                    content: withMemory(await readMemory(r.context.workspace, this.opts.loop.protectedPaths), r.args),
+                  },
                 },
               ],
             }),
@@ -93,7 +101,7 @@ export class SlashCommands {
         name: 'init',
         description: `Have the model analyse the project and draft ${MEMORY_FILE} (asks before writing)`,
         run: async (r) => {
-          const existing = await readMemory(r.context.workspace);
+          const existing = await readMemory(r.context.workspace, this.opts.loop.protectedPaths);
           if (existing !== undefined && existing.trim() !== '') {
             return {
               kind: 'text',
@@ -252,8 +260,8 @@ function mcpText(ctx: ContextState): string {
   return `MCP servers:\n${lines.join('\n')}`;
 }
 
-async function memoryText(ctx: ContextState): Promise<string> {
-  const text = await readMemory(ctx.workspace);
+async function memoryText(ctx: ContextState, protectedPaths: ProtectedPaths): Promise<string> {
+  const text = await readMemory(ctx.workspace, protectedPaths);
   if (text === undefined || text.trim() === '')
     return `There is no ${MEMORY_FILE} in ${ctx.workspace} yet. /memory add <fact> starts one; /init drafts one.`;
   return `${MEMORY_FILE} (${ctx.workspace}):\n\n${text}`;

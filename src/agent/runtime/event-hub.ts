@@ -29,6 +29,7 @@ export class EventHub {
   private readonly watchers = new Map<string, Set<Watcher>>();
   private readonly listeners: HubListener[] = [];
   private unsubscribe?: () => Promise<void>;
+  private stopped = false;
 
   /**
    * @param recheckMs how long a follower waits for a notification before it re-reads the log
@@ -44,7 +45,9 @@ export class EventHub {
     this.unsubscribe = await this.store.subscribe((taskId, seq, final) => this.notified(taskId, seq, final));
   }
 
+  /** Ends every follower (the app is closing) and stops listening. */
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.unsubscribe?.();
     for (const set of this.watchers.values()) for (const w of set) w.wake?.();
   }
@@ -108,7 +111,7 @@ export class EventHub {
     let cursor = afterSeq;
     try {
       for (;;) {
-        if (opts.signal?.aborted) return;
+        if (opts.signal?.aborted || this.stopped) return;
         let next: StoredEvent[] = [];
         w.buffer = w.buffer.filter((ev) => ev.seq > cursor);
         w.buffer.sort((a, b) => a.seq - b.seq);
@@ -141,7 +144,7 @@ export class EventHub {
               clearTimeout(timer);
               resolve();
             };
-            if (w.stale || w.buffer.length > 0 || opts.signal?.aborted) w.wake();
+            if (w.stale || w.buffer.length > 0 || opts.signal?.aborted || this.stopped) w.wake();
           });
           w.wake = undefined;
         }

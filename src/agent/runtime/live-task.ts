@@ -13,7 +13,7 @@ import type { AnyTool } from '../../tools/tool.js';
 import type { EventHub } from './event-hub.js';
 import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } from '../task-store.js';
 import type { ToolSet } from './toolbox.js';
-import { PAUSE_OR_TERMINAL } from '../wire/agent-events.js';
+import { PAUSE_OR_TERMINAL, TERMINAL } from '../wire/agent-events.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from '../wire/agent-events.js';
 import type { WireEncoder } from '../wire/wire-encoder.js';
 import type { AgentLogger } from '../logger.js';
@@ -141,9 +141,9 @@ export class LiveTask {
     return this.state === 'canceled';
   }
 
-  /** Canceled or failed: nothing more runs or is published for it. */
+  /** Canceled or failed (or detached at shutdown): nothing more runs or is published for it. */
   get halted(): boolean {
-    return this.state === 'canceled' || this.state === 'failed';
+    return this.detached || this.state === 'canceled' || this.state === 'failed';
   }
 
   /** Calls still waiting for a person. */
@@ -158,49 +158,77 @@ export class LiveTask {
 
   /**
    * Queues a write (committed in order, grouped with other tasks' writes). `then` runs once
-   * it is committed. A write that fails is never thrown: the first one fails the task
-   * (onWriteFailed), and the writes queued after that — the failure's own events — are
-   * re-sent with backoff until the store takes them.
+   * it is committed. A write that fails is never thrown (see writeFailed).
    */
-  private enqueue(op: WriteOp, then?: (seq: number) => void): void {
-    const afterFailure = this.resends !== undefined;
+  private enqueue(op: WriteOp, then?: (seq: number) => void, resendOnFailure = this.failing): void {
     const committed = this.deps.writes.push(op).then(
       (seq) => then?.(seq),
-      (err: unknown) => this.writeFailed(err, { op, then }, afterFailure),
+      (err: unknown) => this.writeFailed(err, { op, then }, resendOnFailure),
     );
     this.writes = Promise.all([this.writes, committed]);
   }
 
-  /** Writes of the failure path not committed yet, and how often they were re-sent. */
+  /** Set once a write of the running task failed and the task was failed for it. */
+  private failing = false;
+  /** Writes waiting to be sent again, and how often they were. */
   private resends?: { attempts: number; unsaved: Unsaved[]; timer?: NodeJS.Timeout };
 
-  private writeFailed(err: unknown, write: Unsaved, afterFailure: boolean): void {
-    if (afterFailure && this.resends) {
-      this.resends.unsaved.push(write);
-      this.resends.timer ??= setTimeout(() => this.resend(err), resendDelayMs(this.resends.attempts));
-      this.resends.timer.unref();
-      return;
-    }
-    this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${write.op.kind}`);
-    if (this.resends !== undefined) return;
-    this.resends = { attempts: 0, unsaved: [] };
+  /**
+   * What a write the store refused means:
+   * - a write of the failure path (queued after the task was failed for a write) is sent again,
+   *   with backoff, until the store takes it;
+   * - once the run's pause or end is queued, the task is not failed for it: its writes are sent
+   *   again — but after an end (whose event stores the whole task), a stream frame before it
+   *   (a text delta, an intermediate card) is dropped rather than sent after the end;
+   * - while the task runs, the first refused write fails the task (onWriteFailed).
+   */
+  private writeFailed(err: unknown, write: Unsaved, resend: boolean): void {
+    const finalQueued = PAUSE_OR_TERMINAL.has(this.state);
+    // After an end, a stream frame is dropped; a pause keeps its cards (a client draws them).
+    const droppable = TERMINAL.has(this.state) && write.op.kind === 'event' && !write.op.final;
+    if (resend || (finalQueued && !droppable)) return this.keepForResend(err, write);
+    this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${write.op.kind}${finalQueued ? ' (dropped)' : ''}`);
+    if (finalQueued || this.failing) return;
+    this.failing = true;
     this.deps.onWriteFailed?.(this, err);
+  }
+
+  private keepForResend(err: unknown, write: Unsaved): void {
+    if (this.detached) return;
+    const resends = (this.resends ??= { attempts: 0, unsaved: [] });
+    resends.unsaved.push(write);
+    resends.timer ??= setTimeout(() => this.resend(err), resendDelayMs(resends.attempts));
+    resends.timer.unref();
   }
 
   private resend(lastError: unknown): void {
     const resends = this.resends;
-    if (!resends) return;
+    if (!resends || this.detached) return;
     resends.timer = undefined;
     const unsaved = resends.unsaved.splice(0);
     if (++resends.attempts > MAX_RESENDS) {
       this.deps.logger.error(
         { err: lastError, taskId: this.id, writes: unsaved.length },
-        'store still refuses the writes of a failed task; giving up',
+        "store still refuses the task's writes; giving up",
       );
       this.deps.onAbandoned?.(this);
       return;
     }
-    for (const write of unsaved) this.enqueue(write.op, write.then);
+    for (const write of unsaved) this.enqueue(write.op, write.then, true);
+  }
+
+  /** Set by detach(): the process is shutting down; nothing more runs or is written for the task. */
+  private detached = false;
+
+  /**
+   * Stops everything this process does for the task (shutdown): its tool and model are aborted
+   * and nothing more is published. The store keeps the task as last committed; its lease lapses
+   * and a supervisor (here after a restart, or another instance) ends it.
+   */
+  detach(): void {
+    this.detached = true;
+    clearTimeout(this.resends?.timer);
+    this.abort.abort();
   }
 
   /** Resolves when every write queued so far is committed. */

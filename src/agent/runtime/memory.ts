@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { resolveInWorkspace } from '../../tools/index.js';
+import { ProtectedPaths, resolveInWorkspace } from '../../tools/index.js';
 
 export const MEMORY_FILE = 'GEMINI.md';
 /** The heading `/memory add` appends under (Gemini CLI's). */
@@ -13,9 +13,12 @@ export const MEMORY_SECTION = '## Gemini Added Memories';
 /** Larger context files are cut (the model's context is precious). */
 export const MAX_MEMORY_BYTES = 64 * 1024;
 
-/** The context file's text, or undefined when there is none (or it is not a readable file inside the workspace). */
-export async function readMemory(workspace: string): Promise<string | undefined> {
-  const resolved = resolveInWorkspace(workspace, MEMORY_FILE, 'file_path');
+/**
+ * The context file's text, or undefined when there is none (or it is not a readable file inside
+ * the workspace, or it is — through a link — one of the server's own files).
+ */
+export async function readMemory(workspace: string, protectedPaths = ProtectedPaths.NONE): Promise<string | undefined> {
+  const resolved = resolveInWorkspace(workspace, MEMORY_FILE, 'file_path', protectedPaths);
   if (!resolved.ok) return undefined;
   try {
     const handle = await fs.open(resolved.path, 'r');
@@ -33,8 +36,8 @@ export async function readMemory(workspace: string): Promise<string | undefined>
 }
 
 /** The system-instruction block carrying the context file, or undefined when there is none. */
-export async function memoryInstruction(workspace: string): Promise<string | undefined> {
-  const text = await readMemory(workspace);
+export async function memoryInstruction(workspace: string, protectedPaths = ProtectedPaths.NONE): Promise<string | undefined> {
+  const text = await readMemory(workspace, protectedPaths);
   if (text === undefined || text.trim() === '') return undefined;
   return `The project's context file ${MEMORY_FILE} (notes from the user; follow them):\n--- ${MEMORY_FILE} ---\n${text.trim()}\n--- end of ${MEMORY_FILE} ---`;
 }

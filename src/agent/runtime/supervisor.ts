@@ -87,14 +87,18 @@ export class Supervisor {
 
   /** Loads a task and runs `action` on it; an error in the action fails that task, and the sweep goes on. */
   private async onTask(taskId: string, what: string, action: (task: LiveTask) => Promise<void>): Promise<void> {
-    let task;
+    const task = await this.load(taskId, what);
+    if (task) await this.opts.loop.guard(task, what, () => action(task));
+  }
+
+  /** The task, or undefined when it does not exist or cannot be loaded now (logged; the next sweep tries again). */
+  private async load(taskId: string, what: string): Promise<LiveTask | undefined> {
     try {
-      task = await this.opts.cache.get(taskId);
+      return await this.opts.cache.get(taskId);
     } catch (err) {
       this.opts.logger.error({ err, taskId }, `${what}: the task could not be loaded; the next sweep tries again`);
-      return;
+      return undefined;
     }
-    if (task) await this.opts.loop.guard(task, what, () => action(task));
   }
 
   private async interrupt(task: LiveTask, calls: StoredCall[]): Promise<void> {
@@ -126,11 +130,15 @@ export class Supervisor {
   }
 
   private async expire(taskId: string, calls: StoredCall[]): Promise<void> {
+    // Loaded before the claim: a claimed call must always be declined here, never left claimed.
+    const task = await this.load(taskId, 'expiring unanswered calls');
+    if (!task) return;
     const claim = calls.map((c) => ({ id: c.id, answer: ConfirmationOptionId.cancel }));
     const until = new Date(Date.now() + this.opts.leaseMs);
-    if (!(await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until)).ok) return; // answered meanwhile
-    const task = await this.opts.cache.get(taskId);
-    if (!task) return;
+    if (!(await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until)).ok) {
+      this.opts.cache.release(task); // answered meanwhile: this copy is not worked on here
+      return;
+    }
     this.opts.cache.hold(task);
     await this.opts.loop.guard(task, 'expiring unanswered calls', async () => {
       for (const stored of calls) {

@@ -109,6 +109,15 @@ export class TaskCache {
     this.active.set(task.id, task);
   }
 
+  /**
+   * Shutdown: every task in memory stops here (its tool and model aborted, nothing more written)
+   * and leaves memory. What was committed stays; leases lapse and a supervisor ends the tasks.
+   */
+  detachAll(): void {
+    for (const task of this.active.values()) task.detach();
+    this.active.clear();
+  }
+
   /** Drops the task from memory whatever its state: the next use reloads it from the store. */
   forget(task: LiveTask): void {
     if (this.active.get(task.id) === task) this.active.delete(task.id);

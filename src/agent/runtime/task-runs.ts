@@ -46,8 +46,8 @@ export class TaskRuns {
     }
   }
 
-  /** Resolves once every run has settled (shutdown, tests). */
-  drain(): Promise<void> {
-    return this.background.drain();
+  /** Resolves once every run has settled (shutdown, tests), or after `timeoutMs`; true when all settled. */
+  drain(timeoutMs?: number): Promise<boolean> {
+    return this.background.drain(timeoutMs);
   }
 }

@@ -6,6 +6,7 @@
  * port; app.ts plugs in the @modelcontextprotocol/sdk implementation.
  */
 import { Background } from '../../lib/background.js';
+import { ProtectedPaths } from '../../tools/index.js';
 import type { AnyTool } from '../../tools/tool.js';
 import type { FunctionDeclaration } from '../model/model-client.js';
 import type { ContextSettings } from '../task-store.js';
@@ -49,6 +50,8 @@ export interface ToolboxOptions {
   logger: ToolboxLogger;
   /** A context's own servers stop after this long without use (ms). */
   idleMs?: number;
+  /** The server's own files: out of reach of every tool, and of the GEMINI.md reader. */
+  protectedPaths?: ProtectedPaths;
 }
 
 /** What one context can call right now. */
@@ -134,6 +137,11 @@ export class Toolbox {
     const fresh = set.servers.filter((s) => s.status === 'failed' && !told.has(s.name));
     for (const s of fresh) told.add(s.name);
     return fresh;
+  }
+
+  /** The server's own files (see ToolboxOptions.protectedPaths). */
+  get protectedPaths(): ProtectedPaths {
+    return this.opts.protectedPaths ?? ProtectedPaths.NONE;
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,7 @@ import { ModelError } from '../model/model-client.js';
 import type { ModelClient, ModelFunctionCall, ModelPart } from '../model/model-client.js';
 import type { TaskRuns } from './task-runs.js';
 import type { TaskStore } from '../task-store.js';
+import type { ProtectedPaths } from '../../tools/index.js';
 import type { Toolbox, ToolSet } from './toolbox.js';
 
 export interface TurnLoopOptions {
@@ -56,8 +57,14 @@ export class TurnLoop {
     return this.opts.model.model;
   }
 
+  /** The server's own files, out of every tool's reach (the slash commands read GEMINI.md through it too). */
+  get protectedPaths(): ProtectedPaths {
+    return this.opts.toolbox.protectedPaths;
+  }
+
   /** Starts the model on a new user message. Returns at once; the run is detached. */
   startTurn(task: LiveTask, userParts: ModelPart[]): void {
+    if (task.halted) return; // its start could not be stored, and it was failed for that
     task.appendHistory({ role: 'user', parts: userParts });
     task.steps = 0;
     this.opts.runs.detach(task, 'running the model', () => this.step(task));
@@ -200,7 +207,7 @@ export class TurnLoop {
   /** Streams one model turn (with retries before the first part) and returns its function calls. */
   private async streamModel(task: LiveTask, set: ToolSet): Promise<ModelFunctionCall[]> {
     const signal = task.abort.signal;
-    const memory = await memoryInstruction(task.context.workspace);
+    const memory = await memoryInstruction(task.context.workspace, this.opts.toolbox.protectedPaths);
     const systemInstruction = memory === undefined ? this.opts.systemInstruction : `${this.opts.systemInstruction}\n\n${memory}`;
     const request = { systemInstruction, contents: task.context.history, tools: set.declarations };
     const started = Date.now();

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
-import { describeGivenPath, errorCode, errorReason, resolveInWorkspace } from '../workspace.js';
+import { describeGivenPath, errorCode, errorReason, ProtectedPaths, resolveInWorkspace, type WorkspaceToolOptions } from '../workspace.js';
 
 /** Arguments of `list_directory`. */
 export interface ListDirectoryArgs extends Record<string, unknown> {
@@ -14,7 +14,7 @@ function fail(type: string, message: string): ToolResult {
   return { isError: true, error: { type, message } };
 }
 
-/** Lists a directory: sorted, directories first with a trailing `/`. */
+/** Lists a directory: sorted, directories first with a trailing `/`; the server's own files are left out. */
 export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
   readonly name = 'list_directory';
   readonly kind = 'read' as const;
@@ -28,12 +28,17 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
     },
     required: ['dir_path'],
   };
+  private readonly protectedPaths: ProtectedPaths;
+
+  constructor(options: WorkspaceToolOptions = {}) {
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
+  }
 
   validate(
     args: Record<string, unknown>,
     ctx: Pick<ToolContext, 'workspace'>,
   ): { ok: true; args: ListDirectoryArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path');
+    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     return { ok: true, args: { dir_path: args.dir_path as string } };
   }
@@ -43,7 +48,7 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
   }
 
   async run(args: ListDirectoryArgs, ctx: ToolContext): Promise<ToolResult> {
-    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path');
+    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path', this.protectedPaths);
     if (!resolved.ok) return { isError: true, error: resolved.error };
     const where = describeGivenPath(ctx.workspace, args.dir_path);
     let entries;
@@ -60,8 +65,10 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
     const dirs: string[] = [];
     const files: string[] = [];
     for (const entry of entries) {
-      const isDir =
-        entry.isDirectory() || (entry.isSymbolicLink() && this.linksToDirectory(ctx.workspace, path.join(resolved.path, entry.name)));
+      const abs = path.join(resolved.path, entry.name);
+      // The server's own files, and links into them, are not shown.
+      if (this.protectedPaths.hides(abs)) continue;
+      const isDir = entry.isDirectory() || (entry.isSymbolicLink() && this.linksToDirectory(ctx.workspace, abs));
       (isDir ? dirs : files).push(entry.name);
     }
     const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -73,7 +80,7 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
 
   /** A symlink counts as a directory only when its target is a directory inside the workspace. */
   private linksToDirectory(workspace: string, linkPath: string): boolean {
-    const target = resolveInWorkspace(workspace, linkPath, 'entry');
+    const target = resolveInWorkspace(workspace, linkPath, 'entry', this.protectedPaths);
     if (!target.ok) return false;
     try {
       return statSync(target.path).isDirectory();

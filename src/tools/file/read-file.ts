@@ -1,7 +1,7 @@
 /** `read_file`: returns the text of one file inside the workspace, whole or a range of lines. */
 import fs from 'node:fs/promises';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
-import { describeGivenPath, errorCode, errorReason, resolveInWorkspace } from '../workspace.js';
+import { describeGivenPath, errorCode, errorReason, ProtectedPaths, resolveInWorkspace, type WorkspaceToolOptions } from '../workspace.js';
 
 /** Arguments of `read_file`. */
 export interface ReadFileArgs extends Record<string, unknown> {
@@ -105,12 +105,17 @@ export class ReadFileTool implements Tool<ReadFileArgs> {
     },
     required: ['file_path'],
   };
+  private readonly protectedPaths: ProtectedPaths;
+
+  constructor(options: WorkspaceToolOptions = {}) {
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
+  }
 
   validate(
     args: Record<string, unknown>,
     ctx: Pick<ToolContext, 'workspace'>,
   ): { ok: true; args: ReadFileArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
+    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const offset = optionalInteger(args, 'offset', 0, '0-based line number to start reading from');
     if (!offset.ok) return offset;
@@ -129,7 +134,7 @@ export class ReadFileTool implements Tool<ReadFileArgs> {
   }
 
   async run(args: ReadFileArgs, ctx: ToolContext): Promise<ToolResult> {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
+    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return { isError: true, error: resolved.error };
     const where = describeGivenPath(ctx.workspace, args.file_path);
     const read = await readTextFile(resolved.path, where);

@@ -3,7 +3,14 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { filterMatcher, pathKind, resolvePattern, walkFiles } from '../search/walk.js';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
-import { realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import {
+  ProtectedPaths,
+  protectedPathError,
+  realWorkspace,
+  resolveInWorkspace,
+  workspaceRelative,
+  type WorkspaceToolOptions,
+} from '../workspace.js';
 import { readTextFile } from './read-file.js';
 
 /** Arguments of `read_many_files`. */
@@ -21,7 +28,7 @@ export interface ReadManyFilesArgs extends Record<string, unknown> {
 }
 
 /** Constructor options of {@link ReadManyFilesTool}. */
-export interface ReadManyFilesOptions {
+export interface ReadManyFilesOptions extends WorkspaceToolOptions {
   /** Stop adding files once the content would exceed this many bytes (default 1 MB). */
   maxTotalBytes?: number;
   /** Read at most this many files (default 500). */
@@ -115,10 +122,12 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
   };
   private readonly maxTotalBytes: number;
   private readonly maxFiles: number;
+  private readonly protectedPaths: ProtectedPaths;
 
   constructor(options: ReadManyFilesOptions = {}) {
     this.maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES;
     this.maxFiles = options.maxFiles ?? DEFAULT_MAX_FILES;
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
   validate(
@@ -142,8 +151,13 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     const ws = realWorkspace(ctx.workspace);
     if (!ws.ok) return ws;
     for (const [p, name] of namedPatterns(out)) {
-      const checked = resolvePattern(ctx.workspace, ws.path, p, name);
+      const checked = resolvePattern(ctx.workspace, ws.path, p, name, this.protectedPaths);
       if (!checked.ok) return checked;
+      // A path named outright must itself be readable: a protected file fails the call here.
+      if (!picomatch.scan(p).isGlob) {
+        const target = resolveInWorkspace(ctx.workspace, path.resolve(ws.path, p), name, this.protectedPaths);
+        if (!target.ok && target.error.type === 'path_protected') return { ok: false, error: protectedPathError(name, p) };
+      }
     }
     return { ok: true, args: out };
   }
@@ -245,23 +259,30 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
       files.push({ real, rel });
     };
     for (const [p, name] of namedPatterns(args)) {
-      const resolved = resolvePattern(workspace, workspace, p, name);
+      const resolved = resolvePattern(workspace, workspace, p, name, this.protectedPaths);
       if (!resolved.ok) return resolved;
       const { baseReal, glob } = resolved.pattern;
       if (!picomatch.scan(p).isGlob) {
-        const target = resolveInWorkspace(workspace, path.resolve(workspace, p), name);
-        if (!target.ok) return target;
+        const target = resolveInWorkspace(workspace, path.resolve(workspace, p), name, this.protectedPaths);
+        if (!target.ok) return target.error.type === 'path_protected' ? { ok: false, error: protectedPathError(name, p) } : target;
         const kind = pathKind(target.path);
         if (kind === 'file') add(target.path, path.isAbsolute(p) ? target.path : path.resolve(workspace, p), true);
         else if (kind === 'missing') missing.push(p);
         if (kind !== 'directory') continue;
-        const walk = walkFiles(target.path, { workspace, skipDirs, signal, ignore, recursive: args.recursive !== false });
+        const walk = walkFiles(target.path, {
+          workspace,
+          protectedPaths: this.protectedPaths,
+          skipDirs,
+          signal,
+          ignore,
+          recursive: args.recursive !== false,
+        });
         for await (const entry of walk) add(entry.real, entry.abs, false);
         continue;
       }
       if (pathKind(baseReal) !== 'directory') continue;
       const isMatch = picomatch(glob, { dot: true });
-      for await (const entry of walkFiles(baseReal, { workspace, skipDirs, signal, ignore })) {
+      for await (const entry of walkFiles(baseReal, { workspace, protectedPaths: this.protectedPaths, skipDirs, signal, ignore })) {
         if (isMatch(entry.rel)) add(entry.real, entry.abs, false);
       }
     }

@@ -4,7 +4,15 @@ import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
 import { ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
-import { describeGivenPath, errorCode, errorReason, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import {
+  describeGivenPath,
+  errorCode,
+  errorReason,
+  ProtectedPaths,
+  resolveInWorkspace,
+  workspaceRelative,
+  type WorkspaceToolOptions,
+} from '../workspace.js';
 import { readTextFile } from './read-file.js';
 import { writeCreatingParents } from './write-file.js';
 
@@ -67,12 +75,17 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
   };
   /** The file content each proposal was based on (undefined: the file did not exist), to explain a later mismatch. */
   private readonly proposedOver = new WeakMap<ReplaceArgs, string | undefined>();
+  private readonly protectedPaths: ProtectedPaths;
+
+  constructor(options: WorkspaceToolOptions = {}) {
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
+  }
 
   validate(
     args: Record<string, unknown>,
     ctx: Pick<ToolContext, 'workspace'>,
   ): { ok: true; args: ReplaceArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
+    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const { old_string, new_string, expected_replacements } = args;
     if (typeof old_string !== 'string') return invalid('old_string must be a string (the exact text to replace; empty to create a file)');
@@ -147,7 +160,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
 
   /** Reads the file as it is now and computes the change, or why it cannot be made. */
   private async plan(args: ReplaceArgs, workspace: string): Promise<Planned> {
-    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path');
+    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const where = describeGivenPath(workspace, args.file_path);
     const read = await readTextFile(resolved.path, where, this.name);

@@ -3,8 +3,17 @@ import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
+import { ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
-import { describeGivenPath, errorCode, errorReason, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import {
+  describeGivenPath,
+  errorCode,
+  errorReason,
+  ProtectedPaths,
+  resolveInWorkspace,
+  workspaceRelative,
+  type WorkspaceToolOptions,
+} from '../workspace.js';
 
 /** Arguments of `write_file`. */
 export interface WriteFileArgs extends Record<string, unknown> {
@@ -36,12 +45,17 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     },
     required: ['file_path', 'content'],
   };
+  private readonly protectedPaths: ProtectedPaths;
+
+  constructor(options: WorkspaceToolOptions = {}) {
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
+  }
 
   validate(
     args: Record<string, unknown>,
     ctx: Pick<ToolContext, 'workspace'>,
   ): { ok: true; args: WriteFileArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path');
+    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     if (typeof args.content !== 'string') {
       return { ok: false, error: { type: 'invalid_argument', message: 'content must be a string (the complete new file content)' } };
@@ -57,8 +71,10 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     return `Write ${args.file_path}`;
   }
 
+  /** A protected target fails here (nobody is asked); other failures are shown and fail when run. */
   async propose(args: WriteFileArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
     const planned = await this.plan(args, ctx.workspace);
+    if (!planned.ok && planned.error.type === 'path_protected') throw new ToolFailure(planned.error);
     if (!planned.ok) return { type: 'generic', description: `Cannot write ${args.file_path}: ${planned.error.message}` };
     return { type: 'edit', change: planned.change };
   }
@@ -87,7 +103,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
 
   /** Resolves the target and reads what is there now, producing the change to make. */
   private async plan(args: WriteFileArgs, workspace: string): Promise<Planned> {
-    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path');
+    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     if (typeof args.content !== 'string') {
       return { ok: false, error: { type: 'invalid_argument', message: 'content must be a string (the complete new file content)' } };

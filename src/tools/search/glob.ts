@@ -1,10 +1,28 @@
 /** `glob`: finds files by glob pattern inside the workspace, newest first. */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import picomatch from 'picomatch';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
-import { describeGivenPath, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
-import { ALWAYS_SKIPPED_DIRS, isDirectory, loadGitignore, pathKind, resolvePattern, walkFiles, type ResolvedPattern } from './walk.js';
+import {
+  describeGivenPath,
+  ProtectedPaths,
+  realWorkspace,
+  resolveInWorkspace,
+  workspaceRelative,
+  type WorkspaceToolOptions,
+} from '../workspace.js';
+import { compileGlob } from './glob-pattern.js';
+import { DEFAULT_MATCH_BUDGET_MS, PathFilter } from './path-filter.js';
+import { RegexWorker } from './regex-worker.js';
+import {
+  ALWAYS_SKIPPED_DIRS,
+  isDirectory,
+  loadGitignore,
+  pathKind,
+  resolvePattern,
+  walkFiles,
+  type ResolvedPattern,
+  type WalkEntry,
+} from './walk.js';
 
 /** Arguments of `glob`. */
 export interface GlobArgs extends Record<string, unknown> {
@@ -18,9 +36,11 @@ export interface GlobArgs extends Record<string, unknown> {
 }
 
 /** Constructor options of {@link GlobTool}. */
-export interface GlobOptions {
+export interface GlobOptions extends WorkspaceToolOptions {
   /** At most this many paths are returned (default 1000). */
   maxResults?: number;
+  /** Matching the pattern against all the walked paths of one call may take this long (default 5 s). */
+  matchBudgetMs?: number;
 }
 
 const DEFAULT_MAX_RESULTS = 1000;
@@ -51,9 +71,13 @@ export class GlobTool implements Tool<GlobArgs> {
     required: ['pattern'],
   };
   private readonly maxResults: number;
+  private readonly matchBudgetMs: number;
+  private readonly protectedPaths: ProtectedPaths;
 
   constructor(options: GlobOptions = {}) {
     this.maxResults = options.maxResults ?? DEFAULT_MAX_RESULTS;
+    this.matchBudgetMs = options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS;
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
   validate(
@@ -98,10 +122,10 @@ export class GlobTool implements Tool<GlobArgs> {
       lexicalRoot = searchDir;
       glob = pattern.relPattern;
     }
-    const isMatch = picomatch(glob, { dot: true, nocase });
+    const matched = await this.matchingFiles(root, glob, nocase, ws.path, ignore, ctx.signal);
+    if (!matched.ok) return { isError: true, error: matched.error };
     const found: { path: string; mtime: number }[] = [];
-    for await (const entry of walkFiles(root, { workspace: ws.path, skipDirs: ALWAYS_SKIPPED_DIRS, signal: ctx.signal, ignore })) {
-      if (!isMatch(entry.rel)) continue;
+    for (const entry of matched.entries) {
       let mtime: number;
       try {
         mtime = (await fs.stat(entry.real)).mtimeMs;
@@ -119,6 +143,32 @@ export class GlobTool implements Tool<GlobArgs> {
       found.map((f) => f.path),
       gitignore !== undefined,
     );
+  }
+
+  /**
+   * The files under `root` whose path matches `glob`. The walk runs here; the matching runs
+   * in the search worker within the time budget, so no pattern can freeze the server.
+   */
+  private async matchingFiles(
+    root: string,
+    glob: string,
+    nocase: boolean,
+    workspace: string,
+    ignore: ((real: string, isDir: boolean) => boolean) | undefined,
+    signal: AbortSignal,
+  ): Promise<{ ok: true; entries: WalkEntry[] } | { ok: false; error: ToolError }> {
+    const compiled = compileGlob(glob, { nocase }, 'pattern');
+    if (!compiled.ok) return compiled;
+    const walk = walkFiles(root, { workspace, protectedPaths: this.protectedPaths, skipDirs: ALWAYS_SKIPPED_DIRS, signal, ignore });
+    const worker = new RegexWorker();
+    try {
+      const filter = new PathFilter(worker, compiled.glob, 'pattern', this.matchBudgetMs, signal);
+      const entries: WalkEntry[] = [];
+      for await (const entry of filter.stream(walk)) entries.push(entry);
+      return filter.failure ? { ok: false, error: filter.failure } : { ok: true, entries };
+    } finally {
+      worker.close();
+    }
   }
 
   /** Gemini CLI's listing, capped at maxResults with a notice. */
@@ -152,7 +202,7 @@ export class GlobTool implements Tool<GlobArgs> {
       if (!ws.ok) return ws;
       searchDir = ws.path;
     } else {
-      const resolved = resolveInWorkspace(workspace, args.path, 'path');
+      const resolved = resolveInWorkspace(workspace, args.path, 'path', this.protectedPaths);
       if (!resolved.ok) return resolved;
       const kind = pathKind(resolved.path);
       const where = describeGivenPath(workspace, args.path);
@@ -165,7 +215,7 @@ export class GlobTool implements Tool<GlobArgs> {
       }
       searchDir = resolved.path;
     }
-    const pattern = resolvePattern(workspace, searchDir, args.pattern, 'pattern');
+    const pattern = resolvePattern(workspace, searchDir, args.pattern, 'pattern', this.protectedPaths);
     if (!pattern.ok) return pattern;
     return { ok: true, searchDir, pattern: pattern.pattern };
   }

@@ -1,84 +1,159 @@
 /**
- * Runs the model's regular expression off the main thread. A pattern such as `^(a+)+$`
- * backtracks for minutes on a short line; on the main thread that would freeze every
- * stream and task of the server. Here the worker is terminated when a file takes longer
- * than the time limit or the call is cancelled, and the search fails with the reason.
+ * Runs the model's regular expressions and compiled globs off the main thread. A pattern
+ * such as `^(a+)+$`, or the RegExp picomatch makes of `{?,??}*{?,??}*…`, backtracks for
+ * seconds or minutes on one short line or file name; on the main thread that would freeze
+ * every stream and task of the server. Here the worker is terminated when a request takes
+ * longer than its time limit or the call is cancelled, and the search fails with the reason.
+ *
+ * Workers are pooled: starting one costs tens of milliseconds, more than a whole ordinary
+ * glob. A search leases a worker for its duration and hands it back when done; a worker
+ * that timed out, was cancelled or failed is terminated instead. Idle workers are unref'd
+ * (they never keep the process alive).
  */
 import { Worker } from 'node:worker_threads';
+import type { CompiledGlob } from './glob-pattern.js';
 
 /** Plain JavaScript, evaluated in the worker (no loader or build step needed). */
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
-parentPort.on('message', ({ id, source, flags, text, max }) => {
-  try {
-    const re = new RegExp(source, flags);
-    const lines = text.split('\\n');
-    const hits = [];
-    for (let i = 0; i < lines.length && hits.length < max; i++) {
-      if (re.test(lines[i].replace(/\\r$/, ''))) hits.push(i);
+let cached;
+function regex(source, flags) {
+  if (!cached || cached.source !== source || cached.flags !== flags) cached = { source, flags, re: new RegExp(source, flags) };
+  return cached.re;
+}
+function matchLines({ source, flags, text, max }) {
+  const re = regex(source, flags);
+  const lines = text.split('\\n');
+  const hits = [];
+  for (let i = 0; i < lines.length && hits.length < max; i++) {
+    if (re.test(lines[i].replace(/\\r$/, ''))) hits.push(i);
+  }
+  return hits;
+}
+// picomatch's own test: '' never matches, the pattern itself always does.
+function matchPaths({ source, flags, glob, basename, paths }) {
+  const re = regex(source, flags);
+  const hits = [];
+  for (let i = 0; i < paths.length; i++) {
+    const p = paths[i];
+    if (p === '') continue;
+    if (p === glob) { hits.push(i); continue; }
+    let subject = p;
+    if (basename) {
+      const segs = p.split('/');
+      subject = segs[segs.length - 1] === '' ? segs[segs.length - 2] : segs[segs.length - 1];
     }
-    parentPort.postMessage({ id, hits });
+    if (re.test(subject)) hits.push(i);
+  }
+  return hits;
+}
+parentPort.on('message', (m) => {
+  try {
+    parentPort.postMessage({ id: m.id, hits: m.op === 'paths' ? matchPaths(m) : matchLines(m) });
   } catch (err) {
-    parentPort.postMessage({ id, error: String(err && err.message || err) });
+    parentPort.postMessage({ id: m.id, error: String(err && err.message || err) });
   }
 });
 `;
 
-export type LineMatch = { ok: true; lines: number[] } | { ok: false; reason: 'timeout' | 'cancelled' | 'error'; message: string };
+/** Idle workers kept for the next search; more are terminated when handed back. */
+const MAX_IDLE = 2;
+const idle: Worker[] = [];
 
-/** One worker per search call; `close()` when done. */
+function spawn(): Worker {
+  const worker = new Worker(WORKER_SOURCE, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 256 } });
+  // An idle worker has no request listening: without these, its crash would be an unhandled 'error'.
+  worker.on('error', () => undefined);
+  worker.once('exit', () => {
+    const at = idle.indexOf(worker);
+    if (at >= 0) idle.splice(at, 1);
+  });
+  return worker;
+}
+
+function acquire(): Worker {
+  const worker = idle.pop() ?? spawn();
+  worker.ref();
+  return worker;
+}
+
+function release(worker: Worker): void {
+  if (idle.length >= MAX_IDLE) {
+    void worker.terminate(); // resolves with the exit code; never rejects
+    return;
+  }
+  worker.unref();
+  idle.push(worker);
+}
+
+/** Indexes of the matching lines or paths, or why there are none. */
+export type WorkerMatch = { ok: true; hits: number[] } | { ok: false; reason: 'timeout' | 'cancelled' | 'error'; message: string };
+
+type Request =
+  | { op: 'lines'; source: string; flags: string; text: string; max: number }
+  | { op: 'paths'; source: string; flags: string; glob: string; basename: boolean; paths: string[] };
+
+/** One worker leased for one search call; `close()` when done. */
 export class RegexWorker {
   private worker?: Worker;
   private next = 0;
 
-  constructor(
-    private readonly source: string,
-    private readonly flags: string,
-    private readonly timeoutMs: number,
-  ) {}
+  /** Indexes of the lines of `text` that match the regex (at most `max`). */
+  matchLines(
+    regex: { source: string; flags: string },
+    text: string,
+    max: number,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<WorkerMatch> {
+    const timeout = `the pattern took more than ${timeoutMs} ms on one file (catastrophic backtracking?)`;
+    return this.call({ op: 'lines', source: regex.source, flags: regex.flags, text, max }, timeoutMs, timeout, signal);
+  }
 
-  /** Indexes of the lines of `text` that match (at most `max`). */
-  match(text: string, max: number, signal: AbortSignal): Promise<LineMatch> {
-    const worker = (this.worker ??= new Worker(WORKER_SOURCE, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 256 } }));
+  /** Indexes of the paths that match the glob (picomatch's semantics). */
+  matchPaths(glob: CompiledGlob, paths: string[], timeoutMs: number, signal: AbortSignal): Promise<WorkerMatch> {
+    const timeout = `matching the pattern against file paths took more than ${timeoutMs} ms`;
+    return this.call({ op: 'paths', ...glob, paths }, timeoutMs, timeout, signal);
+  }
+
+  private call(request: Request, timeoutMs: number, timeoutMessage: string, signal: AbortSignal): Promise<WorkerMatch> {
+    const worker = (this.worker ??= acquire());
     const id = ++this.next;
-    return new Promise<LineMatch>((resolve) => {
-      const done = (result: LineMatch, kill: boolean) => {
+    return new Promise<WorkerMatch>((resolve) => {
+      const done = (result: WorkerMatch, kill: boolean) => {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         worker.off('message', onMessage);
         worker.off('error', onError);
-        if (kill) void this.close();
+        if (kill) this.kill();
         resolve(result);
       };
       const onMessage = (m: { id: number; hits?: number[]; error?: string }) => {
         if (m.id !== id) return;
-        done(m.error !== undefined ? { ok: false, reason: 'error', message: m.error } : { ok: true, lines: m.hits ?? [] }, false);
+        done(m.error !== undefined ? { ok: false, reason: 'error', message: m.error } : { ok: true, hits: m.hits ?? [] }, false);
       };
       const onError = (err: Error) => done({ ok: false, reason: 'error', message: err.message }, true);
       const onAbort = () => done({ ok: false, reason: 'cancelled', message: 'The search was cancelled' }, true);
-      const timer = setTimeout(
-        () =>
-          done(
-            {
-              ok: false,
-              reason: 'timeout',
-              message: `the pattern took more than ${this.timeoutMs} ms on one file (catastrophic backtracking?)`,
-            },
-            true,
-          ),
-        this.timeoutMs,
-      );
+      const timer = setTimeout(() => done({ ok: false, reason: 'timeout', message: timeoutMessage }, true), timeoutMs);
       worker.on('message', onMessage);
       worker.on('error', onError);
       signal.addEventListener('abort', onAbort, { once: true });
       if (signal.aborted) return onAbort();
-      worker.postMessage({ id, source: this.source, flags: this.flags, text, max });
+      worker.postMessage({ id, ...request });
     });
   }
 
-  async close(): Promise<void> {
+  /** Terminates the leased worker (it may be stuck in a match). */
+  private kill(): void {
     const w = this.worker;
     this.worker = undefined;
-    await w?.terminate();
+    void w?.terminate(); // resolves with the exit code; never rejects
+  }
+
+  /** Hands the worker back to the pool. */
+  close(): void {
+    const w = this.worker;
+    this.worker = undefined;
+    if (w) release(w);
   }
 }

@@ -3,9 +3,18 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { looksBinary } from '../file/read-file.js';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
-import { describeGivenPath, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import {
+  describeGivenPath,
+  ProtectedPaths,
+  realWorkspace,
+  resolveInWorkspace,
+  workspaceRelative,
+  type WorkspaceToolOptions,
+} from '../workspace.js';
+import { compileGlob, type CompiledGlob } from './glob-pattern.js';
+import { DEFAULT_MATCH_BUDGET_MS, PathFilter } from './path-filter.js';
 import { RegexWorker } from './regex-worker.js';
-import { ALWAYS_SKIPPED_DIRS, filterMatcher, pathKind, walkFiles, type WalkEntry } from './walk.js';
+import { ALWAYS_SKIPPED_DIRS, pathKind, walkFiles, type WalkEntry } from './walk.js';
 
 /** Arguments of `search_file_content`. */
 export interface SearchFileContentArgs extends Record<string, unknown> {
@@ -18,13 +27,15 @@ export interface SearchFileContentArgs extends Record<string, unknown> {
 }
 
 /** Constructor options of {@link SearchFileContentTool}. */
-export interface SearchFileContentOptions {
+export interface SearchFileContentOptions extends WorkspaceToolOptions {
   /** Stop after this many matching lines (default 500). */
   maxMatches?: number;
   /** Files larger than this are not searched (default 1 MB). */
   maxFileBytes?: number;
   /** The pattern may run this long on one file before the search fails (default 5 s). */
   fileTimeoutMs?: number;
+  /** Matching `include` against all the walked paths of one call may take this long (default 5 s). */
+  matchBudgetMs?: number;
 }
 
 const DEFAULT_MAX_MATCHES = 500;
@@ -47,7 +58,15 @@ function compile(pattern: string): { ok: true; regex: RegExp } | { ok: false; er
   }
 }
 
-/** Searches file contents line by line; skips binaries, large files, node_modules and .git. */
+/**
+ * Compiles `include` as a filter: without `/` it matches the base name at any depth (`*.ts`),
+ * as ripgrep's and Gemini CLI's filters do; with `/`, the whole path relative to `path`.
+ */
+function compileInclude(include: string): { ok: true; glob: CompiledGlob } | { ok: false; error: ToolError } {
+  return compileGlob(include, { basename: !include.includes('/') }, 'include');
+}
+
+/** Searches file contents line by line; skips binaries, large files, node_modules, .git and the server's own files. */
 export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
   readonly name = 'search_file_content';
   readonly kind = 'read' as const;
@@ -68,11 +87,15 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
   private readonly maxMatches: number;
   private readonly maxFileBytes: number;
   private readonly fileTimeoutMs: number;
+  private readonly matchBudgetMs: number;
+  private readonly protectedPaths: ProtectedPaths;
 
   constructor(options: SearchFileContentOptions = {}) {
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
     this.maxMatches = options.maxMatches ?? DEFAULT_MAX_MATCHES;
     this.maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     this.fileTimeoutMs = options.fileTimeoutMs ?? 5_000;
+    this.matchBudgetMs = options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS;
   }
 
   validate(
@@ -86,6 +109,8 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
     const out: SearchFileContentArgs = { pattern };
     if (include !== undefined && include !== null && include !== '') {
       if (typeof include !== 'string') return invalid('include must be a glob pattern string when given');
+      const compiledInclude = compileInclude(include);
+      if (!compiledInclude.ok) return compiledInclude;
       out.include = include;
     }
     if (args.path !== undefined && args.path !== null && args.path !== '') {
@@ -107,21 +132,28 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
     if (!target.ok) return { isError: true, error: target.error };
     const ws = realWorkspace(ctx.workspace);
     if (!ws.ok) return { isError: true, error: ws.error };
-    const include = args.include === undefined ? undefined : filterMatcher(args.include);
+    const include = args.include === undefined ? undefined : compileInclude(args.include);
+    if (include && !include.ok) return { isError: true, error: include.error };
     const files: AsyncIterable<WalkEntry> | WalkEntry[] = target.isFile
       ? [{ rel: path.basename(target.real), abs: target.real, real: target.real }]
-      : walkFiles(target.real, { workspace: ws.path, skipDirs: ALWAYS_SKIPPED_DIRS, signal: ctx.signal });
+      : walkFiles(target.real, {
+          workspace: ws.path,
+          protectedPaths: this.protectedPaths,
+          skipDirs: ALWAYS_SKIPPED_DIRS,
+          signal: ctx.signal,
+        });
     const byFile = new Map<string, string[]>();
     let count = 0;
     let capped = false;
-    const matcher = new RegexWorker(compiled.regex.source, compiled.regex.flags, this.fileTimeoutMs);
+    // One worker matches both: the include glob against paths, the pattern against lines.
+    const worker = new RegexWorker();
+    const includeFilter = include && new PathFilter(worker, include.glob, 'include', this.matchBudgetMs, ctx.signal);
     try {
-      for await (const file of files) {
+      for await (const file of includeFilter ? includeFilter.stream(files) : files) {
         if (ctx.signal.aborted) break;
-        if (include && !include(file.rel)) continue;
         const text = await this.readSearchable(file.real);
         if (text === undefined) continue;
-        const found = await matcher.match(text, this.maxMatches - count, ctx.signal);
+        const found = await worker.matchLines(compiled.regex, text, this.maxMatches - count, this.fileTimeoutMs, ctx.signal);
         if (!found.ok) {
           if (found.reason === 'cancelled') break;
           const rel = workspaceRelative(ws.path, file.abs);
@@ -133,21 +165,22 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
             },
           };
         }
-        if (found.lines.length === 0) continue;
+        if (found.hits.length === 0) continue;
         const lines = text.split('\n');
         const rel = workspaceRelative(ws.path, file.abs);
         const hits = byFile.get(rel) ?? [];
-        for (const i of found.lines) {
+        for (const i of found.hits) {
           const line = (lines[i] ?? '').replace(/\r$/, ''); // i indexes this very text
           hits.push(`L${i + 1}: ${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`);
         }
         byFile.set(rel, hits);
-        count += found.lines.length;
+        count += found.hits.length;
         capped = count >= this.maxMatches;
         if (capped) break;
       }
+      if (includeFilter?.failure) return { isError: true, error: includeFilter.failure };
     } finally {
-      await matcher.close();
+      worker.close();
     }
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The search was cancelled' } };
     const where = args.path ?? '.';
@@ -184,7 +217,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
       const ws = realWorkspace(workspace);
       return ws.ok ? { ok: true, real: ws.path, isFile: false } : ws;
     }
-    const resolved = resolveInWorkspace(workspace, args.path, 'path');
+    const resolved = resolveInWorkspace(workspace, args.path, 'path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const kind = pathKind(resolved.path);
     if (kind === 'missing') {

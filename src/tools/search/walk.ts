@@ -7,7 +7,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ToolError } from '../tool.js';
-import { resolveInWorkspace } from '../workspace.js';
+import { protectedPathError, resolveInWorkspace, type ProtectedPaths } from '../workspace.js';
+import { checkGlobComplexity } from './glob-pattern.js';
 
 /** Directory names never walked by `glob` and `search_file_content`. */
 export const ALWAYS_SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git']);
@@ -26,6 +27,8 @@ export interface WalkEntry {
 export interface WalkOptions {
   /** Real path of the workspace: symlinked files whose target lies outside it are skipped. */
   workspace: string;
+  /** The server's own files: never yielded nor descended into, nor reached through a symlink. */
+  protectedPaths: ProtectedPaths;
   /** Directory names not descended into, at any depth. */
   skipDirs?: ReadonlySet<string>;
   /** Descend into subdirectories (default true). */
@@ -41,10 +44,10 @@ export interface WalkOptions {
  * depth-first in name order. Symlinked files are yielded when their target is a file
  * inside the workspace; symlinked directories are not descended into (as ripgrep and
  * the glob package do by default), which also rules out cycles and duplicates.
- * Unreadable directories are skipped.
+ * Unreadable directories and the server's own files are skipped.
  */
 export async function* walkFiles(root: string, options: WalkOptions): AsyncGenerator<WalkEntry> {
-  const { skipDirs, signal, ignore } = options;
+  const { skipDirs, signal, ignore, protectedPaths } = options;
   const recursive = options.recursive ?? true;
   const pending: string[] = [''];
   while (pending.length > 0) {
@@ -63,11 +66,11 @@ export async function* walkFiles(root: string, options: WalkOptions): AsyncGener
       const rel = relDir === '' ? entry.name : `${relDir}/${entry.name}`;
       const abs = path.join(root, rel);
       if (entry.isDirectory()) {
-        if (recursive && !skipDirs?.has(entry.name) && !ignore?.(abs, true)) subdirs.push(rel);
+        if (recursive && !skipDirs?.has(entry.name) && !protectedPaths.covers(abs) && !ignore?.(abs, true)) subdirs.push(rel);
       } else if (entry.isFile()) {
-        if (!ignore?.(abs, false)) yield { rel, abs, real: abs };
+        if (!protectedPaths.covers(abs) && !ignore?.(abs, false)) yield { rel, abs, real: abs };
       } else if (entry.isSymbolicLink()) {
-        const real = linkedFile(options.workspace, abs);
+        const real = linkedFile(options.workspace, abs, protectedPaths);
         if (real !== undefined && !ignore?.(real, false)) yield { rel, abs, real };
       }
     }
@@ -76,9 +79,9 @@ export async function* walkFiles(root: string, options: WalkOptions): AsyncGener
   }
 }
 
-/** The real path of a symlink's target when it is a regular file inside the workspace. */
-function linkedFile(workspace: string, link: string): string | undefined {
-  const resolved = resolveInWorkspace(workspace, link, 'entry');
+/** The real path of a symlink's target when it is a regular file inside the workspace and not protected. */
+function linkedFile(workspace: string, link: string, protectedPaths: ProtectedPaths): string | undefined {
+  const resolved = resolveInWorkspace(workspace, link, 'entry', protectedPaths);
   if (!resolved.ok) return undefined;
   try {
     return statSync(resolved.path).isFile() ? resolved.path : undefined;
@@ -101,19 +104,23 @@ export interface ResolvedPattern {
 
 /**
  * Resolves a glob argument against `searchDir` (a real directory inside the workspace).
- * Its literal leading directories go through resolveInWorkspace, so `../` and symlinks
- * out of the workspace are refused like any path argument; `..` after the first glob
- * character and negated patterns are refused too.
+ * Its literal leading directories go through resolveInWorkspace, so `../`, symlinks
+ * out of the workspace and the server's own directories are refused like any path
+ * argument; `..` after the first glob character and negated patterns are refused too,
+ * and so is a pattern over the complexity limit (`pattern_too_complex`, glob-pattern.ts).
  */
 export function resolvePattern(
   workspace: string,
   searchDir: string,
   pattern: unknown,
   argName: string,
+  protectedPaths: ProtectedPaths,
 ): { ok: true; pattern: ResolvedPattern } | { ok: false; error: ToolError } {
   const invalid = (message: string): { ok: false; error: ToolError } => ({ ok: false, error: { type: 'invalid_argument', message } });
   if (typeof pattern !== 'string' || pattern.trim() === '') return invalid(`${argName} must be a non-empty glob pattern string`);
   if (pattern.includes('\0')) return invalid(`${argName} must not contain a NUL character`);
+  const tooComplex = checkGlobComplexity(pattern, argName);
+  if (tooComplex) return { ok: false, error: tooComplex };
   const scan = picomatch.scan(pattern);
   if (scan.negated) return invalid(`${argName} "${pattern}" is a negated pattern; negation is not supported here`);
   const base = scan.isGlob ? scan.base : path.dirname(pattern);
@@ -122,8 +129,9 @@ export function resolvePattern(
     return invalid(`${argName} "${pattern}" must not contain ".." after a wildcard; name the directory before the wildcard instead`);
   }
   const baseLexical = path.resolve(searchDir, base === '' ? '.' : base);
-  const resolved = resolveInWorkspace(workspace, baseLexical, argName);
+  const resolved = resolveInWorkspace(workspace, baseLexical, argName, protectedPaths);
   if (!resolved.ok) {
+    if (resolved.error.type === 'path_protected') return { ok: false, error: protectedPathError(argName, pattern) };
     if (resolved.error.type !== 'path_outside_workspace') return resolved;
     return { ok: false, error: { ...resolved.error, message: `${argName} "${pattern}" reaches outside the workspace ${workspace}` } };
   }
@@ -143,6 +151,8 @@ function escapeGlob(name: string): string {
  * A matcher for a filter pattern (include/exclude): a pattern without `/` matches the
  * base name at any depth (`*.ts`), as ripgrep's and Gemini CLI's filters do; one with
  * `/` matches the whole relative path (`src/**\/*.ts`). Dot files match.
+ * It matches on the calling thread with no time limit: for a pattern from the model, use
+ * compileGlob (glob-pattern.ts) with `basename: !pattern.includes('/')` and a PathFilter.
  */
 export function filterMatcher(pattern: string, nocase = false): (rel: string) => boolean {
   return picomatch(pattern, { dot: true, nocase, basename: !pattern.includes('/') });
@@ -175,7 +185,9 @@ interface IgnoreRule {
  * (directories only), `*.ext` and other slash-less patterns (base name at any depth),
  * `/anchored` and `a/b` patterns (relative to the root), `**`. Negation (`!pattern`) is
  * ignored rather than half-implemented: it can only make fewer files ignored, so a file
- * it would re-include stays hidden. Returns undefined when there is no `.gitignore`.
+ * it would re-include stays hidden. A line over the glob complexity limit is skipped:
+ * these rules match on the calling thread, for every entry walked.
+ * Returns undefined when there is no `.gitignore`.
  */
 export function loadGitignore(workspace: string): ((relToWorkspace: string, isDir: boolean) => boolean) | undefined {
   let text: string;
@@ -193,7 +205,7 @@ export function loadGitignore(workspace: string): ((relToWorkspace: string, isDi
     // git: a slash at the start or in the middle anchors the pattern to the .gitignore's directory.
     const anchored = line.includes('/');
     line = line.replace(/^\/+/, '');
-    if (line === '') continue;
+    if (line === '' || checkGlobComplexity(line, '.gitignore line') !== undefined) continue;
     rules.push({ match: picomatch(line, { dot: true }), dirOnly, anchored });
   }
   if (rules.length === 0) return undefined;

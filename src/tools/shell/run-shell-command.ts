@@ -2,7 +2,10 @@
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
-import { describeGivenPath, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import { describeGivenPath, ProtectedPaths, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+
+/** A shell is not confined to paths (it asks instead), so its dir_path is not checked against the server's own files. */
+const SHELL_PROTECTS_NOTHING = ProtectedPaths.NONE;
 
 /** Arguments of `run_shell_command`. */
 export interface RunShellCommandArgs extends Record<string, unknown> {
@@ -110,7 +113,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     const out: RunShellCommandArgs = { command };
     if (typeof description === 'string') out.description = description;
     if (dir_path !== undefined && dir_path !== null && dir_path !== '') {
-      const resolved = resolveInWorkspace(ctx.workspace, dir_path, 'dir_path');
+      const resolved = resolveInWorkspace(ctx.workspace, dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
       if (!resolved.ok) return resolved;
       out.dir_path = dir_path as string;
     }
@@ -170,7 +173,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
 
   private workingDirectory(args: RunShellCommandArgs, workspace: string): { ok: true; path: string } | { ok: false; error: ToolError } {
     if (args.dir_path === undefined) return realWorkspace(workspace);
-    const resolved = resolveInWorkspace(workspace, args.dir_path, 'dir_path');
+    const resolved = resolveInWorkspace(workspace, args.dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
     if (!resolved.ok) return resolved;
     let isDir = false;
     try {

@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { filterMatcher, loadGitignore, pathKind, resolvePattern, walkFiles } from '../../../src/tools/search/walk.js';
+import { ProtectedPaths } from '../../../src/tools/workspace.js';
+
+const NONE = ProtectedPaths.NONE;
 
 type Fixtures = Pick<typeof t, 'testdir' | 'fixture'>;
 
@@ -32,14 +35,17 @@ async function collect(root: string, opts: Parameters<typeof walkFiles>[1]): Pro
 
 t.test('walkFiles: depth-first in name order; links to files inside only', async (t) => {
   const ws = setup(t);
-  t.same(await collect(ws, { workspace: ws }), ['a.txt', 'b/x.txt', 'b/c/y.txt', 'skip/z.txt']);
-  t.same(await collect(ws, { workspace: ws, recursive: false }), ['a.txt']);
-  t.same(await collect(ws, { workspace: ws, skipDirs: new Set(['skip', 'c']) }), ['a.txt', 'b/x.txt']);
-  t.same(await collect(ws, { workspace: ws, ignore: (real, isDir) => isDir && real.endsWith('/b') }), ['a.txt', 'skip/z.txt']);
-  t.same(await collect(path.join(ws, 'missing'), { workspace: ws }), [], 'an unreadable root yields nothing');
+  t.same(await collect(ws, { workspace: ws, protectedPaths: NONE }), ['a.txt', 'b/x.txt', 'b/c/y.txt', 'skip/z.txt']);
+  t.same(await collect(ws, { workspace: ws, protectedPaths: NONE, recursive: false }), ['a.txt']);
+  t.same(await collect(ws, { workspace: ws, protectedPaths: NONE, skipDirs: new Set(['skip', 'c']) }), ['a.txt', 'b/x.txt']);
+  t.same(await collect(ws, { workspace: ws, protectedPaths: NONE, ignore: (real, isDir) => isDir && real.endsWith('/b') }), [
+    'a.txt',
+    'skip/z.txt',
+  ]);
+  t.same(await collect(path.join(ws, 'missing'), { workspace: ws, protectedPaths: NONE }), [], 'an unreadable root yields nothing');
   fs.symlinkSync('a.txt', path.join(ws, 'a-link'));
   const entries = [];
-  for await (const e of walkFiles(ws, { workspace: ws, recursive: false })) entries.push(e);
+  for await (const e of walkFiles(ws, { workspace: ws, protectedPaths: NONE, recursive: false })) entries.push(e);
   t.same(
     entries.find((e) => e.rel === 'a-link'),
     { rel: 'a-link', abs: path.join(ws, 'a-link'), real: path.join(ws, 'a.txt') },
@@ -50,7 +56,7 @@ t.test('walkFiles stops when aborted', async (t) => {
   const ws = setup(t);
   const abort = new AbortController();
   const seen: string[] = [];
-  for await (const e of walkFiles(ws, { workspace: ws, signal: abort.signal })) {
+  for await (const e of walkFiles(ws, { workspace: ws, protectedPaths: NONE, signal: abort.signal })) {
     seen.push(e.rel);
     abort.abort();
   }
@@ -92,31 +98,31 @@ t.test('filterMatcher: base name without a slash, path with one', async (t) => {
 
 t.test('resolvePattern', async (t) => {
   const ws = setup(t);
-  t.match(resolvePattern(ws, ws, 'b/**/*.txt', 'p'), {
+  t.match(resolvePattern(ws, ws, 'b/**/*.txt', 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'b'), glob: '**/*.txt', relPattern: 'b/**/*.txt' },
   });
-  t.match(resolvePattern(ws, ws, 'b/c/y.txt', 'p'), {
+  t.match(resolvePattern(ws, ws, 'b/c/y.txt', 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'b/c'), glob: 'y.txt', relPattern: 'b/c/y.txt' },
   });
   t.match(
-    resolvePattern(ws, ws, 'a(1).txt', 'p'),
+    resolvePattern(ws, ws, 'a(1).txt', 'p', NONE),
     { ok: true, pattern: { baseReal: ws, glob: 'a(1).txt' } },
     'picomatch matches such names literally too',
   );
-  t.match(resolvePattern(ws, path.join(ws, 'b'), path.join(ws, 'skip/*'), 'p'), {
+  t.match(resolvePattern(ws, path.join(ws, 'b'), path.join(ws, 'skip/*'), 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'skip'), relPattern: undefined },
   });
-  t.match(resolvePattern(ws, ws, 'dir-link/*', 'p'), {
+  t.match(resolvePattern(ws, ws, 'dir-link/*', 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'b'), baseLexical: path.join(ws, 'dir-link') },
   });
-  t.match(resolvePattern(ws, ws, '', 'p'), { ok: false, error: { type: 'invalid_argument', message: /^p must be/ } });
-  t.match(resolvePattern(ws, ws, 'a\0b', 'p'), { ok: false, error: { type: 'invalid_argument', message: /NUL/ } });
-  t.match(resolvePattern(ws, ws, '../*', 'p'), { ok: false, error: { type: 'path_outside_workspace' } });
-  t.match(resolvePattern('/no/such/ws', '/no/such/ws', '*', 'p'), { ok: false, error: { type: 'workspace_not_found' } });
+  t.match(resolvePattern(ws, ws, '', 'p', NONE), { ok: false, error: { type: 'invalid_argument', message: /^p must be/ } });
+  t.match(resolvePattern(ws, ws, 'a\0b', 'p', NONE), { ok: false, error: { type: 'invalid_argument', message: /NUL/ } });
+  t.match(resolvePattern(ws, ws, '../*', 'p', NONE), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(resolvePattern('/no/such/ws', '/no/such/ws', '*', 'p', NONE), { ok: false, error: { type: 'workspace_not_found' } });
 });
 
 t.test('pathKind', async (t) => {

@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { resolveInWorkspace, workspaceRelative, isWithin } from '../../../src/tools/workspace.js';
+import { resolveInWorkspace as resolveConfined, workspaceRelative, isWithin, ProtectedPaths } from '../../../src/tools/workspace.js';
+
+/** Workspace confinement alone (the server's own files: protected-paths.test.ts). */
+const resolveInWorkspace = (ws: string, p: unknown, argName: string) => resolveConfined(ws, p, argName, ProtectedPaths.NONE);
 import { unifiedDiff } from '../../../src/tools/diff.js';
 
 /** The parts of a tap test used to build fixtures. */

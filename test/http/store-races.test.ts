@@ -1,0 +1,157 @@
+/**
+ * Store blips and races around a task's end: whatever fails or interleaves, a task's log ends
+ * with exactly one end (`completed`, `failed` or `canceled`) and nothing after it, the stored
+ * task says the same, and the conversation stays usable.
+ */
+import t from 'tap';
+import type { FastifyInstance } from 'fastify';
+import type { StoredEvent } from '../../src/agent/task-store.js';
+import { stateName } from '../../src/protocol/a2a.js';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
+import { faultyStore } from '../support/faulty-store.js';
+import { buildServer, confirmMessage, dataOf, userMessage } from '../support/server.js';
+import { rpc } from '../support/sse.js';
+
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
+// In-process apps have no listening socket: keep this process alive while a stream waits on a
+// re-send timer (those are unref'd so that they never hold a server's exit up).
+const alive = setInterval(() => undefined, 1_000);
+t.teardown(() => clearInterval(alive));
+
+const ENDS = new Set(['completed', 'failed', 'canceled']);
+
+function stateOf(ev: StoredEvent): string {
+  const p = ev.response.payload;
+  return p?.$case === 'statusUpdate' ? stateName(p.value.status?.state) : p?.$case === 'task' ? stateName(p.value.status?.state) : '';
+}
+
+/** Polls until `check` holds (bounded), keeping the process alive meanwhile. */
+async function until(what: string, check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The log ends once, at its last event, and the stored task agrees with it. */
+async function endsOnce(t: Test, store: MemoryTaskStore, taskId: string, end: string | RegExp): Promise<void> {
+  const log = await store.eventsAfter(taskId, 0);
+  const states = log.map(stateOf);
+  const ends = log.flatMap((ev, i) => (ev.final && ENDS.has(stateOf(ev)) ? [i] : []));
+  t.same(ends, [log.length - 1], `one end, the last event (log: ${states.join(', ')})`);
+  t.match(states.at(-1), end);
+  t.equal(stateName((await store.loadTask(taskId))?.task.status?.state), states.at(-1), 'the stored task says the same');
+}
+
+async function server(t: Test, store: Parameters<typeof faultyStore>[0] | ReturnType<typeof faultyStore>['store']) {
+  return buildServer(t, { app: { store, sweepMs: 60_000 } });
+}
+
+async function paused(app: FastifyInstance) {
+  const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
+  const task = first.events?.[0]?.data?.result;
+  const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+  return { taskId: task.id as string, contextId: task.contextId as string, callId: card.tool_call_id as string };
+}
+
+t.test('a cancel whose commit fails is stored once the store takes it; the conversation is free again', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { app } = await server(t, faulty.store);
+  const { taskId, contextId } = await paused(app);
+  faulty.failAt(1, 'commit');
+  const cancel = await rpc(app, 'tasks/cancel', { id: taskId });
+  t.equal(cancel.json?.result?.status?.state, 'canceled');
+  await until('the cancel is stored', async () => stateName((await inner.loadTask(taskId))?.task.status?.state) === 'canceled');
+  await endsOnce(t, inner, taskId, 'canceled');
+  t.equal((await rpc(app, 'tasks/cancel', { id: taskId })).json?.error?.code, -32002, 'a second cancel: already canceled');
+  const next = await rpc(app, 'message/stream', { message: userMessage('hello', { contextId }) });
+  t.equal(next.events?.at(-1)?.data?.result?.status?.state, 'completed', 'a new task in the conversation runs');
+});
+
+t.test('a cancel that lands while an answer is being claimed: the call never runs, and the task ends canceled only', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const claim = inner.claimCalls.bind(inner);
+  let claimed!: () => void;
+  const slow = Object.assign(Object.create(inner) as MemoryTaskStore, {
+    claimCalls: async (...args: Parameters<MemoryTaskStore['claimCalls']>) => {
+      const result = await claim(...args);
+      await new Promise<void>((resolve) => (claimed = resolve)); // held until the cancel is in
+      return result;
+    },
+  });
+  const { app, workspace } = await server(t, slow);
+  const { taskId, contextId, callId } = await paused(app);
+  const answering = rpc(app, 'message/stream', {
+    message: confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' }),
+  });
+  await until('the claim is under way', async () => claimed !== undefined);
+  t.equal((await rpc(app, 'tasks/cancel', { id: taskId })).json?.result?.status?.state, 'canceled');
+  claimed();
+  await answering;
+  await endsOnce(t, inner, taskId, 'canceled');
+  const log = await inner.eventsAfter(taskId, 0);
+  t.notOk(
+    log.some((ev) => ev.response.payload?.$case === 'statusUpdate' && JSON.stringify(ev.response).includes('EXECUTING')),
+    'the call never ran',
+  );
+  t.notOk(await import('node:fs').then((fs) => fs.existsSync(`${workspace}/hello.txt`)), 'nothing was written');
+});
+
+for (let k = 1; k <= 6; k++) {
+  t.test(`commit ${k} of a short answer fails: nothing follows the end, and the store agrees`, async (t) => {
+    const inner = new MemoryTaskStore();
+    t.teardown(() => inner.close());
+    const faulty = faultyStore(inner);
+    const { app } = await server(t, faulty.store);
+    faulty.failAt(k, 'commit');
+    const res = await rpc(app, 'message/stream', { message: userMessage('hello') });
+    const taskId = res.events?.find((e) => e.data?.result?.kind === 'task' || e.data?.result?.taskId)?.data?.result;
+    const id = (taskId?.id ?? taskId?.taskId) as string;
+    await until('the task ended in the store', async () => ENDS.has(stateName((await inner.loadTask(id))?.task.status?.state)));
+    await endsOnce(t, inner, id, /^(completed|failed)$/);
+  });
+}
+
+t.test('the lease after a won claim cannot be stored: the task fails once', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { app } = await server(t, faulty.store);
+  const { taskId, contextId, callId } = await paused(app);
+  faulty.failAt(1, 'leaseTasks');
+  await rpc(app, 'message/stream', {
+    message: confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' }),
+  });
+  await until('the task ended in the store', async () => ENDS.has(stateName((await inner.loadTask(taskId))?.task.status?.state)));
+  await endsOnce(t, inner, taskId, 'failed');
+});
+
+t.test('closing the app while a command runs: it is stopped, closing is prompt, nothing is written after', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const { app } = await buildServer(
+    { teardown: () => undefined },
+    { env: { APPROVAL_TIMEOUT: 'off' }, app: { store: inner, sweepMs: 60_000 } },
+  );
+  const first = await rpc(app, 'message/stream', { message: userMessage('shell slow', { metadata: {} }) });
+  const task = first.events?.[0]?.data?.result;
+  const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+  const answer = rpc(app, 'message/stream', {
+    message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+  });
+  await until('the command runs', async () =>
+    (await inner.eventsAfter(task.id, 0)).some((ev) => JSON.stringify(ev.response).includes('EXECUTING')),
+  );
+  const started = Date.now();
+  await app.close();
+  t.ok(Date.now() - started < 3_000, `closed in ${Date.now() - started} ms`);
+  await answer.catch(() => undefined);
+  const logged = (await inner.eventsAfter(task.id, 0)).length;
+  await new Promise((r) => setTimeout(r, 1_200)); // the command would have printed and finished by now
+  t.equal((await inner.eventsAfter(task.id, 0)).length, logged, 'nothing was written after close');
+});
