@@ -239,6 +239,11 @@ t.test('a task belongs to its principal', async (t) => {
     await stillPending(t, srv, 'alice', task, card);
     const denied = (await audit(srv, task.id)).filter((e: any) => e.decision === 'denied_identity');
     t.equal(denied.length, 2, 'both refused answers are in the audit log');
+    const madeUp = { ...answer(task, card, 'proceed_once') };
+    (madeUp.message as any).parts = [{ kind: 'data', data: { tool_call_id: 'tc_made_up', selected_option_id: 'proceed_once' } }];
+    forbidden(t, await bob('message/stream', madeUp), /belongs to another principal/);
+    const after = (await audit(srv, task.id)).filter((e: any) => e.decision === 'denied_identity');
+    t.equal(after.length, 2, 'an answer naming no call of the task is refused without an audit row (no log flooding)');
     t.match(denied[0], {
       principal: 'bob',
       tool_call_id: card.tool_call_id,

@@ -196,8 +196,10 @@ export class MessageRouter {
     const owner = live ? live.principal : stored?.principal;
     if (this.opts.access.isOwner(caller, owner)) return;
     const turn = await this.opts.store.loadTurn(taskId);
+    // Only calls the task really has are recorded: a stranger cannot fill the log with made-up ids.
     const named = namedCallIds(message, this.opts.schema);
-    const ids = named.length > 0 ? named : this.isYesNo(message) ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
+    const real = named.filter((id) => turn.some((c) => c.id === id));
+    const ids = named.length > 0 ? real : this.isYesNo(message) ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
     const hashes = new Map(ids.map((id) => [id, turn.find((c) => c.id === id)?.shownHash]));
     const contextId = live?.task.contextId ?? stored?.task.contextId ?? '';
     await this.recordDenials(taskId, contextId, owner, caller, 'denied_identity', hashes);
