@@ -2,7 +2,7 @@
  * The composition root: the only module that constructs concretes and wires them.
  * buildApp never listens; main.ts does (so tests can build many apps in one process).
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AgentCard } from '@a2a-js/sdk';
@@ -110,15 +110,6 @@ function mcpConnector(): McpConnector {
   };
 }
 
-/** The real path of `p` when it exists (symlinks resolved), else `p`. */
-function realOrSelf(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
-}
-
 function isLoopback(host: string): boolean {
   return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
@@ -170,8 +161,9 @@ function setUpSecurity(app: FastifyInstance, config: Readonly<Config>): Security
 /** The built-in tools and MCP servers every context can use (its own MCP servers join when it starts). */
 async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<Toolbox> {
   const { config } = options;
-  const tools = options.tools ?? createDefaultTools({ shell: config.shell, protectedPaths: config.serverFiles });
+  // Resolved once: the tools, the GEMINI.md reader and the workspace policy share it.
   const protectedPaths = new ProtectedPaths(config.serverFiles);
+  const tools = options.tools ?? createDefaultTools({ shell: config.shell, protectedPaths });
   const mcp = mcpConnector();
   const serverMcp = config.settings.mcpServers;
   if (serverMcp !== undefined) {
@@ -285,7 +277,8 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     toolbox,
     access: security.access,
     checkMcpUrl: mcpUrlCheck(config, security),
-    workspacePolicy: { roots: config.workspaceRoots, protectedPaths: protectedPaths(config, security) },
+    // With authentication, no client workspace may contain the server's own files (keys, the database).
+    workspacePolicy: { roots: config.workspaceRoots, protectedPaths: security.auth ? toolbox.protectedPaths.paths : [] },
     defaultWorkspace: config.workspaceDir,
     instanceId,
     leaseMs,
@@ -304,12 +297,6 @@ function mcpUrlCheck(config: Readonly<Config>, security: Security): (url: string
     const r = await checkPushUrl(url, { allowPrivate: !security.auth || config.push.allowPrivate, field: at, purpose: 'mcp' });
     return r.ok ? undefined : r.message;
   };
-}
-
-/** With authentication, no client workspace may contain the server's own files (keys, the database). */
-function protectedPaths(config: Readonly<Config>, security: Security): string[] {
-  if (!security.auth) return [];
-  return config.serverFiles.map(realOrSelf);
 }
 
 /** The agent card, naming the address actually listened on (PORT=0 picks one at listen time). */

@@ -49,7 +49,7 @@ export interface DefaultToolsOptions {
    * every file and search tool refuses them and leaves them out of listings and searches.
    * `run_shell_command` is not confined by them.
    */
-  protectedPaths?: readonly string[];
+  protectedPaths?: ProtectedPaths | readonly string[];
 }
 
 /**
@@ -57,7 +57,8 @@ export interface DefaultToolsOptions {
  * `glob`, `search_file_content`, `write_file`, `replace`, `run_shell_command`.
  */
 export function createDefaultTools(options: DefaultToolsOptions = {}): AnyTool[] {
-  const protectedPaths = new ProtectedPaths(options.protectedPaths ?? []);
+  const given = options.protectedPaths ?? [];
+  const protectedPaths = given instanceof ProtectedPaths ? given : new ProtectedPaths(given);
   return [
     new ReadFileTool({ protectedPaths }),
     new ReadManyFilesTool({ protectedPaths }),

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { StoredEvent } from '../../src/agent/task-store.js';
 import { stateName } from '../../src/protocol/a2a.js';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
+import { until } from '../support/core.js';
 import { faultyStore } from '../support/faulty-store.js';
 import { buildServer, confirmMessage, dataOf, userMessage } from '../support/server.js';
 import { rpc } from '../support/sse.js';
@@ -24,15 +25,6 @@ const ENDS = new Set(['completed', 'failed', 'canceled']);
 function stateOf(ev: StoredEvent): string {
   const p = ev.response.payload;
   return p?.$case === 'statusUpdate' ? stateName(p.value.status?.state) : p?.$case === 'task' ? stateName(p.value.status?.state) : '';
-}
-
-/** Polls until `check` holds (bounded), keeping the process alive meanwhile. */
-async function until(what: string, check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** The log ends once, at its last event, and the stored task agrees with it. */

@@ -113,22 +113,16 @@ export function approveCall(task: LiveTask, call: TurnCall, option: string, prin
 /** Closes a call that will not run (declined, expired, or its task canceled). The model is told, and the turn goes on. */
 export function declineCall(task: LiveTask, call: TurnCall, how: { reason?: string; type?: DeclineType; principal?: string } = {}): void {
   const { reason = 'The user declined this tool call.', type = 'declined', principal } = how;
-  move(call, 'done');
-  const snap = call.snapshot;
-  snap.status = 'CANCELLED';
-  delete snap.confirmation;
-  delete snap.liveContent;
-  snap.error = { message: reason, type };
-  call.response = responsePart(call, { error: `${reason} Do not retry it unless the user asks.` });
-  task.publishCall(call);
-  task.audit({ toolCallId: snap.id, decision: DECLINE_DECISION[type], principal, optionId: call.answer, shownHash: call.shownHash });
+  closeWithoutResult(task, call, 'CANCELLED', { message: reason, type }, `${reason} Do not retry it unless the user asks.`);
+  const decision = DECLINE_DECISION[type];
+  task.audit({ toolCallId: call.snapshot.id, decision, principal, optionId: call.answer, shownHash: call.shownHash });
 }
 
 /** Closes a call whose process died while it ran (its lease lapsed): FAILED `interrupted`. */
 export function interruptCall(task: LiveTask, call: TurnCall, leaseOwner: string | undefined): void {
   const name = call.snapshot.toolName;
   const message = `The server stopped while ${name} was running (lease of ${leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.`;
-  closeFailed(task, call, { message, type: 'interrupted' });
+  closeWithoutResult(task, call, 'FAILED', { message, type: 'interrupted' }, message);
   task.audit({ toolCallId: call.snapshot.id, decision: 'interrupted', detail: { leaseOwner } });
 }
 
@@ -185,14 +179,21 @@ function finishCall(task: LiveTask, call: TurnCall, result: ToolResult): void {
   task.audit({ toolCallId: snap.id, decision: result.isError ? 'failed' : 'succeeded', detail });
 }
 
-function closeFailed(task: LiveTask, call: TurnCall, error: { message: string; type: string }): void {
+/** Closes a call that ends without a result of its own (declined, interrupted, its task ended): card, and what the model is told. */
+function closeWithoutResult(
+  task: LiveTask,
+  call: TurnCall,
+  status: 'CANCELLED' | 'FAILED',
+  error: { message: string; type: string },
+  toModel: string,
+): void {
   move(call, 'done');
   const snap = call.snapshot;
-  snap.status = 'FAILED';
+  snap.status = status;
   delete snap.confirmation;
   delete snap.liveContent;
   snap.error = error;
-  call.response = responsePart(call, { error: error.message });
+  call.response = responsePart(call, { error: toModel });
   task.publishCall(call);
 }
 
@@ -222,7 +223,7 @@ function closeOpenCalls(task: LiveTask, reason: string, principal: string | unde
   for (const call of task.turn) {
     if (call.phase === 'awaiting') declineCall(task, call, { reason, type: 'cancelled', principal });
     else if (call.phase !== 'done') {
-      closeFailed(task, call, { message: reason, type: 'task_failed' });
+      closeWithoutResult(task, call, 'FAILED', { message: reason, type: 'task_failed' }, reason);
       task.audit({ toolCallId: call.snapshot.id, decision: 'failed', detail: { error: { message: reason, type: 'task_failed' } } });
     }
   }

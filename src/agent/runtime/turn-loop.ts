@@ -171,7 +171,6 @@ export class TurnLoop {
       const calls = await this.streamModel(task, set);
       if (task.halted) return;
       if (calls.length === 0) {
-        task.modelRunning = false;
         task.publish({ type: 'state', state: 'completed' });
         return;
       }
@@ -179,10 +178,10 @@ export class TurnLoop {
       await this.runReady(task, task.turn);
     } catch (err) {
       if (!(err instanceof ModelError)) throw err; // TaskRuns fails the task and logs it
-      task.modelRunning = false;
       this.failModel(task, err);
       return;
     } finally {
+      // Before any end above is committed (its commit releases the task only when it is idle).
       task.modelRunning = false;
     }
     await this.settle(task);
