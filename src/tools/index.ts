@@ -24,7 +24,8 @@ export { WriteFileTool, type WriteFileArgs } from './file/write-file.js';
 export { GlobTool, type GlobArgs, type GlobOptions } from './search/glob.js';
 export { SearchFileContentTool, type SearchFileContentArgs, type SearchFileContentOptions } from './search/search-file-content.js';
 export { RunShellCommandTool, type RunShellCommandArgs, type RunShellCommandOptions } from './shell/run-shell-command.js';
-export { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands, splitCommands } from './shell/command-roots.js';
+export { MAX_READABLE_LINE, readShellLine } from './shell/shell-line.js';
+export type { ShellCommand, ShellLine } from './shell/shell-line.js';
 export { ProtectedPaths, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
 export { unifiedDiff } from './diff.js';
 
@@ -46,8 +47,8 @@ export interface DefaultToolsOptions {
   shell?: RunShellCommandOptions;
   /**
    * The server's own files and directories (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, credentials):
-   * every file and search tool refuses them and leaves them out of listings and searches.
-   * `run_shell_command` is not confined by them.
+   * every file and search tool refuses them and leaves them out of listings and searches;
+   * no approval grant covers a shell line that names one.
    */
   protectedPaths?: ProtectedPaths | readonly string[];
 }
@@ -67,6 +68,6 @@ export function createDefaultTools(options: DefaultToolsOptions = {}): AnyTool[]
     new SearchFileContentTool({ protectedPaths }),
     new WriteFileTool({ protectedPaths }),
     new ReplaceTool({ protectedPaths }),
-    new RunShellCommandTool(options.shell),
+    new RunShellCommandTool({ ...options.shell, protectedPaths }),
   ];
 }

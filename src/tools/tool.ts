@@ -81,10 +81,24 @@ export interface Tool<A extends Record<string, unknown> = Record<string, unknown
    */
   withModifiedContent?(args: A, newContent: string): A;
   run(args: A, ctx: ToolContext): Promise<ToolResult>;
-  /** For shell tools: the command line a call runs (approval rules match its root commands). */
-  commandLine?(args: A): string;
+  /**
+   * For shell tools: the command line a call runs and where it starts; the approval rules read
+   * it (agent/policy/shell-rules.ts). Undefined when the call has no runnable line.
+   */
+  commandLine?(args: A, ctx: Pick<ToolContext, 'workspace'>): CommandLine | undefined;
+  /** For edit tools: the path a call writes, as the model gave it (AUTO_EDIT still asks for some). */
+  editedPath?(args: A): string;
   /** Set on tools served by an MCP server. */
   readonly mcp?: McpOrigin;
+}
+
+/** What a shell call runs: its line, the directory it starts in, and the paths no grant may cover. */
+export interface CommandLine {
+  command: string;
+  /** Absolute real path of the directory the line starts in. */
+  cwd: string;
+  /** The server's own files (a line naming one is never covered by a grant). */
+  protectedPaths?: { covers(p: string): boolean };
 }
 
 /** Any tool, seen from the agent: its args are some JSON object (a tool checks their shape in `validate`). */

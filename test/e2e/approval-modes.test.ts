@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { rpc } from '../support/sse.js';
 import { dataOf, devtool, tempDir, textOf, URI } from '../support/server.js';
@@ -350,3 +350,68 @@ function answerWithYolo(srv: GeminiServer, watch: TaskWatch, id: string) {
     },
   });
 }
+
+t.test('after "always" grants, the review’s bypass lines still ask and nothing runs unasked', async (t) => {
+  const srv = await startGeminiServer(t);
+  const outside = tempDir('devtool-outside-');
+  writeFileSync(path.join(outside, 'secret.txt'), 'secret\n');
+  writeFileSync(path.join(outside, 'file'), 'keep\n');
+  writeFileSync(path.join(srv.workspace, 'a.txt'), 'a\n');
+  mkdirSync(path.join(srv.workspace, 'sub'));
+  execFileSync('git', ['init', '-q'], { cwd: srv.workspace });
+  let ctx: string | undefined;
+  for (const command of ['echo hello', 'cat a.txt', 'rm -f nothing', 'cd sub', 'find . -name a.txt', 'git status']) {
+    const o = await run(t, srv, 'run_shell_command', { command }, { contextId: ctx, reply: { selected_option_id: 'proceed_always' } });
+    t.ok(o.asked, `${command}: asks once`);
+    ctx = o.watch.contextId;
+  }
+  t.equal((await run(t, srv, 'run_shell_command', { command: 'cat a.txt' }, { contextId: ctx })).asked, false, 'a granted line runs');
+  const rel = path.relative(srv.workspace, outside);
+  const bypasses = [
+    "x='$(touch PWNED)'; echo ${x@P}",
+    "x='a[$(touch PWNED)]'; echo ${y[x]}",
+    `cat \\${outside}/secret.txt`,
+    `cat .\\./${rel.slice(3)}/secret.txt`,
+    `cat .""./${rel.slice(3)}/secret.txt`,
+    'cat $HOME/secret.txt',
+    `rm -f \\${outside}/file`,
+    `rm -f ${outside}/file`,
+    'cd && cat secret.txt',
+    `find . -exec touch PWNED \\;`,
+    'find . -exec touch PWNED ;',
+    'echo PWNED | xargs touch',
+    "git -c core.fsmonitor='touch PWNED' status",
+    'git -c core.fsmonitor=touch status',
+  ];
+  for (const command of bypasses) {
+    const o = await run(t, srv, 'run_shell_command', { command }, { contextId: ctx });
+    t.ok(o.asked, `asks: ${command}`);
+    t.equal(o.status, 'CANCELLED', 'declined');
+    t.notOk(
+      o.card.confirmation_request.options.some((x: any) => x.id === 'proceed_always'),
+      'and is offered no "always"',
+    );
+  }
+  t.notOk(existsSync(path.join(srv.workspace, 'PWNED')), 'nothing ran: no PWNED file');
+  t.equal(readFileSync(path.join(outside, 'file'), 'utf8'), 'keep\n', 'the file outside is still there');
+});
+
+t.test('AUTO_EDIT with allowed_tools ["run_shell_command(git status)"]: writing .git/config asks', async (t) => {
+  const srv = await startGeminiServer(t);
+  execFileSync('git', ['init', '-q'], { cwd: srv.workspace });
+  const settings = { approval_mode: 'AUTO_EDIT', allowed_tools: ['run_shell_command(git status)'] };
+  const config = '[core]\n\tfsmonitor = touch PWNED\n';
+  const planted = await run(t, srv, 'write_file', { file_path: '.git/config', content: config }, { settings });
+  t.ok(planted.asked, 'a write to .git/config waits for a person even in AUTO_EDIT');
+  t.notMatch(readFileSync(path.join(srv.workspace, '.git/config'), 'utf8'), /fsmonitor/, 'declined: not written');
+  const hook = await run(t, srv, 'write_file', { file_path: '.git/hooks/pre-commit', content: '#!/bin/sh\ntouch PWNED\n' }, { settings });
+  t.ok(hook.asked, 'a hook too');
+  const npmrc = await run(t, srv, 'write_file', { file_path: '.npmrc', content: 'script-shell=/x\n' }, { settings });
+  t.ok(npmrc.asked, '.npmrc too');
+  const src = await run(t, srv, 'write_file', { file_path: 'src.txt', content: 'x\n' }, { settings });
+  t.notOk(src.asked, 'other files are written without asking');
+  const status = await run(t, srv, 'run_shell_command', { command: 'git status --short' }, { settings });
+  t.notOk(status.asked, 'git status runs by the prefix');
+  t.equal(status.status, 'SUCCEEDED');
+  t.notOk(existsSync(path.join(srv.workspace, 'PWNED')), 'nothing was planted, nothing ran');
+});

@@ -3,18 +3,23 @@
  * answer trusts from then on. The rule: reads run, anything with side effects waits for a person.
  *
  * - approval mode DEFAULT: reads run; edits, shell commands, MCP tools and anything else ask.
- *   AUTO_EDIT: file edits run too. YOLO: nothing asks.
+ *   AUTO_EDIT: file edits run too, except edits of files that make tools run code (`.git/`,
+ *   `.npmrc`, … — shell-rules.ts). YOLO: nothing asks.
  * - allowed_tools: a tool name runs without asking; `run_shell_command(git status)` lets
- *   commands whose every part starts with `git status` run (not with an output redirection).
+ *   lines run whose every command starts with the words `git status`, when shell-rules.ts
+ *   finds the line coverable (plain words, nothing that runs other commands, no path out).
  * - Grants (`proceed_always…` answers) last for the rest of the context, its later tasks
- *   included: a tool; for shell, each root command of the approved line (`echo a` trusts
- *   `echo b`, not `pwd`); for MCP, one tool or the whole server.
+ *   included: a tool; for shell, each command of the approved line by name (`echo a` trusts
+ *   `echo b`, not `pwd`; git by subcommand: `git status` trusts `git status -s`, not
+ *   `git push`), and only ever for coverable lines; for MCP, one tool or the whole server.
  */
+import path from 'node:path';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
-import { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands } from '../../tools/index.js';
 import type { AnyTool } from '../../tools/tool.js';
 import type { ContextSettings } from '../task-store.js';
 import type { OfferedOption } from '../wire/agent-events.js';
+import { isToolConfigPath, judgeLine, matchesPrefix } from './shell-rules.js';
+import type { LineCoverage } from './shell-rules.js';
 
 export type ApprovalMode = NonNullable<ContextSettings['approvalMode']>;
 
@@ -23,52 +28,55 @@ export interface ApprovalScope {
   settings: ContextSettings;
   /** Grant keys from `proceed_always…` answers (see {@link grantsFor}). */
   trustedTools: Set<string>;
+  /** Absolute real path of the context's workspace. */
+  workspace: string;
 }
 
 const SHELL_PREFIX = /^([A-Za-z0-9_.-]+)\((.*)\)$/s;
 
-/** The command line of a shell-like call, or undefined (not a shell tool, or no command yet). */
-function lineOf(tool: AnyTool, args: Record<string, unknown>): string | undefined {
-  const line = tool.commandLine?.(args);
-  return typeof line === 'string' ? line : undefined;
+/** The judged command line of a shell-like call; undefined when the tool is not a shell or the call has no line. */
+function coverageOf(tool: AnyTool, args: Record<string, unknown>, workspace: string): LineCoverage | undefined {
+  const line = tool.commandLine?.(args, { workspace });
+  if (line === undefined) return undefined;
+  return judgeLine(line.command, { workspace, cwd: line.cwd, protectedPaths: line.protectedPaths });
 }
 
-/**
- * Lines a grant or an allowed_tools prefix may cover: readable roots (no substitutions,
- * compound commands or exotic quoting), no output redirection, no path outside the workspace
- * tree. Anything else asks every time.
- */
-function coverable(line: string): boolean {
-  return rootCommands(line) !== undefined && !redirectsOutput(line) && !reachesOutside(line);
-}
-
-/** The grant key for one root command of a shell tool. */
-export const shellGrant = (tool: string, root: string): string => `${tool}(${root})`;
+/** The grant key for one command (name, or `git <subcommand>`) of a shell tool. */
+export const shellGrant = (tool: string, key: string): string => `${tool}(${key})`;
 /** The grant key for every tool of an MCP server. */
 export const serverGrant = (server: string): string => `mcp_server:${server}`;
 
-function allowedByList(tool: AnyTool, args: Record<string, unknown>, allowed: readonly string[]): boolean {
-  for (const entry of allowed) {
+function allowedByList(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): boolean {
+  let coverage: LineCoverage | undefined;
+  for (const entry of scope.settings.allowedTools ?? []) {
     if (entry === tool.name) return true;
     const m = SHELL_PREFIX.exec(entry);
-    const line = lineOf(tool, args);
-    if (m === null || m[1] !== tool.name || line === undefined) continue;
+    if (m === null || m[1] !== tool.name || tool.commandLine === undefined) continue;
     const prefix = (m[2] ?? '').trim();
-    if (prefix !== '' && coverable(line) && matchesCommandPrefix(line, prefix)) return true;
+    if (prefix === '') continue;
+    coverage ??= coverageOf(tool, args, scope.workspace);
+    if (coverage?.coverable === true && matchesPrefix(coverage.commands, prefix)) return true;
   }
   return false;
 }
 
-function trusted(tool: AnyTool, args: Record<string, unknown>, grants: ReadonlySet<string>): boolean {
+function trusted(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): boolean {
+  const grants = scope.trustedTools;
   if (grants.has(tool.name)) return true;
   if (tool.mcp !== undefined && grants.has(serverGrant(tool.mcp.serverName))) return true;
   if (tool.commandLine !== undefined) {
-    const line = lineOf(tool, args);
-    if (line === undefined || !coverable(line)) return false;
-    const roots = rootCommands(line) ?? [];
-    return roots.length > 0 && roots.every((r) => grants.has(shellGrant(tool.name, r)));
+    const coverage = coverageOf(tool, args, scope.workspace);
+    if (coverage?.coverable !== true || !coverage.alwaysOffered) return false;
+    return coverage.grantKeys.every((k) => grants.has(shellGrant(tool.name, k)));
   }
   return false;
+}
+
+/** An edit AUTO_EDIT still asks for: one that writes a file making tools run code. */
+function editsToolConfig(tool: AnyTool, args: Record<string, unknown>, workspace: string): boolean {
+  const given = tool.editedPath?.(args);
+  if (given === undefined) return false;
+  return isToolConfigPath(path.relative(workspace, path.resolve(workspace, given)));
 }
 
 /** Why a call runs without asking, or undefined when it must wait for a person. */
@@ -76,9 +84,9 @@ export function autoApproval(tool: AnyTool, args: Record<string, unknown>, scope
   if (tool.kind === 'read') return 'read-only';
   const mode = scope.settings.approvalMode ?? 'DEFAULT';
   if (mode === 'YOLO') return 'approval mode YOLO';
-  if (mode === 'AUTO_EDIT' && tool.kind === 'edit') return 'approval mode AUTO_EDIT';
-  if (allowedByList(tool, args, scope.settings.allowedTools ?? [])) return 'allowed_tools';
-  if (trusted(tool, args, scope.trustedTools)) return 'allowed always in this conversation';
+  if (mode === 'AUTO_EDIT' && tool.kind === 'edit' && !editsToolConfig(tool, args, scope.workspace)) return 'approval mode AUTO_EDIT';
+  if (allowedByList(tool, args, scope)) return 'allowed_tools';
+  if (trusted(tool, args, scope)) return 'allowed always in this conversation';
   return undefined;
 }
 
@@ -88,7 +96,7 @@ export function needsApproval(tool: AnyTool, args: Record<string, unknown>, scop
 }
 
 /** The options offered for a call (RFC §3.2 ConfirmationOption). */
-export function optionsFor(tool: AnyTool, args: Record<string, unknown>): OfferedOption[] {
+export function optionsFor(tool: AnyTool, args: Record<string, unknown>, workspace: string): OfferedOption[] {
   const options: OfferedOption[] = [{ id: ConfirmationOptionId.proceedOnce, name: 'Allow once' }];
   if (tool.mcp !== undefined) {
     const { serverName, toolName } = tool.mcp;
@@ -105,11 +113,10 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>): Offere
       },
     );
   } else if (tool.commandLine !== undefined) {
-    const line = lineOf(tool, args);
-    const roots = line === undefined || !coverable(line) ? undefined : rootCommands(line);
-    // A line with command substitution cannot be trusted by its roots: offer no "always".
-    if (roots !== undefined && roots.length > 0) {
-      const list = [...new Set(roots)].map((r) => `"${r}"`).join(', ');
+    // Only a line a grant could cover later is offered "always" (shell-rules.ts says which).
+    const coverage = coverageOf(tool, args, workspace);
+    if (coverage?.coverable === true && coverage.alwaysOffered) {
+      const list = coverage.grantKeys.map((r) => `"${r}"`).join(', ');
       options.push({
         id: ConfirmationOptionId.proceedAlways,
         name: 'Allow always',
@@ -135,14 +142,13 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>): Offere
 }
 
 /** The grant keys an answer adds to the context (empty for one-off answers). */
-export function grantsFor(tool: AnyTool, args: Record<string, unknown>, option: string): string[] {
+export function grantsFor(tool: AnyTool, args: Record<string, unknown>, option: string, workspace: string): string[] {
   if (option === ConfirmationOptionId.proceedAlwaysServer && tool.mcp !== undefined) return [serverGrant(tool.mcp.serverName)];
   if (option === ConfirmationOptionId.proceedAlwaysTool) return [tool.name];
   if (option !== ConfirmationOptionId.proceedAlways) return [];
   if (tool.commandLine !== undefined) {
-    const line = lineOf(tool, args);
-    const roots = line === undefined || !coverable(line) ? [] : (rootCommands(line) ?? []);
-    return [...new Set(roots)].map((r) => shellGrant(tool.name, r));
+    const coverage = coverageOf(tool, args, workspace);
+    return coverage?.coverable === true && coverage.alwaysOffered ? coverage.grantKeys.map((k) => shellGrant(tool.name, k)) : [];
   }
   return [tool.name];
 }

@@ -131,13 +131,13 @@ function withCoveredSiblings(task: LiveTask, decisions: Decision[]): Answers {
   const grants = new Set(task.context.trustedTools);
   let granting: string | undefined;
   for (const { call, option } of decisions) {
-    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
+    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context.workspace) : []) {
       grants.add(g);
       granting ??= option;
     }
   }
   if (granting === undefined) return answers;
-  const scope = { settings: task.context.settings, trustedTools: grants };
+  const scope = { settings: task.context.settings, trustedTools: grants, workspace: task.context.workspace };
   for (const sibling of task.awaiting()) {
     if (answers.has(sibling) || !sibling.tool || !sibling.args || needsApproval(sibling.tool, sibling.args, scope)) continue;
     answers.set(sibling, { option: granting });

@@ -226,7 +226,7 @@ function firstSentence(text: string): string {
 }
 
 function toolsText(ctx: ContextState): string {
-  const scope = { settings: ctx.settings, trustedTools: ctx.trustedTools };
+  const scope = { settings: ctx.settings, trustedTools: ctx.trustedTools, workspace: ctx.workspace };
   const mode = ctx.settings.approvalMode ?? 'DEFAULT';
   const lines = [...ctx.tools.byName.values()].map((tool) => {
     let rule: string;

@@ -81,7 +81,7 @@ export async function requestApproval(task: LiveTask, call: TurnCall, approvalTi
     const proposal = call.tool.propose
       ? await call.tool.propose(call.args, { workspace: task.context.workspace })
       : { type: 'generic' as const, description: call.snapshot.description ?? call.tool.name };
-    call.snapshot.confirmation = { options: optionsFor(call.tool, call.args), proposal };
+    call.snapshot.confirmation = { options: optionsFor(call.tool, call.args, task.context.workspace), proposal };
     call.phase = 'awaiting';
     call.shownHash = hashShown(call.snapshot);
     if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + approvalTimeoutMs);
@@ -105,7 +105,7 @@ export function approveCall(task: LiveTask, call: TurnCall, option: string, prin
   move(call, 'ready');
   call.answer = option;
   task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', principal, optionId: option, shownHash: call.shownHash });
-  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option) : []) {
+  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context.workspace) : []) {
     if (!task.context.trustedTools.has(grant)) task.trust(grant);
   }
 }

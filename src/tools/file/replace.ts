@@ -101,6 +101,10 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
     return { ok: true, args: out };
   }
 
+  editedPath(args: ReplaceArgs): string {
+    return args.file_path;
+  }
+
   describe(args: ReplaceArgs): string {
     return args.old_string === '' && args.modified_content === undefined ? `Create ${args.file_path}` : `Edit ${args.file_path}`;
   }

@@ -67,6 +67,10 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     return { ok: true, args: { file_path, content: args.content } };
   }
 
+  editedPath(args: WriteFileArgs): string {
+    return args.file_path;
+  }
+
   describe(args: WriteFileArgs): string {
     return `Write ${args.file_path}`;
   }

@@ -1,7 +1,7 @@
 /** `run_shell_command`: runs `bash -c` inside the workspace, in its own process group. */
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
-import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
+import type { CommandLine, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import { describeGivenPath, ProtectedPaths, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
 
 /** A shell is not confined to paths (it asks instead), so its dir_path is not checked against the server's own files. */
@@ -25,6 +25,8 @@ export interface RunShellCommandOptions {
    * Undefined = the server's environment.
    */
   env?: Readonly<Record<string, string>>;
+  /** The server's own files: no approval grant covers a line that names one. */
+  protectedPaths?: ProtectedPaths;
 }
 
 const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
@@ -92,11 +94,13 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
   private readonly timeoutMs: number;
   private readonly env: Record<string, string> | undefined;
   private readonly maxOutputBytes: number;
+  private readonly protectedPaths: ProtectedPaths;
 
   constructor(options: RunShellCommandOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.env = options.env === undefined ? undefined : { ...options.env };
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
   validate(
@@ -125,9 +129,11 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     return `${args.command}${where}${args.description ? ` (${args.description})` : ''}`;
   }
 
-  /** The command line this call runs; approval rules match its root commands (see command-roots.ts). */
-  commandLine(args: RunShellCommandArgs): string {
-    return args.command;
+  /** The line this call runs and where; the approval rules read it (agent/policy/shell-rules.ts). */
+  commandLine(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): CommandLine | undefined {
+    if (typeof args.command !== 'string') return undefined;
+    const cwd = this.workingDirectory(args, ctx.workspace);
+    return cwd.ok ? { command: args.command, cwd: cwd.path, protectedPaths: this.protectedPaths } : undefined;
   }
 
   async propose(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {

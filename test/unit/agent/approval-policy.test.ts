@@ -1,5 +1,6 @@
 /** The approval policy: modes, allowed_tools, grants, options (by default reads run, writes wait for a person). */
 import t from 'tap';
+import type tap from 'tap';
 import {
   approves,
   autoApproval,
@@ -11,10 +12,27 @@ import {
 } from '../../../src/agent/policy/approval-policy.js';
 import type { ApprovalScope } from '../../../src/agent/policy/approval-policy.js';
 import type { ContextSettings } from '../../../src/agent/task-store.js';
-import { createDefaultTools, redirectsOutput } from '../../../src/tools/index.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createDefaultTools } from '../../../src/tools/index.js';
 import type { AnyTool } from '../../../src/tools/tool.js';
 
-const tools = new Map(createDefaultTools().map((tool) => [tool.name, tool]));
+/** The workspace the calls run in: a file, a folder, a link out of it, a git folder, the server's auth file. */
+const root = fs.realpathSync(
+  t.testdir({
+    ws: {
+      'a.txt': 'a',
+      src: { 'x.ts': '' },
+      '.git': { config: '', hooks: {} },
+      'auth.json': '{}',
+      out: t.fixture('symlink', '../outside'),
+      'git-link': t.fixture('symlink', '.git'),
+    },
+    outside: { 'secret.txt': 'secret' },
+  }),
+);
+const WS = path.join(root, 'ws');
+const tools = new Map(createDefaultTools({ protectedPaths: [path.join(WS, 'auth.json')] }).map((tool) => [tool.name, tool]));
 const tool = (name: string) => tools.get(name) as AnyTool;
 const mcpTool = (server: string, name: string): AnyTool =>
   ({
@@ -25,9 +43,14 @@ const mcpTool = (server: string, name: string): AnyTool =>
     commandLine: undefined,
     mcp: { serverName: server, toolName: name },
   }) as unknown as AnyTool;
-const scope = (settings: ContextSettings = {}, grants: string[] = []): ApprovalScope => ({ settings, trustedTools: new Set(grants) });
+const scope = (settings: ContextSettings = {}, grants: string[] = []): ApprovalScope => ({
+  settings,
+  trustedTools: new Set(grants),
+  workspace: WS,
+});
 const sh = (command: string) => ({ command });
-const ids = (tool: AnyTool, args: Record<string, unknown>) => optionsFor(tool, args).map((o) => o.id);
+const ids = (tool: AnyTool, args: Record<string, unknown>) => optionsFor(tool, args, WS).map((o) => o.id);
+const grants = (tool: AnyTool, args: Record<string, unknown>, option: string) => grantsFor(tool, args, option, WS);
 
 t.test('modes', async (t) => {
   const write = { file_path: 'a', content: 'x' };
@@ -73,18 +96,18 @@ t.test('allowed_tools: names and shell prefixes', async (t) => {
 
 t.test('grants: tools, shell roots, MCP tools and servers', async (t) => {
   const shell = tool('run_shell_command');
-  t.same(grantsFor(shell, sh('echo a && ls -l | wc -l'), 'proceed_always'), [
+  t.same(grants(shell, sh('echo a && ls -l | wc -l'), 'proceed_always'), [
     shellGrant('run_shell_command', 'echo'),
     shellGrant('run_shell_command', 'ls'),
     shellGrant('run_shell_command', 'wc'),
   ]);
-  t.same(grantsFor(shell, sh('echo a'), 'proceed_once'), []);
-  t.same(grantsFor(shell, sh('echo $(id)'), 'proceed_always'), [], 'command substitution: nothing to trust');
-  t.same(grantsFor(shell, sh('echo a > f'), 'proceed_always'), [], 'output redirection: nothing to trust');
-  t.same(grantsFor(tool('write_file'), {}, 'proceed_always'), ['write_file']);
-  t.same(grantsFor(mcpTool('gh', 'create'), {}, 'proceed_always_tool'), ['gh__create']);
-  t.same(grantsFor(mcpTool('gh', 'create'), {}, 'proceed_always_server'), [serverGrant('gh')]);
-  t.same(grantsFor(mcpTool('gh', 'create'), {}, 'cancel'), []);
+  t.same(grants(shell, sh('echo a'), 'proceed_once'), []);
+  t.same(grants(shell, sh('echo $(id)'), 'proceed_always'), [], 'command substitution: nothing to trust');
+  t.same(grants(shell, sh('echo a > f'), 'proceed_always'), [], 'output redirection: nothing to trust');
+  t.same(grants(tool('write_file'), {}, 'proceed_always'), ['write_file']);
+  t.same(grants(mcpTool('gh', 'create'), {}, 'proceed_always_tool'), ['gh__create']);
+  t.same(grants(mcpTool('gh', 'create'), {}, 'proceed_always_server'), [serverGrant('gh')]);
+  t.same(grants(mcpTool('gh', 'create'), {}, 'cancel'), []);
 
   const granted = scope({}, [shellGrant('run_shell_command', 'echo')]);
   t.equal(autoApproval(shell, sh('echo b'), granted), 'allowed always in this conversation', 'echo a trusted echo b');
@@ -104,10 +127,11 @@ t.test('grants: tools, shell roots, MCP tools and servers', async (t) => {
 
 t.test('options', async (t) => {
   t.same(ids(tool('write_file'), {}), ['proceed_once', 'proceed_always', 'modify_with_editor', 'cancel']);
-  t.same(ids(tool('run_shell_command'), sh('npm test')), ['proceed_once', 'proceed_always', 'cancel']);
+  t.same(ids(tool('run_shell_command'), sh('ls -l')), ['proceed_once', 'proceed_always', 'cancel']);
+  t.same(ids(tool('run_shell_command'), sh('npm test')), ['proceed_once', 'cancel'], 'no "always" for a runner of scripts');
   t.match(
-    optionsFor(tool('run_shell_command'), sh('npm test && npm run lint')).find((o) => o.id === 'proceed_always')?.description,
-    /"npm" commands/,
+    optionsFor(tool('run_shell_command'), sh('git status && ls -l'), WS).find((o) => o.id === 'proceed_always')?.description,
+    /"git status", "ls" commands/,
   );
   t.same(ids(tool('run_shell_command'), sh('for f in *; do rm $f; done')), ['proceed_once', 'cancel'], 'no "always" for what has no root');
   t.same(ids(tool('run_shell_command'), sh('echo hi > out.txt')), ['proceed_once', 'cancel'], 'no "always" for a redirection');
@@ -116,22 +140,165 @@ t.test('options', async (t) => {
   t.notOk(approves('cancel'));
 });
 
-t.test('redirectsOutput', async (t) => {
-  const cases: Array<[string, boolean]> = [
-    ['git status', false],
-    ['git status > ~/.bashrc', true],
-    ['echo a >> f', true],
-    ['a &> out', true],
-    ['x >| f', true],
-    ['ls 2>&1', false],
-    ['cat x >&2', false],
-    ['ls 2>/dev/null', false],
-    ['ls > /dev/null; echo done > f', true],
-    ['echo owned >&/tmp/x', true],
-    ['x >&-', false],
-    ['echo ">" x', false],
-    ["echo '>'", false],
-    ['echo a\\>b', false],
-  ];
-  for (const [cmd, want] of cases) t.equal(redirectsOutput(cmd), want, cmd);
+const shell = () => tool('run_shell_command');
+const asks = (t: Pick<typeof tap, 'ok'>, line: string, s: ApprovalScope, what = line) => t.ok(needsApproval(shell(), sh(line), s), what);
+
+t.test('one "always" on a shell command does not let other lines run (expansions, assignments)', async (t) => {
+  const granted = scope({}, [shellGrant('run_shell_command', 'echo'), shellGrant('run_shell_command', 'cat')]);
+  t.equal(autoApproval(shell(), sh('echo hello'), granted), 'allowed always in this conversation');
+  for (const line of [
+    "x='$(touch PWNED)'; echo ${x@P}",
+    "x='a[$(touch PWNED)]'; echo ${y[x]}",
+    'x=1; echo a',
+    'echo ${x@P}',
+    'echo "$(touch PWNED)"',
+    'echo `touch PWNED`',
+    'echo a | sh',
+    'echo a # && touch PWNED',
+    'echo a > PWNED',
+    "echo $'\\x41'",
+    'echo a{b,c}',
+    'echo *',
+  ]) {
+    asks(t, line, granted);
+    t.same(grants(shell(), sh(line), 'proceed_always'), [], `${line}: "always" trusts nothing`);
+  }
+  for (const line of ['echo a; touch PWNED', 'echo a\ntouch PWNED', 'echo a && touch PWNED']) {
+    asks(t, line, granted, `${line}: touch is not trusted`);
+    t.same(
+      grants(shell(), sh(line), 'proceed_always'),
+      ['echo', 'touch'].map((k) => shellGrant('run_shell_command', k)),
+      'what the person saw',
+    );
+  }
+});
+
+t.test('grants and prefixes stay inside the workspace', async (t) => {
+  const granted = scope(
+    {},
+    ['cat', 'rm', 'cd', 'ls', 'git status', 'git diff'].map((k) => shellGrant('run_shell_command', k)),
+  );
+  const covered = (line: string) => t.equal(autoApproval(shell(), sh(line), granted), 'allowed always in this conversation', line);
+  covered('cat a.txt');
+  covered(`cat ${path.join(WS, 'a.txt')}`);
+  covered('cd src && cat x.ts');
+  covered('rm -f src/x.ts');
+  covered('ls -la src');
+  covered('git diff --stat HEAD~1 -- src');
+  covered('cat /dev/null');
+  covered('cat new-file-not-there-yet');
+  for (const line of [
+    'cat \\/outside/secret.txt',
+    'cat .\\./secret',
+    'cat .""./secret',
+    'cat $HOME/secret',
+    `cat ${path.join(root, 'outside/secret.txt')}`,
+    'cat /etc/passwd',
+    'cat ../outside/secret.txt',
+    'cat src/../../outside/secret.txt',
+    'cat out/secret.txt',
+    'cat out',
+    'rm -f \\/elsewhere/file',
+    'rm -f /elsewhere/file',
+    'cd && cat secret',
+    'cd - && cat secret',
+    'cd out && cat secret.txt',
+    'cd src && cat ../../outside/secret.txt',
+    'ls -C/etc',
+    'ls --directory=/etc',
+    'ls a:/etc',
+    'cat {.,}./secret',
+    'cat ~/secret',
+    'cat auth.json',
+    'cat src/../auth.json',
+    'cat .git/config',
+    'rm -f .git/hooks/pre-commit',
+    'cat git-link/config',
+    'ls .GIT',
+    'git -C /tmp status',
+    'git --git-dir=/tmp/x status',
+  ]) {
+    asks(t, line, granted);
+  }
+  const allowed = scope({ allowedTools: ['run_shell_command(cat)', 'run_shell_command(git status)'] });
+  t.equal(autoApproval(shell(), sh('cat a.txt'), allowed), 'allowed_tools');
+  for (const line of ['cat /etc/passwd', 'cat out/secret.txt', 'cat auth.json', 'cat .git/config', 'git status --porcelain=/etc']) {
+    asks(t, line, allowed, `prefix: ${line}`);
+  }
+  // dir_path moves the starting point; paths are judged from there
+  t.equal(autoApproval(shell(), { command: 'cat x.ts', dir_path: 'src' }, granted), 'allowed always in this conversation');
+  t.ok(needsApproval(shell(), { command: 'cat ../../outside/secret.txt', dir_path: 'src' }, granted), 'from dir_path, .. still asks');
+});
+
+t.test('commands that run other commands are never covered, by a grant or a prefix', async (t) => {
+  const everything = ['find', 'echo', 'xargs', 'env', 'git status', 'git config', 'git log', 'rg', 'python3', 'npm', 'bash', 'command'];
+  const granted = scope(
+    {},
+    everything.map((k) => shellGrant('run_shell_command', k)),
+  );
+  const prefixes = scope({
+    allowedTools: ['find', 'echo', 'xargs', 'env', 'git', 'rg', 'bash', 'command', 'sudo', 'eval'].map((p) => `run_shell_command(${p})`),
+  });
+  for (const line of [
+    'find . -exec touch X ;',
+    'find . -execdir touch X +',
+    'find . -delete',
+    'find . -fprint out',
+    'echo X | xargs touch',
+    'env touch X',
+    'command touch X',
+    'bash -c ls',
+    'sudo ls',
+    'eval ls',
+    'git -c core.fsmonitor=touch status',
+    'git --config-env=core.fsmonitor=X status',
+    'git config core.fsmonitor touch',
+    'git log -c',
+    'git submodule foreach touch',
+    'rg --pre ./x pattern',
+    'rg --pre=./x pattern',
+  ]) {
+    asks(t, line, granted, `grant: ${line}`);
+    asks(t, line, prefixes, `prefix: ${line}`);
+    t.same(ids(shell(), sh(line)), ['proceed_once', 'cancel'], `${line}: no "always" offered`);
+  }
+  t.equal(autoApproval(shell(), sh('find . -name x.ts'), granted), 'allowed always in this conversation', 'find without actions');
+  t.equal(autoApproval(shell(), sh('git status -s'), granted), 'allowed always in this conversation');
+  t.ok(needsApproval(shell(), sh('git push'), granted), 'git grants are per subcommand');
+  t.same(grants(shell(), sh('git status && git log -n1'), 'proceed_always'), [
+    shellGrant('run_shell_command', 'git status'),
+    shellGrant('run_shell_command', 'git log'),
+  ]);
+  t.ok(needsApproval(shell(), sh('python3 x.py'), granted), 'a stored grant for an interpreter covers nothing');
+  t.equal(
+    autoApproval(shell(), sh('npm test'), scope({ allowedTools: ['run_shell_command(npm test)'] })),
+    'allowed_tools',
+    'an explicit prefix may cover a script runner',
+  );
+});
+
+t.test('AUTO_EDIT still asks before writing files that make tools run code', async (t) => {
+  const auto = scope({ approvalMode: 'AUTO_EDIT' });
+  const write = (file_path: string) => ({ file_path, content: 'x' });
+  t.equal(autoApproval(tool('write_file'), write('src/x.ts'), auto), 'approval mode AUTO_EDIT');
+  t.equal(autoApproval(tool('write_file'), write('.gitignore'), auto), 'approval mode AUTO_EDIT');
+  for (const p of [
+    '.git/config',
+    '.git/hooks/pre-commit',
+    './.git/config',
+    `${WS}/.git/config`,
+    'sub/.git/config',
+    '.GIT/config',
+    '.npmrc',
+    '.yarnrc.yml',
+    '.husky/pre-commit',
+    '.githooks/pre-push',
+    '.vscode/tasks.json',
+    '.envrc',
+    '.devcontainer/devcontainer.json',
+  ]) {
+    t.ok(needsApproval(tool('write_file'), write(p), auto), `write_file ${p}`);
+    t.ok(needsApproval(tool('replace'), { file_path: p, old_string: 'a', new_string: 'b' }, auto), `replace ${p}`);
+  }
+  t.equal(autoApproval(tool('write_file'), write('.git/config'), scope({ approvalMode: 'YOLO' })), 'approval mode YOLO');
 });

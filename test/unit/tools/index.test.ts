@@ -1,16 +1,17 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
+import { ProtectedPaths } from '../../../src/tools/workspace.js';
 import {
   createDefaultTools,
   GlobTool,
   ListDirectoryTool,
-  matchesCommandPrefix,
   ReadFileTool,
   ReadManyFilesTool,
+  readShellLine,
   ReplaceTool,
-  rootCommands,
   RunShellCommandTool,
   SearchFileContentTool,
-  splitCommands,
   WriteFileTool,
 } from '../../../src/tools/index.js';
 
@@ -66,10 +67,14 @@ t.test('createDefaultTools returns the Gemini CLI tools in order', async (t) => 
 
 t.test('run_shell_command exposes its command line for approval rules', async (t) => {
   const shell = new RunShellCommandTool();
-  t.equal(shell.commandLine({ command: 'git status && npm test', dir_path: 'sub' }), 'git status && npm test');
-  t.same(rootCommands(shell.commandLine({ command: 'git status && npm test' })), ['git', 'npm']);
-  t.ok(matchesCommandPrefix(shell.commandLine({ command: 'git status -s' }), 'git status'));
-  t.same(splitCommands('a | b'), ['a', 'b']);
+  const ws = fs.realpathSync(t.testdir({ sub: {} }));
+  t.same(shell.commandLine({ command: 'git status && npm test', dir_path: 'sub' }, { workspace: ws }), {
+    command: 'git status && npm test',
+    cwd: path.join(ws, 'sub'),
+    protectedPaths: ProtectedPaths.NONE,
+  });
+  t.equal(shell.commandLine({ command: 'ls', dir_path: 'missing' }, { workspace: ws }), undefined, 'no such directory: nothing to judge');
+  t.same(readShellLine('a | b'), { readable: true, commands: [{ argv: ['a'] }, { argv: ['b'] }] });
 });
 
 t.test('shell options are passed through', async (t) => {
