@@ -108,7 +108,8 @@ export function fakeTool(spec: FakeToolSpec, runs: RunLog = []): AnyTool {
     },
   };
   if (spec.editable) tool.withModifiedContent = (args, content) => ({ ...args, content });
-  if (spec.shell) tool.commandLine = (args, ctx) => (typeof args.command === 'string' ? { command: args.command, cwd: ctx.workspace } : undefined);
+  if (spec.shell)
+    tool.commandLine = (args, ctx) => (typeof args.command === 'string' ? { command: args.command, cwd: ctx.workspace } : undefined);
   return tool;
 }
 
