@@ -66,9 +66,14 @@ export function cardToV1Json(card: AgentCard): unknown {
   return AgentCardCodec.toJSON(card);
 }
 
-/** The card's v0.3 JSON (protocolVersion 0.3.0, `url` + `preferredTransport`). */
+/**
+ * The card read without a version header: the v0.3 form (protocolVersion 0.3.0, `url` +
+ * `preferredTransport`) that v0.3 clients read, plus the v1.0 `supportedInterfaces`, so a v1.0
+ * client that fetches the card before it knows the server's version finds its interfaces.
+ */
 export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): JsonObject {
   const caps = card.capabilities;
+  const v1 = cardToV1Json(card) as { supportedInterfaces?: unknown };
   return {
     ...(security ? { securitySchemes: security.securitySchemes, security: security.security } : {}),
     protocolVersion: '0.3.0',
@@ -86,5 +91,6 @@ export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): Json
     defaultInputModes: card.defaultInputModes,
     defaultOutputModes: card.defaultOutputModes,
     skills: card.skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: s.tags, examples: s.examples })),
+    supportedInterfaces: (v1.supportedInterfaces ?? []) as JsonObject[],
   };
 }

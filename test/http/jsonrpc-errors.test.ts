@@ -313,7 +313,7 @@ t.test('agent card', async (t) => {
       [[URI, true]],
       'the development-tool extension, required',
     );
-    t.notOk('supportedInterfaces' in card);
+    t.ok(Array.isArray(card.supportedInterfaces), "and v1.0's supportedInterfaces, for clients that read it before they know the version");
   });
 
   t.test('v1.0 form under A2A-Version: 1.0', async (t) => {
