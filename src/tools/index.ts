@@ -24,6 +24,15 @@ export { WriteFileTool, type WriteFileArgs } from './file/write-file.js';
 export { GlobTool, type GlobArgs, type GlobOptions } from './search/glob.js';
 export { SearchFileContentTool, type SearchFileContentArgs, type SearchFileContentOptions } from './search/search-file-content.js';
 export { RunShellCommandTool, type RunShellCommandArgs, type RunShellCommandOptions } from './shell/run-shell-command.js';
+export {
+  createShellSandbox,
+  NO_SANDBOX,
+  SandboxUnavailableError,
+  type ShellSandbox,
+  type ShellSandboxMode,
+  type CreateSandboxOptions,
+} from './shell/sandbox.js';
+export { killRecordedGroup, recordGroup } from './shell/process-group.js';
 export { matchesCommandPrefix, reachesOutside, redirectsOutput, rootCommands, splitCommands } from './shell/command-roots.js';
 export { ProtectedPaths, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
 export { unifiedDiff } from './diff.js';
@@ -47,7 +56,7 @@ export interface DefaultToolsOptions {
   /**
    * The server's own files and directories (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, credentials):
    * every file and search tool refuses them and leaves them out of listings and searches.
-   * `run_shell_command` is not confined by them.
+   * `run_shell_command` is not confined by them; its sandbox (`shell.sandbox`) masks them.
    */
   protectedPaths?: ProtectedPaths | readonly string[];
 }
