@@ -288,6 +288,8 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     leaseMs,
     sweepMs: options.sweepMs,
     reminderMs: config.push.reminderMs,
+    // Embedded PGlite: one process by construction; a given store may be shared.
+    exclusiveStore: options.store === undefined && config.store.databaseUrl === undefined,
   });
   const router = new MessageRouter({
     schema,
