@@ -96,7 +96,7 @@ async function startSleeper(t: Test, srv: ServerProcess, marker: string) {
   t.ok(live, 'the command runs');
   const taskId = String(stream.events[0]?.data.result.id);
   const [sleeper] = await until('the sleep runs', () => sleepers(marker).length === 1 && sleepers(marker));
-  return { taskId, workspace, marker, pgid: sleeper!.pgid, stream };
+  return { taskId, workspace, marker, pgid: sleeper.pgid, stream };
 }
 
 /** After the restart: the task fails with the call interrupted, within `withinMs` of `since`; the command is gone and never wrote its file. */
