@@ -164,11 +164,20 @@ function findBwrap(pathVar: string | undefined, given?: string): string | undefi
   return undefined;
 }
 
-/** An empty read-only directory with an empty read-only file and directory in it, for the masks. */
-function makeMaskDir(): string {
+let maskDir: string | undefined;
+
+/**
+ * A private directory (0700, removed when the process exits) holding an empty read-only file
+ * and an empty read-only directory, for the masks; one per process. It lies in the host's /tmp,
+ * which no sandboxed command sees (its /tmp is its own).
+ */
+function sharedMaskDir(): string {
+  if (maskDir !== undefined && fs.existsSync(maskDir)) return maskDir;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shell-sandbox-'));
   fs.writeFileSync(path.join(dir, 'empty'), '', { mode: 0o444 });
   fs.mkdirSync(path.join(dir, 'dir'), { mode: 0o555 });
+  if (maskDir === undefined) process.once('exit', () => maskDir !== undefined && fs.rmSync(maskDir, { recursive: true, force: true }));
+  maskDir = dir;
   return dir;
 }
 
@@ -197,7 +206,7 @@ export function createShellSandbox(mode: ShellSandboxMode, options: CreateSandbo
   };
   const bwrap = findBwrap(options.pathVar, options.bwrap);
   if (bwrap === undefined) return why('bwrap (bubblewrap) is not installed or not on PATH');
-  const sandbox = new BwrapSandbox({ bwrap, protectedPaths: options.protectedPaths, network: options.network, maskDir: makeMaskDir() });
+  const sandbox = new BwrapSandbox({ bwrap, protectedPaths: options.protectedPaths, network: options.network, maskDir: sharedMaskDir() });
   const probe = sandbox.command('true', { cwd: '/', workspace: os.tmpdir() });
   const r = spawnSync(probe.file, probe.args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
   if (r.error !== undefined || r.status !== 0) {
