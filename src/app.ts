@@ -41,7 +41,7 @@ import { checkPushUrl } from './push/ssrf-guard.js';
 import { PushSigner } from './push/push-signer.js';
 import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
-import { createDefaultTools, ProtectedPaths } from './tools/index.js';
+import { createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCommandOptions } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
 import { createHostGuard } from './transport/http/host-guard.js';
@@ -158,12 +158,33 @@ function setUpSecurity(app: FastifyInstance, config: Readonly<Config>): Security
   return { auth, authenticator: createAuthenticator(auth), access: new Access({ enabled: true, approverRoles, adminRoles }) };
 }
 
+/**
+ * run_shell_command's settings, with its sandbox probed once (SHELL_SANDBOX): the log says which
+ * is used; `bwrap` that does not work stops the start.
+ */
+function shellOptions(app: FastifyInstance, config: Readonly<Config>, protectedPaths: ProtectedPaths): RunShellCommandOptions {
+  const { timeoutMs, maxOutputBytes, env, sandboxMode, sandboxNetwork } = config.shell;
+  const { sandbox, fallback } = createShellSandbox(sandboxMode, {
+    protectedPaths: protectedPaths.paths,
+    network: sandboxNetwork,
+    pathVar: env.PATH,
+  });
+  if (fallback !== undefined) {
+    app.log.warn({ shellSandbox: 'off', reason: fallback }, 'shell commands run WITHOUT a sandbox (SHELL_SANDBOX=auto)');
+  } else if (sandbox.kind === 'off') {
+    app.log.warn({ shellSandbox: 'off' }, 'shell commands run without a sandbox (SHELL_SANDBOX=off)');
+  } else {
+    app.log.info({ shellSandbox: sandbox.kind, network: sandbox.network }, 'shell commands run in a bubblewrap sandbox');
+  }
+  return { timeoutMs, maxOutputBytes, env, sandbox };
+}
+
 /** The built-in tools and MCP servers every context can use (its own MCP servers join when it starts). */
 async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<Toolbox> {
   const { config } = options;
   // Resolved once: the tools, the GEMINI.md reader and the workspace policy share it.
   const protectedPaths = new ProtectedPaths(config.serverFiles);
-  const tools = options.tools ?? createDefaultTools({ shell: config.shell, protectedPaths });
+  const tools = options.tools ?? createDefaultTools({ shell: shellOptions(app, config, protectedPaths), protectedPaths });
   const mcp = mcpConnector();
   const serverMcp = config.settings.mcpServers;
   if (serverMcp !== undefined) {
@@ -267,6 +288,8 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     leaseMs,
     sweepMs: options.sweepMs,
     reminderMs: config.push.reminderMs,
+    // Embedded PGlite: one process by construction; a given store may be shared.
+    exclusiveStore: options.store === undefined && config.store.databaseUrl === undefined,
   });
   const router = new MessageRouter({
     schema,

@@ -62,6 +62,11 @@ export interface StoredCall {
   /** The instance running the call and until when it promised to renew. */
   leaseOwner?: string;
   leaseUntil?: Date;
+  /**
+   * The process group the running call started (a shell command) and a stamp of its leader:
+   * what a recovery kills when the call's process died and left the group running.
+   */
+  processGroup?: { pgid: number; stamp: string };
 }
 
 export interface StoredContext {

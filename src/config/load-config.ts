@@ -40,7 +40,7 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   model: ModelConfig;
   /** `env`: what shell commands see — the process environment without the server's secrets. */
-  shell: { timeoutMs: number; maxOutputBytes: number; env: Readonly<Record<string, string>> };
+  shell: ShellConfig;
   /** SSE keep-alive comment interval, ms. */
   sseHeartbeatMs: number;
   store: StoreConfig;
@@ -57,6 +57,16 @@ export interface Config {
    */
   serverFiles: readonly string[];
   push: PushConfig;
+}
+
+export interface ShellConfig {
+  timeoutMs: number;
+  maxOutputBytes: number;
+  env: Readonly<Record<string, string>>;
+  /** SHELL_SANDBOX: `auto` = bubblewrap when present and working, `bwrap` = required, `off` = none. */
+  sandboxMode: 'auto' | 'bwrap' | 'off';
+  /** SHELL_SANDBOX_NETWORK: sandboxed commands may use the network. */
+  sandboxNetwork: boolean;
 }
 
 export interface PushConfig {
@@ -229,6 +239,16 @@ function shellEnv(env: Env): Record<string, string> {
   return out;
 }
 
+const SANDBOX_MODES = ['auto', 'bwrap', 'off'] as const;
+
+function sandboxMode(env: Env): ShellConfig['sandboxMode'] {
+  const raw = (str(env, 'SHELL_SANDBOX') ?? 'auto').toLowerCase();
+  if (!(SANDBOX_MODES as readonly string[]).includes(raw)) {
+    throw new ConfigError(`SHELL_SANDBOX="${raw}" is not one of ${SANDBOX_MODES.join(', ')}`);
+  }
+  return raw as ShellConfig['sandboxMode'];
+}
+
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }
@@ -328,6 +348,8 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
       timeoutMs: int(env, 'SHELL_TIMEOUT_MS', 300_000, 1_000, 86_400_000), // 5 min
       maxOutputBytes: int(env, 'SHELL_MAX_OUTPUT_BYTES', 1_048_576, 1_024, 67_108_864), // 1 MiB
       env: Object.freeze(shellEnv(env)),
+      sandboxMode: sandboxMode(env),
+      sandboxNetwork: bool(env, 'SHELL_SANDBOX_NETWORK'),
     }),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
     store: Object.freeze(loadStoreConfig(env, cwd)),

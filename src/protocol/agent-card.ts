@@ -73,7 +73,7 @@ export function cardToV1Json(card: AgentCard): unknown {
  */
 export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): JsonObject {
   const caps = card.capabilities;
-  const v1 = cardToV1Json(card) as { supportedInterfaces?: unknown };
+  const v1 = cardToV1Json(card) as { supportedInterfaces?: JsonObject[] };
   return {
     ...(security ? { securitySchemes: security.securitySchemes, security: security.security } : {}),
     protocolVersion: '0.3.0',
@@ -91,6 +91,6 @@ export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): Json
     defaultInputModes: card.defaultInputModes,
     defaultOutputModes: card.defaultOutputModes,
     skills: card.skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: s.tags, examples: s.examples })),
-    supportedInterfaces: (v1.supportedInterfaces ?? []) as JsonObject[],
+    supportedInterfaces: v1.supportedInterfaces ?? [],
   };
 }

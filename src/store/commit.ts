@@ -49,6 +49,8 @@ const CALL_REPLACED = [
   'expiresAt',
   'leaseOwner',
   'leaseUntil',
+  'pgid',
+  'processStamp',
 ] as const satisfies ReadonlyArray<keyof typeof toolCalls.$inferInsert>;
 const CALL_FIELDS = ['id', ...CALL_REPLACED] as const;
 const TRUST_FIELDS = ['contextId', 'toolName', 'principal'] as const satisfies ReadonlyArray<keyof typeof trustGrants.$inferInsert>;

@@ -60,6 +60,8 @@ export function callToRow(c: StoredCall): CallInsert {
     expiresAt: c.expiresAt ?? null,
     leaseOwner: c.leaseOwner ?? null,
     leaseUntil: c.leaseUntil ?? null,
+    pgid: c.processGroup?.pgid ?? null,
+    processStamp: c.processGroup?.stamp ?? null,
   };
 }
 
@@ -81,6 +83,7 @@ export function callFromRow(r: CallRow): StoredCall {
     expiresAt: r.expiresAt ?? undefined,
     leaseOwner: r.leaseOwner ?? undefined,
     leaseUntil: r.leaseUntil ?? undefined,
+    processGroup: r.pgid !== null && r.processStamp !== null ? { pgid: r.pgid, stamp: r.processStamp } : undefined,
   });
 }
 

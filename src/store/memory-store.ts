@@ -169,6 +169,7 @@ function callIn(c: StoredCall): StoredCall {
     expiresAt: dateCopy(c.expiresAt),
     leaseOwner: c.leaseOwner,
     leaseUntil: dateCopy(c.leaseUntil),
+    processGroup: c.processGroup === undefined ? undefined : { ...c.processGroup },
   });
 }
 

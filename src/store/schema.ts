@@ -113,6 +113,9 @@ export const toolCalls = pgTable(
     remindedAt: ts('reminded_at'),
     leaseOwner: text('lease_owner'),
     leaseUntil: ts('lease_until'),
+    /** The process group a running shell command leads, and `<boot id>:<leader start time>` (a reused pid has another). */
+    pgid: integer('pgid'),
+    processStamp: text('process_stamp'),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
   (t) => [

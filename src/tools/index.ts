@@ -26,6 +26,15 @@ export { SearchFileContentTool, type SearchFileContentArgs, type SearchFileConte
 export { RunShellCommandTool, type RunShellCommandArgs, type RunShellCommandOptions } from './shell/run-shell-command.js';
 export { MAX_READABLE_LINE, readShellLine } from './shell/shell-line.js';
 export type { ShellCommand, ShellLine } from './shell/shell-line.js';
+export {
+  createShellSandbox,
+  NO_SANDBOX,
+  SandboxUnavailableError,
+  type ShellSandbox,
+  type ShellSandboxMode,
+  type CreateSandboxOptions,
+} from './shell/sandbox.js';
+export { killRecordedGroup, recordGroup } from './shell/process-group.js';
 export { ProtectedPaths, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
 export { unifiedDiff } from './diff.js';
 
@@ -48,7 +57,8 @@ export interface DefaultToolsOptions {
   /**
    * The server's own files and directories (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, credentials):
    * every file and search tool refuses them and leaves them out of listings and searches;
-   * no approval grant covers a shell line that names one.
+   * no approval grant covers a shell line that names one, and the shell's sandbox
+   * (`shell.sandbox`) masks them.
    */
   protectedPaths?: ProtectedPaths | readonly string[];
 }

@@ -32,6 +32,13 @@ export type ToolProposal =
   | { type: 'mcp'; serverName: string; toolName: string }
   | { type: 'generic'; description: string };
 
+/** A process group a tool started (a shell command), as recorded with its call. */
+export interface ProcessGroupRecord {
+  pgid: number;
+  /** Which process led it: `<machine boot id>:<leader's start time>` (a reused pid has another). */
+  stamp: string;
+}
+
 export interface ToolContext {
   /** Absolute, real path of the session workspace. Tools MUST NOT touch anything outside it. */
   workspace: string;
@@ -39,6 +46,11 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Streams progress (the whole text so far, not a delta). Optional for tools that finish at once. */
   onLiveOutput?: (wholeTextSoFar: string) => void;
+  /**
+   * Called once a tool started a process group that could outlive the server (a shell
+   * command): the caller records it, so a recovery after a crash can kill it.
+   */
+  onProcessGroup?: (group: ProcessGroupRecord) => void;
 }
 
 /** What the user sees as the tool's result. */

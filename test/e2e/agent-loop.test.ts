@@ -5,7 +5,7 @@
  * model errors and retries, and tasks/cancel while a command or the model call runs.
  */
 import t from 'tap';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { openStream } from '../support/process.js';
 import { rpc } from '../support/sse.js';
@@ -25,6 +25,19 @@ async function eventually(what: string, pred: () => boolean, timeoutMs = 5000): 
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** The host pid of `sleep <marker>`, if it runs. */
+function sleepPid(marker: string): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8') === `sleep\0${marker}\0`) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
 }
 
 /** Runs one YOLO task (nothing asks) whose model makes `call` and then says `reply`. */
@@ -411,7 +424,11 @@ t.test('model errors', async (t) => {
 t.test('tasks/cancel', async (t) => {
   await t.test('mid-shell: the call ends CANCELLED, the task canceled, the process killed', async (t) => {
     const srv = await startGeminiServer(t);
-    scenario(srv.fake).call('run_shell_command', { command: 'sleep 30 & echo pid=$!; wait' }).say('unreachable');
+    // A unique sleep, found on the host by its command line (in a sandbox, $! is a pid of its own namespace).
+    const marker = `30.${process.pid}${Date.now() % 100_000}`;
+    scenario(srv.fake)
+      .call('run_shell_command', { command: `sleep ${marker} & echo started; wait` })
+      .say('unreachable');
     const stream = await openStream(srv.url, 'message/stream', {
       message: {
         kind: 'message',
@@ -422,9 +439,10 @@ t.test('tasks/cancel', async (t) => {
       },
     });
     t.teardown(() => stream.close());
-    const live = await stream.until((ev) => /pid=\d+/.test(dataOf(ev.data.result)?.live_content ?? ''));
-    t.ok(live, 'the command runs and printed its pid');
-    const pid = Number(/pid=(\d+)/.exec(dataOf(live!.data.result).live_content)![1]);
+    const live = await stream.until((ev) => /started/.test(dataOf(ev.data.result)?.live_content ?? ''));
+    t.ok(live, 'the command runs');
+    await eventually('the sleep is seen', () => sleepPid(marker) !== undefined);
+    const pid = sleepPid(marker)!;
     const alive = () => {
       try {
         return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); // a zombie is already dead

@@ -118,12 +118,21 @@ export function declineCall(task: LiveTask, call: TurnCall, how: { reason?: stri
   task.audit({ toolCallId: call.snapshot.id, decision, principal, optionId: call.answer, shownHash: call.shownHash });
 }
 
-/** Closes a call whose process died while it ran (its lease lapsed): FAILED `interrupted`. */
-export function interruptCall(task: LiveTask, call: TurnCall, leaseOwner: string | undefined): void {
+/**
+ * Closes a call whose process died while it ran (its lease lapsed, or the embedded store's
+ * only process restarted): FAILED `interrupted`. `killedGroup`: the process group it left
+ * running, which the recovery killed.
+ */
+export function interruptCall(task: LiveTask, call: TurnCall, leaseOwner: string | undefined, killedGroup?: number): void {
   const name = call.snapshot.toolName;
-  const message = `The server stopped while ${name} was running (lease of ${leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.`;
+  const killed = killedGroup === undefined ? '' : ` Its processes, still running, were killed (process group ${killedGroup}).`;
+  const message = `The server stopped while ${name} was running (lease of ${leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.${killed}`;
   closeWithoutResult(task, call, 'FAILED', { message, type: 'interrupted' }, message);
-  task.audit({ toolCallId: call.snapshot.id, decision: 'interrupted', detail: { leaseOwner } });
+  task.audit({
+    toolCallId: call.snapshot.id,
+    decision: 'interrupted',
+    detail: { leaseOwner, ...(killedGroup === undefined ? {} : { killedGroup }) },
+  });
 }
 
 /** Runs a ready call and publishes EXECUTING (with live output), then its result. Never throws. */
@@ -148,6 +157,12 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
         if (call.phase !== 'executing' || text === snap.liveContent) return;
         snap.liveContent = text;
         task.publishCall(call);
+      },
+      // Stored before the command can do much: after a crash, the recovery kills this group.
+      onProcessGroup: (group) => {
+        if (call.phase !== 'executing') return;
+        call.processGroup = group;
+        task.saveCall(call);
       },
     });
   } catch (err) {

@@ -53,6 +53,8 @@ export interface TurnCall {
   shownHash?: string;
   proposedAt: Date;
   expiresAt?: Date;
+  /** The process group the running call started (recorded so a recovery can kill it after a crash). */
+  processGroup?: { pgid: number; stamp: string };
 }
 
 /** What a LiveTask needs from its surroundings. */
@@ -298,6 +300,7 @@ export class LiveTask {
       expiresAt: call.expiresAt,
       leaseOwner: running ? this.deps.instanceId : undefined,
       leaseUntil: running ? new Date(Date.now() + this.deps.leaseMs) : undefined,
+      processGroup: call.phase === 'executing' ? call.processGroup : undefined,
     };
   }
 

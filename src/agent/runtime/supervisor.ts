@@ -4,6 +4,10 @@
  * - marks calls whose process died (lease lapsed) FAILED `interrupted` and ends their
  *   task `failed` — never left `working` forever (at boot, then on every sweep, so a
  *   surviving instance cleans up after a dead peer; a live peer's calls are never touched);
+ *   a process group such a call left running (a shell command that outlived its server) is
+ *   killed first. On a store only this process can open (embedded PGlite), every running
+ *   call and working task found at boot is a dead process's: they end at once, without
+ *   waiting for their leases;
  * - cancels calls nobody answered within APPROVAL_TIMEOUT (`approval_timeout`) and lets
  *   the turn go on; shortly before, re-publishes the pause as a reminder (once per call), so
  *   push receivers and resubscribers are told the calls are about to expire.
@@ -16,6 +20,10 @@ import type { AgentLogger } from '../logger.js';
 import type { TaskCache } from './task-cache.js';
 import type { StoredCall, TaskStore } from '../task-store.js';
 import type { TurnLoop } from './turn-loop.js';
+import { killRecordedGroup } from '../../tools/index.js';
+
+/** A date after every lease: at boot on an exclusive store, every lease counts as lapsed. */
+const EVERY_LEASE_LAPSED = new Date('9999-12-31T00:00:00Z');
 
 export interface SupervisorOptions {
   store: TaskStore;
@@ -28,6 +36,13 @@ export interface SupervisorOptions {
   sweepMs?: number;
   /** With APPROVAL_TIMEOUT: how long before a waiting call expires its task publishes a reminder, ms. */
   reminderMs?: number;
+  /**
+   * True when no other process can use the store (embedded PGlite): the boot pass ends every
+   * running call and working task at once instead of waiting for their leases to lapse.
+   */
+  exclusiveStore?: boolean;
+  /** Kills a process group an interrupted call left running, if it is still the recorded one; true when it did (default: killRecordedGroup). */
+  killProcessGroup?: (group: { pgid: number; stamp: string }) => boolean;
 }
 
 function byTask(calls: StoredCall[]): Map<string, StoredCall[]> {
@@ -47,7 +62,7 @@ export class Supervisor {
 
   /** Recovers once (boot), then sweeps periodically. */
   async start(): Promise<void> {
-    await this.sweep();
+    await this.sweep(this.opts.exclusiveStore === true);
     const every = this.opts.sweepMs ?? Math.max(250, Math.floor(this.opts.leaseMs / 3));
     this.timer = setInterval(() => this.background.run('supervisor sweep', () => this.sweep()), every);
     this.timer.unref();
@@ -60,21 +75,23 @@ export class Supervisor {
   }
 
   /** One pass; passes never overlap. A failed pass is logged, and the next one tries again. */
-  sweep(): Promise<void> {
-    this.running ??= this.background.settle('supervisor sweep', () => this.pass()).finally(() => (this.running = undefined));
+  sweep(bootRecovery = false): Promise<void> {
+    this.running ??= this.background.settle('supervisor sweep', () => this.pass(bootRecovery)).finally(() => (this.running = undefined));
     return this.running;
   }
 
-  private async pass(): Promise<void> {
+  /** One pass; `bootRecovery`: nothing runs here yet and nobody else uses the store, so every lease counts as lapsed. */
+  private async pass(bootRecovery: boolean): Promise<void> {
     const { store, instanceId, leaseMs } = this.opts;
     const until = new Date(Date.now() + leaseMs);
     await store.renewLeases(instanceId, until);
     const busy = this.opts.cache.busyIds();
     if (busy.length > 0) await store.leaseTasks(busy, instanceId, until);
-    for (const [taskId, calls] of byTask(await store.findInterrupted(new Date()))) {
+    const lapsedBefore = () => (bootRecovery ? EVERY_LEASE_LAPSED : new Date());
+    for (const [taskId, calls] of byTask(await store.findInterrupted(lapsedBefore()))) {
       await this.onTask(taskId, 'marking interrupted calls', (task) => this.interrupt(task, calls));
     }
-    for (const taskId of await store.findStaleTasks(new Date())) {
+    for (const taskId of await store.findStaleTasks(lapsedBefore())) {
       await this.onTask(taskId, 'ending a stale task', (task) => this.interrupt(task, []));
     }
     for (const [taskId, calls] of byTask(await store.findExpired(new Date()))) await this.expire(taskId, calls);
@@ -107,12 +124,25 @@ export class Supervisor {
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
     for (const stored of calls) {
       const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
-      if (call.phase !== 'done') interruptCall(task, call, stored.leaseOwner);
+      if (call.phase !== 'done') interruptCall(task, call, stored.leaseOwner, this.killOrphans(task, stored));
     }
     const what = calls.length > 0 ? `${calls.map((c) => c.toolName).join(', ')} ran` : 'the model was answering';
     failTask(task, `Interrupted: the server stopped while ${what}; the task cannot go on.`);
     this.opts.logger.warn({ taskId: task.id, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();
+  }
+
+  /** Kills the process group the call left running, if any and still the recorded one; its pgid when killed. */
+  private killOrphans(task: LiveTask, stored: StoredCall): number | undefined {
+    const group = stored.processGroup;
+    if (group === undefined) return undefined;
+    const kill = this.opts.killProcessGroup ?? killRecordedGroup;
+    if (!kill(group)) return undefined;
+    this.opts.logger.warn(
+      { taskId: task.id, callId: stored.id, pgid: group.pgid },
+      'killed the process group an interrupted call left running',
+    );
+    return group.pgid;
   }
 
   private async remind(task: LiveTask, calls: StoredCall[]): Promise<void> {

@@ -142,6 +142,7 @@ export class TaskCache {
       shownHash: c.shownHash,
       proposedAt: c.proposedAt,
       expiresAt: c.expiresAt,
+      processGroup: c.processGroup,
     };
   }
 

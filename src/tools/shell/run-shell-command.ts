@@ -1,6 +1,8 @@
-/** `run_shell_command`: runs `bash -c` inside the workspace, in its own process group. */
+/** `run_shell_command`: runs `bash -c` inside the workspace, in its own process group (in a sandbox when there is one). */
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { recordGroup } from './process-group.js';
+import { NO_SANDBOX, type ShellSandbox } from './sandbox.js';
 import type { CommandLine, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import { describeGivenPath, ProtectedPaths, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
 
@@ -27,6 +29,8 @@ export interface RunShellCommandOptions {
   env?: Readonly<Record<string, string>>;
   /** The server's own files: no approval grant covers a line that names one. */
   protectedPaths?: ProtectedPaths;
+  /** What commands run in (default: no sandbox; app.ts probes SHELL_SANDBOX once at start). */
+  sandbox?: ShellSandbox;
 }
 
 const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
@@ -79,9 +83,7 @@ type Ending = { kind: 'exit'; code: number | null; signal: NodeJS.Signals | null
 export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
   readonly name = 'run_shell_command';
   readonly kind = 'execute' as const;
-  readonly description =
-    'Runs a command with `bash -c <command>` in the workspace (or in dir_path inside it). stdin is closed. ' +
-    'Returns the combined stdout and stderr and the exit code. Background processes are killed when the command ends.';
+  readonly description: string;
   readonly parameters: ToolParameterSchema = {
     type: 'object',
     properties: {
@@ -95,8 +97,14 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
   private readonly env: Record<string, string> | undefined;
   private readonly maxOutputBytes: number;
   private readonly protectedPaths: ProtectedPaths;
+  readonly sandbox: ShellSandbox;
 
   constructor(options: RunShellCommandOptions = {}) {
+    this.sandbox = options.sandbox ?? NO_SANDBOX;
+    this.description =
+      'Runs a command with `bash -c <command>` in the workspace (or in dir_path inside it). stdin is closed. ' +
+      'Returns the combined stdout and stderr and the exit code. Background processes are killed when the command ends. ' +
+      this.sandbox.description;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.env = options.env === undefined ? undefined : { ...options.env };
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
@@ -148,7 +156,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       return { isError: true, error: { type: 'cancelled', message: 'Command was cancelled before it started' } };
     }
     const output = new TailBuffer(this.maxOutputBytes);
-    const ending = await this.execute(args.command, cwd.path, output, ctx);
+    const ending = await this.execute(args.command, { cwd: cwd.path, workspace: ctx.workspace }, output, ctx);
     const text = output.text();
     const llmContent = [
       `Command: ${args.command}`,
@@ -203,7 +211,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
    */
   private execute(
     command: string,
-    cwd: string,
+    where: { cwd: string; workspace: string },
     output: TailBuffer,
     ctx: ToolContext,
   ): Promise<{ ending: Ending; reason: 'done' | 'timeout' | 'cancelled' }> {
@@ -218,8 +226,16 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       // stderr joins stdout in one pipe so the combined output keeps its real order; on the
       // same line, so bash's "line N" messages still match the command.
       const script = `exec 2>&1; ${command}`;
-      const child = spawn('bash', ['-c', script], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: this.env });
+      const started = this.sandbox.command(script, where);
+      const child = spawn(started.file, started.args, {
+        cwd: where.cwd,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: this.env,
+      });
       const pid = child.pid;
+      const group = pid === undefined ? undefined : recordGroup(pid);
+      if (group !== undefined) ctx.onProcessGroup?.(group);
       const signalGroup = (sig: NodeJS.Signals): boolean => {
         if (pid === undefined) return false;
         try {

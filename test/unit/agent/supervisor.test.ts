@@ -32,7 +32,10 @@ type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 const LEASE_MS = 200;
 
 /** Instance A: a core and its supervisor (never started: the test calls sweep()). */
-async function instanceA(t: Test, opts: CoreOptions & { reminderMs?: number } = {}) {
+async function instanceA(
+  t: Test,
+  opts: CoreOptions & Pick<ConstructorParameters<typeof Supervisor>[0], 'reminderMs' | 'exclusiveStore' | 'killProcessGroup'> = {},
+) {
   const core = await makeCore(t, { instanceId: 'A', leaseMs: LEASE_MS, ...opts });
   const supervisor = new Supervisor({
     store: opts.loopStore ?? core.store,
@@ -42,6 +45,8 @@ async function instanceA(t: Test, opts: CoreOptions & { reminderMs?: number } = 
     instanceId: 'A',
     leaseMs: LEASE_MS,
     reminderMs: opts.reminderMs,
+    exclusiveStore: opts.exclusiveStore,
+    killProcessGroup: opts.killProcessGroup,
   });
   t.teardown(() => supervisor.stop());
   return { core, supervisor };
@@ -104,6 +109,62 @@ t.test('a call whose lease lapsed is marked FAILED interrupted, and its task fai
 
   await supervisor.sweep();
   t.equal((await logOf(core.store, taskId)).length, before + 2, 'a second sweep changes nothing');
+});
+
+t.test('the process group an interrupted call left running is killed first, and the card says so', async (t) => {
+  const killed: Array<{ pgid: number; stamp: string }> = [];
+  const { core, supervisor } = await instanceA(t, { killProcessGroup: (g) => (killed.push(g), g.pgid === 4242) });
+  const running = lapsedCall(await deadInstanceTask(core), { processGroup: { pgid: 4242, stamp: 'boot:1' } });
+  const gone = lapsedCall(await deadInstanceTask(core), { processGroup: { pgid: 77, stamp: 'boot:2' } });
+  await core.store.saveCalls([running, gone]);
+  await supervisor.sweep();
+  await core.runs.drain();
+  t.same(
+    [...killed].sort((a, b) => a.pgid - b.pgid),
+    [
+      { pgid: 77, stamp: 'boot:2' },
+      { pgid: 4242, stamp: 'boot:1' },
+    ],
+    'each recorded group is offered to the kill',
+  );
+  t.match((await core.store.loadCall(running.id))?.snapshot.error, {
+    type: 'interrupted',
+    message: /were killed \(process group 4242\)/,
+  });
+  t.notMatch((await core.store.loadCall(gone.id))?.snapshot.error?.message, /killed/, 'a group that was not killed is not claimed to be');
+  t.same((await auditOf(core.store, running.taskId)).at(-1)?.detail, { leaseOwner: 'dead', killedGroup: 4242 });
+  t.ok(
+    core.logger.warnings().some((w) => w.obj?.pgid === 4242 && /killed the process group/.test(w.msg)),
+    'the kill is logged',
+  );
+});
+
+t.test('exclusive store: the boot pass ends running calls and working tasks at once, live leases or not', async (t) => {
+  const { core, supervisor } = await instanceA(t, { exclusiveStore: true, killProcessGroup: () => false });
+  const withCall = await deadInstanceTask(core);
+  const modelOnly = await deadInstanceTask(core);
+  const future = new Date(Date.now() + 60_000);
+  await core.store.leaseTasks([withCall, modelOnly], 'previous-boot', future);
+  const call = lapsedCall(withCall, { leaseOwner: 'previous-boot', leaseUntil: future });
+  await core.store.saveCalls([call]);
+  t.same(await core.store.findInterrupted(new Date()), [], 'the leases are live');
+
+  await supervisor.start();
+  await core.runs.drain();
+  t.equal(await storedState(core.store, withCall), 'failed', 'no wait for the lease');
+  t.equal(await storedState(core.store, modelOnly), 'failed');
+  t.match((await core.store.loadCall(call.id))?.snapshot.error, { type: 'interrupted' });
+});
+
+t.test('a shared store: the boot pass leaves live leases alone', async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const taskId = await deadInstanceTask(core);
+  const future = new Date(Date.now() + 60_000);
+  await core.store.leaseTasks([taskId], 'peer', future);
+  await core.store.saveCalls([lapsedCall(taskId, { leaseOwner: 'peer', leaseUntil: future })]);
+  await supervisor.start();
+  await core.runs.drain();
+  t.equal(await storedState(core.store, taskId), 'working');
 });
 
 t.test('a stale working task (lease lapsed, no call) fails', async (t) => {

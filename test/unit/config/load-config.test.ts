@@ -36,7 +36,7 @@ t.test('defaults', async (t) => {
   t.equal(c.logLevel, 'info');
   t.same(c.model, { kind: 'scripted', model: 'gemini-2.5-flash', vertexai: false, includeThoughts: true }, 'no keys: the scripted demo');
   t.equal(c.model.scriptFile, undefined, 'the bundled demo script');
-  t.same(c.shell, { timeoutMs: 300_000, maxOutputBytes: 1_048_576, env: {} });
+  t.same(c.shell, { timeoutMs: 300_000, maxOutputBytes: 1_048_576, env: {}, sandboxMode: 'auto', sandboxNetwork: false });
   t.equal(c.sseHeartbeatMs, 15_000);
 });
 
@@ -62,6 +62,8 @@ t.test('explicit values', async (t) => {
       SHELL_TIMEOUT_MS: '5000',
       SHELL_MAX_OUTPUT_BYTES: '2048',
       SSE_HEARTBEAT_MS: '250',
+      SHELL_SANDBOX: 'BWRAP',
+      SHELL_SANDBOX_NETWORK: 'on',
     },
     dir,
   );
@@ -70,7 +72,10 @@ t.test('explicit values', async (t) => {
   t.equal(c.workspaceDir, path.join(dir, 'ws'), 'a relative WORKSPACE_DIR resolves against cwd');
   t.equal(c.logLevel, 'debug');
   t.equal(c.publicUrl, 'https://agent.example/');
-  t.same({ ...c.shell, env: undefined }, { timeoutMs: 5000, maxOutputBytes: 2048, env: undefined });
+  t.same(
+    { ...c.shell, env: undefined },
+    { timeoutMs: 5000, maxOutputBytes: 2048, env: undefined, sandboxMode: 'bwrap', sandboxNetwork: true },
+  );
   t.equal(c.sseHeartbeatMs, 250);
   t.equal(loadConfig({ PORT: '0' }, dir).port, 0, 'PORT=0 (any free port) is allowed');
   t.equal(loadConfig({ PORT: '65535' }, dir).port, 65535);
@@ -144,6 +149,8 @@ t.test('bad values throw a ConfigError naming the variable', async (t) => {
   refuses(t, { SHELL_TIMEOUT_MS: '10' }, 'SHELL_TIMEOUT_MS', dir);
   refuses(t, { SHELL_MAX_OUTPUT_BYTES: 'lots' }, 'SHELL_MAX_OUTPUT_BYTES', dir);
   refuses(t, { SSE_HEARTBEAT_MS: '0' }, 'SSE_HEARTBEAT_MS', dir);
+  refuses(t, { SHELL_SANDBOX: 'firejail' }, 'SHELL_SANDBOX', dir, /firejail[^]*auto, bwrap, off/);
+  refuses(t, { SHELL_SANDBOX_NETWORK: 'some' }, 'SHELL_SANDBOX_NETWORK', dir);
 });
 
 t.test('booleans accept the usual spellings', async (t) => {

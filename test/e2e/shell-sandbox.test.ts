@@ -1,0 +1,89 @@
+/**
+ * The shell sandbox through the server, like a client (issue 10, finding 5): the server runs in
+ * the directory that holds its settings file and data directory (so the default workspace holds
+ * them), and an approved (YOLO) command tries to read them, to write outside the workspace and
+ * to read the server's environment. With SHELL_SANDBOX=bwrap nothing gets out; with `off` the
+ * same command does (the reason the sandbox exists). SHELL_SANDBOX=bwrap where bwrap cannot run
+ * stops the start.
+ */
+import t from 'tap';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
+import { createShellSandbox, SandboxUnavailableError } from '../../src/tools/shell/sandbox.js';
+import { rpc } from '../support/sse.js';
+import { buildServer, dataOf, startServer, tempDir, URI, userMessage } from '../support/server.js';
+import type { Test } from '../support/tool-call-watch.js';
+
+const SECRET = 'settings-SECRET-0123456789';
+const DATA_SECRET = 'pglite-page-SECRET';
+
+let skip: string | false = false;
+try {
+  createShellSandbox('bwrap', { protectedPaths: [], network: false });
+} catch (err) {
+  if (!(err instanceof SandboxUnavailableError)) throw err;
+  skip = `bubblewrap unavailable: ${err.message}`;
+}
+
+/** The server's directory (its settings file and data directory) and a directory beside it. */
+function serverDir(): { dir: string; outside: string } {
+  const dir = tempDir('devtool-srv-');
+  writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({ apiToken: SECRET }));
+  mkdirSync(path.join(dir, '.data'));
+  writeFileSync(path.join(dir, '.data', 'store.db'), `${DATA_SECRET}\n`);
+  return { dir, outside: tempDir('devtool-outside-') };
+}
+
+function script(outside: string): ModelScript {
+  const command =
+    `cat settings.json .data/store.db; grep -rh SECRET . 2>/dev/null; cat /proc/${process.pid}/environ 2>/dev/null | tr '\\0' '\\n' | grep -c . ; ` +
+    `echo pwned > ${outside}/pwned.txt; echo after-write`;
+  return {
+    model: 'scripted-sandbox',
+    scripts: [
+      {
+        when: '^hostile',
+        steps: [{ chunks: [[{ functionCall: { name: 'run_shell_command', args: { command } } }]] }, { chunks: [[{ text: 'done' }]] }],
+      },
+    ],
+  };
+}
+
+/** Runs the hostile command in a YOLO conversation on the default workspace; the final card's output text. */
+async function hostile(t: Test, sandbox: string): Promise<{ output: string; outside: string; raw: string }> {
+  const { dir, outside } = serverDir();
+  const srv = await startServer(t, {
+    script: script(outside),
+    env: { WORKSPACE_DIR: dir, DATA_DIR: path.join(dir, '.data'), SETTINGS_FILE: path.join(dir, 'settings.json'), SHELL_SANDBOX: sandbox },
+  });
+  const res = await rpc(srv.url, 'message/stream', { message: userMessage('hostile', { metadata: { [URI]: { approval_mode: 'YOLO' } } }) });
+  const card = (res.events ?? []).map((e) => dataOf(e.data.result)).find((c) => c?.status === 'SUCCEEDED');
+  return { output: String(card?.output?.text ?? ''), outside, raw: res.raw };
+}
+
+t.test('bwrap: the settings file and data directory read as empty, nothing is written outside', { skip }, async (t) => {
+  const { output, outside, raw } = await hostile(t, 'bwrap');
+  // The directory beside the workspace is under /tmp: the sandbox's /tmp is its own, empty.
+  t.match(
+    output,
+    /pwned\.txt: (Read-only file system|No such file or directory)\nafter-write/,
+    'the write outside fails, the command goes on',
+  );
+  t.notOk(raw.includes(SECRET) || raw.includes(DATA_SECRET), 'no secret anywhere in the stream');
+  t.match(output, /^0$/m, "the server's environment is not visible");
+  t.notOk(existsSync(path.join(outside, 'pwned.txt')), 'nothing written outside the workspace');
+});
+
+t.test('off: the same command reads the secrets and writes outside', async (t) => {
+  const { output, outside } = await hostile(t, 'off');
+  t.match(output, new RegExp(`${SECRET}[^]*${DATA_SECRET}`));
+  t.ok(existsSync(path.join(outside, 'pwned.txt')));
+});
+
+t.test('SHELL_SANDBOX=bwrap where bwrap cannot run: the server does not start', async (t) => {
+  await t.rejects(buildServer(t, { env: { SHELL_SANDBOX: 'bwrap', PATH: '/nonexistent' } }), {
+    code: 'AGENT_ERR_SHELL_SANDBOX_UNAVAILABLE',
+    message: /SHELL_SANDBOX=bwrap: bwrap \(bubblewrap\) is not installed or not on PATH/,
+  });
+});
