@@ -146,15 +146,29 @@ interface Stalled {
   seconds: number;
 }
 
+/** `prompt` read normally: the RSS growth the flow itself costs (the reference for a stalled one). */
+async function reading(srv: RunningServer, prompt: string): Promise<Stalled> {
+  const baseline = rssBytes(srv.pid);
+  let peak = baseline;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(srv.pid))), 100);
+  const t0 = performance.now();
+  try {
+    await stream(srv.url, 'message/stream', floodParams(prompt));
+  } finally {
+    clearInterval(sampler);
+  }
+  return { rssGrowthMb: (Math.max(peak, rssBytes(srv.pid)) - baseline) / MB, dropped: false, seconds: (performance.now() - t0) / 1000 };
+}
+
 /** `prompt` on a socket that never reads: RSS peak minus baseline, and whether the server hung up. */
 async function stalled(srv: RunningServer, prompt: string): Promise<Stalled> {
   const baseline = rssBytes(srv.pid);
   let peak = baseline;
   const payload = body('message/stream', floodParams(prompt));
   const socket = net.connect(srv.port, '127.0.0.1');
-  let dropped = false;
-  socket.on('close', () => (dropped = true));
-  socket.on('error', () => (dropped = true));
+  let ended = false;
+  socket.on('end', () => (ended = true));
+  socket.on('error', () => (ended = true));
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   socket.pause(); // never read: the server's writes back up
   socket.write(
@@ -175,12 +189,17 @@ async function stalled(srv: RunningServer, prompt: string): Promise<Stalled> {
     if (id !== undefined && /COMPLETED|FAILED/.test(newest?.status?.state ?? '')) break;
     await delay(100);
   }
-  // Until the server drops the socket (or plainly will not), then a little longer.
-  const until = performance.now() + STALL_TIMEOUT_MS + 3_000;
-  while (!dropped && performance.now() < until) {
+  // Past the stall timeout (the server drops the client then, if its writes are waiting).
+  const until = performance.now() + STALL_TIMEOUT_MS + 2_000;
+  while (performance.now() < until) {
     peak = Math.max(peak, rssBytes(srv.pid));
     await delay(100);
   }
+  // A paused socket hears of the server's close only once read: read what waits, look for the end.
+  socket.on('data', () => {});
+  socket.resume();
+  for (let i = 0; i < 30 && !ended; i++) await delay(100);
+  const dropped = ended;
   const seconds = (performance.now() - t0) / 1000;
   socket.destroy();
   return { rssGrowthMb: (peak - baseline) / MB, dropped, seconds };
@@ -225,7 +244,9 @@ async function main(): Promise<void> {
     if (stall)
       await withServer(tmp, 'stall', async (srv) => {
         for (const prompt of ['small', 'flood', 'chatty']) await stream(srv.url, 'message/stream', floodParams(prompt));
+        out.readingCommand = await reading(srv, 'flood');
         out.stalledCommand = await stalled(srv, 'flood');
+        out.readingAnswer = await reading(srv, 'chatty');
         out.stalledAnswer = await stalled(srv, 'chatty');
       });
   } finally {
@@ -235,7 +256,9 @@ async function main(): Promise<void> {
   const s = out.stream as Record<string, number>;
   const r = out.replay as Record<string, number> | undefined;
   const stalls = [
+    ['reading, command', out.readingCommand],
     ['stalled, command', out.stalledCommand],
+    ['reading, answer ', out.readingAnswer],
     ['stalled, answer ', out.stalledAnswer],
   ] as Array<[string, Stalled | undefined]>;
   console.log(`command printing ${mib} MiB (PGlite)`);

@@ -185,8 +185,8 @@ export interface TaskStore {
    * transaction. Returns the event's sequence number. Notifies every subscriber.
    */
   appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number>;
-  /** Stored events with seq > afterSeq, in order (compacted seqs are missing). */
-  eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]>;
+  /** Stored events with seq > afterSeq, in order (compacted seqs are missing); at most `limit` of them when given. */
+  eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]>;
   /**
    * Calls `listener` after events are appended by any process (at least once per task per
    * commit, with the newest seq). Resolves once listening.

@@ -487,7 +487,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     return commitBatch(this.use('commit'), batch);
   }
 
-  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
+  async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
     const row = this.use('eventsAfter').tasks.get(taskId);
     const log = row?.events ?? [];
     // The log is in seq order: binary search for the first event after afterSeq.
@@ -497,7 +497,8 @@ export class MemoryTaskStore implements TaskStore, PushStore {
       if (log[mid]!.seq > afterSeq) hi = mid;
       else lo = mid + 1;
     }
-    return log.slice(lo).map((e) => eventFromRow({ seq: e.seq, payload: JSON.parse(e.payload), final: e.final }));
+    const end = limit === undefined ? log.length : lo + Math.max(0, Math.floor(limit));
+    return log.slice(lo, end).map((e) => eventFromRow({ seq: e.seq, payload: JSON.parse(e.payload), final: e.final }));
   }
 
   /** Listeners hear once per task per commit (of any store on the database), after the commit. */

@@ -33,6 +33,9 @@ export interface HubListener {
 /** Waits before re-reading a log whose read failed. */
 const READ_RETRY_MS = [50, 250, 1000];
 
+/** Events read from the store at a time: a long log is replayed page by page, not loaded whole. */
+const READ_PAGE = 32;
+
 /** Default budget of events held for one follower (STREAM_BUFFER_BYTES). */
 export const DEFAULT_FOLLOWER_BUFFER_BYTES = 4 * 1024 * 1024;
 
@@ -101,9 +104,7 @@ export class EventHub {
     if (set === undefined) return;
     const size = approxBytes(ev.response);
     for (const w of set) {
-      // A follower that is behind already reads the store next: holding more would only grow.
-      const behind = w.stale && w.buffer.length === 0 && w.wake === undefined;
-      if (!behind) this.hold(w, ev, size);
+      this.hold(w, ev, size);
       w.wake?.();
     }
   }
@@ -139,7 +140,7 @@ export class EventHub {
   private async read(taskId: string, cursor: number): Promise<StoredEvent[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.store.eventsAfter(taskId, cursor);
+        return await this.store.eventsAfter(taskId, cursor, READ_PAGE);
       } catch (err) {
         if (attempt >= READ_RETRY_MS.length) throw err;
         await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS[attempt]));
@@ -181,6 +182,7 @@ export class EventHub {
           // The store's log itself: a gap in it is a compacted event, not a missing one.
           w.stale = false;
           next = await this.read(taskId, cursor);
+          if (next.length === READ_PAGE) w.stale = true; // more may follow: the next page next round
         }
         for (const ev of next) {
           cursor = ev.seq;

@@ -96,3 +96,22 @@ t.test('handed-over events: superseded keyed ones are skipped, the seqs of a sto
   t.same(after, [8, 10]);
   await hub.stop();
 });
+
+t.test('a long log is replayed page by page, every event once, in order', async (t) => {
+  const log = Array.from({ length: 100 }, (_, i) => big(i + 1, 1));
+  const { store, reads } = fakeStore(log);
+  const paged = {
+    ...store,
+    eventsAfter: async (taskId: string, after: number, limit?: number) => (await store.eventsAfter(taskId, after)).slice(0, limit),
+  };
+  const hub = new EventHub(paged, 60_000);
+  await hub.start();
+  const seen: number[] = [];
+  for await (const ev of hub.follow('t1', 0, { untilFinal: false })) seen.push(ev.seq);
+  t.same(
+    seen,
+    Array.from({ length: 100 }, (_, i) => i + 1),
+  );
+  t.ok(reads.length >= 4, `read in pages (${reads.length} reads)`);
+  await hub.stop();
+});
