@@ -135,7 +135,7 @@ t.test('a client that stops reading is dropped, and resumes from the log without
     `POST / HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: ${bytes(body)}\r\n\r\n${body}`,
   );
   const stalled = await until('the stalled connection', () => serverSide[0], 5_000);
-  await new Promise<void>((resolve) => (stalled.destroyed ? resolve() : stalled.once('close', () => resolve())));
+  await until('the server to drop the client that stopped reading', () => stalled.destroyed, 20_000);
   t.pass('the server dropped the client that stopped reading');
 
   // What the client had received before it was dropped, then a resume from its last event id.
