@@ -278,7 +278,21 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     approvalTimeoutMs,
   });
   const writes = new WriteQueue(store, app.log);
-  const cache = new TaskCache({ store, writes, hub, encoder, model: model.model, logger: app.log, instanceId, leaseMs, toolbox, runs });
+  const { liveWindowBytes: windowBytes, liveIntervalMs: intervalMs, liveMaxIntervalMs: maxIntervalMs } = config.output;
+  const liveOutput = { windowBytes, intervalMs, maxIntervalMs };
+  const cache = new TaskCache({
+    store,
+    writes,
+    hub,
+    encoder,
+    model: model.model,
+    logger: app.log,
+    instanceId,
+    leaseMs,
+    toolbox,
+    runs,
+    liveOutput,
+  });
   const supervisor = new Supervisor({
     store,
     cache,
@@ -372,6 +386,7 @@ async function registerTransport(
   await app.register(jsonRpcRoutes, {
     handler,
     heartbeatMs: config.sseHeartbeatMs,
+    stallTimeoutMs: config.output.sseStallTimeoutMs,
     extensionMethods: {
       'commands/get': async () => commands.list(),
       'command/execute': async (params, caller) => commands.execute(params, caller),
@@ -402,7 +417,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const store = options.store ?? (await openStore(app, config));
   const security = setUpSecurity(app, config);
   const push = await setUpPush(config, store, encoder, app);
-  const hub = new EventHub(store);
+  const hub = new EventHub(store, undefined, config.output.streamBufferBytes);
   hub.addListener({ event: () => push.dispatcher.kick() });
   await hub.start();
   const card = cardSource(app, config, describeAgent(created.model, created.demo), security);

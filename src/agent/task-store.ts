@@ -4,8 +4,13 @@
  * src/store implements it on drizzle-orm (PGlite or PostgreSQL).
  *
  * Contract (every implementation MUST):
- * - Keep per-task event sequence numbers 1, 2, 3… with no gap and no duplicate, even when
+ * - Number each task's appended events 1, 2, 3… with no gap and no duplicate, even when
  *   several processes append to the same task at once (the database decides the order).
+ * - Compact: storing an event with a `key` deletes the task's earlier events with the same
+ *   key (in the same transaction; a keyed event superseded within one batch is never stored).
+ *   So the stored log may have gaps where superseded events were, and a reader resuming
+ *   after any seq (stored or compacted) gets every later event still stored, in order.
+ *   Only events that a later one wholly replaces are keyed (a call's EXECUTING cards).
  * - Save the task snapshot in the same transaction as the event that changed it, so a
  *   reader never sees an event whose task state is not stored yet (and vice versa).
  * - Decide call claims in the database: `claimCalls` is all-or-nothing, and of two
@@ -24,6 +29,8 @@ export interface StoredEvent {
   response: StreamResponse;
   /** True for the event that ends a stream: a pause (`input-required`) or a terminal state. */
   final: boolean;
+  /** Compaction key (see WriteBatch): a later event with the same key supersedes this one. */
+  key?: string;
 }
 
 export interface StoredTask {
@@ -139,8 +146,10 @@ export interface WriteBatch {
    * whole task snapshot after it (`task`), or — for the many small events of a running task,
    * so their cost does not grow with the task's history — only the task's new `status`
    * (the stored snapshot keeps its history and takes this status).
+   * An event with a `key` (never a final one) supersedes the task's earlier events with the
+   * same key: they leave the stored log (see the contract above).
    */
-  events: Array<{ taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean }>;
+  events: Array<{ taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean; key?: string }>;
   /** Calls to insert or replace (by id, under saveCalls' forward-only rule); a later entry for the same id wins. */
   calls: StoredCall[];
   /** Model conversation to append, in order. */
@@ -181,8 +190,8 @@ export interface TaskStore {
    * transaction. Returns the event's sequence number. Notifies every subscriber.
    */
   appendEvent(task: Task, response: StreamResponse, final: boolean): Promise<number>;
-  /** Logged events with seq > afterSeq, in order. */
-  eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]>;
+  /** Stored events with seq > afterSeq, in order (compacted seqs are missing); at most `limit` of them when given. */
+  eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]>;
   /**
    * Calls `listener` after events are appended by any process (at least once per task per
    * commit, with the newest seq). Resolves once listening.

@@ -43,6 +43,18 @@ export interface Config {
   shell: ShellConfig;
   /** SSE keep-alive comment interval, ms. */
   sseHeartbeatMs: number;
+  /**
+   * What a running call's live output and a stream may cost: the `live_content` window and the
+   * update interval (doubling from `intervalMs` up to `maxIntervalMs`); the events held for one
+   * stream before it reads the store instead; how long a stream may wait for its client to read.
+   */
+  output: {
+    liveWindowBytes: number;
+    liveIntervalMs: number;
+    liveMaxIntervalMs: number;
+    streamBufferBytes: number;
+    sseStallTimeoutMs: number;
+  };
   store: StoreConfig;
   /** Unanswered tool calls are cancelled after this many ms; undefined = never. */
   approvalTimeoutMs?: number;
@@ -312,6 +324,19 @@ function loadPushConfig(env: Env): PushConfig {
   };
 }
 
+function loadOutputConfig(env: Env): Config['output'] {
+  const liveIntervalMs = int(env, 'LIVE_OUTPUT_INTERVAL_MS', 100, 10, 60_000); // 0.1 s
+  const liveMaxIntervalMs = int(env, 'LIVE_OUTPUT_MAX_INTERVAL_MS', 2_000, 10, 600_000); // 2 s
+  if (liveMaxIntervalMs < liveIntervalMs) throw new ConfigError('LIVE_OUTPUT_MAX_INTERVAL_MS must not be below LIVE_OUTPUT_INTERVAL_MS');
+  return {
+    liveWindowBytes: int(env, 'LIVE_OUTPUT_WINDOW_BYTES', 32_768, 1_024, 1_048_576), // 32 KiB
+    liveIntervalMs,
+    liveMaxIntervalMs,
+    streamBufferBytes: int(env, 'STREAM_BUFFER_BYTES', 4_194_304, 65_536, 268_435_456), // 4 MiB
+    sseStallTimeoutMs: int(env, 'SSE_STALL_TIMEOUT_MS', 30_000, 100, 3_600_000), // 30 s
+  };
+}
+
 /** Validates `env` once at boot. Throws ConfigError on the first bad value. */
 export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Config> {
   const host = str(env, 'HOST') ?? '127.0.0.1';
@@ -352,6 +377,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
       sandboxNetwork: bool(env, 'SHELL_SANDBOX_NETWORK'),
     }),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
+    output: Object.freeze(loadOutputConfig(env)),
     store: Object.freeze(loadStoreConfig(env, cwd)),
     approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),
     settings: Object.freeze(loadServerSettings(env, cwd)),

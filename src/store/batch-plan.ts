@@ -36,6 +36,8 @@ export interface EventRow {
   back: number;
   payload: unknown;
   final: boolean;
+  /** Compaction key; null when the event is never superseded. */
+  key: string | null;
 }
 
 /** What commit.ts writes for a batch, each part in the order its statement needs. */
@@ -44,8 +46,13 @@ export interface BatchPlan {
   empty: boolean;
   /** Tasks touched by events, by id (code-unit order; the database locks them in its own id order). */
   tasks: TaskBump[];
-  /** One per batch event, in batch order. */
+  /** One per batch event, in batch order (each takes a seq). */
   events: EventRow[];
+  /**
+   * The events to insert: `events` less keyed ones that a later event of the same task and
+   * key in the batch supersedes (they take a seq but are never stored).
+   */
+  stored: EventRow[];
   /** Distinct ids, the last entry of each id, in lock order. */
   calls: StoredCall[];
   /** Per context (by id) its contents in batch order. */
@@ -120,8 +127,25 @@ function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] 
     back: tail.count - 1 - index,
     payload: responseToJson(ev.response),
     final: ev.final,
+    key: ev.key ?? null,
   }));
   return { tasks, rows };
+}
+
+/** The rows left once keyed rows superseded later in the batch (same task and key) are dropped. */
+function storedRows(rows: EventRow[]): EventRow[] {
+  const seen = new Set<string>();
+  const kept: EventRow[] = [];
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const row = rows[i]!;
+    if (row.key !== null) {
+      const id = JSON.stringify([row.task_id, row.key]);
+      if (seen.has(id)) continue;
+      seen.add(id);
+    }
+    kept.push(row);
+  }
+  return kept.reverse();
 }
 
 function planHistory(history: WriteBatch['history']): BatchPlan['history'] {
@@ -151,7 +175,7 @@ export function planBatch(batch: WriteBatch): BatchPlan {
   const history = planHistory(batch.history);
   const trust = planTrust(batch.trust);
   const empty = rows.length + calls.length + history.length + trust.length + batch.audit.length === 0;
-  return { empty, tasks, events: rows, calls, history, trust, audit: batch.audit };
+  return { empty, tasks, events: rows, stored: storedRows(rows), calls, history, trust, audit: batch.audit };
 }
 
 /** The seqs of the batch's events, in batch order, from each task's new last_seq. */

@@ -106,16 +106,31 @@ function snapshotOf(t: TaskBump): SQL {
     : sql`jsonb_set(task, '{status}', ${JSON.stringify(t.status)}::jsonb)`;
 }
 
-/** The events of the batch (one task): the row lock, the bump, the events, the notification. */
+/**
+ * `compacted`: deletes the stored events that the batch's keyed events supersede (same task,
+ * same key). A data-modifying CTE sees the log as it was before the statement, so the rows
+ * `logged` inserts are never its victims. Empty when the batch has no keyed event.
+ */
+function compaction(plan: BatchPlan): SQL {
+  const keyed = plan.stored.filter((e) => e.key !== null); // one per (task, key): see BatchPlan.stored
+  if (keyed.length === 0) return sql``;
+  const json = JSON.stringify(keyed.map((e) => ({ task_id: e.task_id, key: e.key })));
+  return sql`, compacted as (
+      delete from ${events} e using bumped b, jsonb_to_recordset(${json}::jsonb) as k(task_id text, key text)
+      where b.id = k.task_id and e.task_id = k.task_id and e.key = k.key
+    )`;
+}
+
+/** The events of the batch (one task): the row lock, the bump, compaction, the events, the notification. */
 function appendOneTask(plan: BatchPlan, t: TaskBump, channel: string): SQL {
-  const json = JSON.stringify(plan.events.map(({ back, payload, final }) => ({ back, payload, final })));
+  const json = JSON.stringify(plan.stored.map(({ back, payload, final, key }) => ({ back, payload, final, key })));
   return sql`with bumped as (
       update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${snapshotOf(t)},
         state = ${t.state}::text, updated_at = now() where id = ${t.id}::text returning id, last_seq
-    ), logged as (
-      insert into ${events} (task_id, seq, payload, final)
-      select b.id, b.last_seq - x.back, x.payload, x.final
-      from bumped b, jsonb_to_recordset(${json}::jsonb) as x(back integer, payload jsonb, final boolean)
+    )${compaction(plan)}, logged as (
+      insert into ${events} (task_id, seq, payload, final, key)
+      select b.id, b.last_seq - x.back, x.payload, x.final, x.key
+      from bumped b, jsonb_to_recordset(${json}::jsonb) as x(back integer, payload jsonb, final boolean, key text)
     )
     select id, last_seq, pg_notify(${channel}::text, id || ':' || last_seq || ':' || ${t.final ? 1 : 0}::int) from bumped`;
 }
@@ -130,7 +145,8 @@ function appendOneTask(plan: BatchPlan, t: TaskBump, channel: string): SQL {
  *   by index (`any(array(select id from locked))`), x is only joined to what they return.
  *   Under READ COMMITTED the UPDATE re-reads a row changed since the statement began
  *   (EvalPlanQual), so last_seq is the newest, and the lock keeps it so until commit;
- * - logged: every event, seq = new last_seq - back (its distance from the task's last);
+ * - compacted: the stored events the batch's keyed events supersede are deleted;
+ * - logged: every event to store, seq = new last_seq - back (its distance from the task's last);
  * - one pg_notify per task `<taskId>:<lastSeq>:<0|1>` (parseNotification), sent at commit.
  * Returns (id, last_seq) per task found; a missing task has no row and no events.
  */
@@ -147,10 +163,10 @@ function appendManyTasks(plan: BatchPlan, channel: string): SQL {
       from jsonb_to_recordset(${bumps}::jsonb) as x(id text, n integer, task jsonb, status jsonb, state text, f integer)
       where t.id = any(array(select id from locked)) and t.id = x.id
       returning t.id, t.last_seq, x.f
-    ), logged as (
-      insert into ${events} (task_id, seq, payload, final)
-      select e.task_id, b.last_seq - e.back, e.payload, e.final
-      from jsonb_to_recordset(${JSON.stringify(plan.events)}::jsonb) as e(task_id text, back integer, payload jsonb, final boolean)
+    )${compaction(plan)}, logged as (
+      insert into ${events} (task_id, seq, payload, final, key)
+      select e.task_id, b.last_seq - e.back, e.payload, e.final, e.key
+      from jsonb_to_recordset(${JSON.stringify(plan.stored)}::jsonb) as e(task_id text, back integer, payload jsonb, final boolean, key text)
       join bumped b on b.id = e.task_id
     )
     select id, last_seq, pg_notify(${channel}::text, id || ':' || last_seq || ':' || f) from bumped`;

@@ -44,8 +44,10 @@ interface TaskRow {
   principal?: string;
   /** The latest snapshot as v1.0 JSON; replaced on every change, never mutated. */
   task: Json;
-  /** The event log: the event of seq n at index n - 1 (so lastSeq is its length), payload as v1.0 JSON text. */
-  events: Array<{ payload: string; final: boolean }>;
+  /** The stored event log in seq order, payload as v1.0 JSON text (superseded keyed events removed). */
+  events: Array<{ seq: number; payload: string; final: boolean; key?: string }>;
+  /** The seq of the last event appended (stored or since compacted). */
+  lastSeq: number;
   /** The database clock at the last change: listTasks shows the most recently updated first. */
   updatedAt: number;
   leaseOwner?: string;
@@ -210,17 +212,19 @@ function checkKeys(db: MemoryDatabase, plan: BatchPlan): void {
 
 function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
   checkKeys(db, plan);
+  const count = new Map(plan.tasks.map((t) => [t.id, t.count]));
   const logs = new Map<string, TaskRow['events']>();
-  for (const e of plan.events) {
+  for (const e of plan.stored) {
     const log = logs.get(e.task_id) ?? [];
-    log.push({ payload: JSON.stringify(e.payload), final: e.final });
+    const seq = (db.tasks.get(e.task_id)?.lastSeq ?? 0) + count.get(e.task_id)! - e.back;
+    log.push({ seq, payload: JSON.stringify(e.payload), final: e.final, ...(e.key !== null ? { key: e.key } : {}) });
     logs.set(e.task_id, log);
   }
   const tasks = plan.tasks.map((bump) => {
     const row = db.tasks.get(bump.id)!;
     // A status-only tail keeps the stored snapshot (its history) and takes the status.
     const task = bump.snapshot !== undefined ? jsonCopy(bump.snapshot as Json) : { ...row.task, status: jsonCopy(bump.status) };
-    return { row, bump, task, events: logs.get(bump.id)! };
+    return { row, bump, task, events: logs.get(bump.id) ?? [] };
   });
   const history = plan.history.map((h) => ({ row: db.contexts.get(h.contextId)!, contents: h.contents.map((c) => JSON.stringify(c)) }));
   const at = new Date();
@@ -254,9 +258,12 @@ function commitBatch(db: MemoryDatabase, batch: WriteBatch): number[] {
   const now = db.tick();
   const lastSeq = new Map<string, number>();
   for (const { row, bump, task, events } of staged.tasks) {
+    // Compaction: the batch's keyed events supersede the stored ones with the same key.
+    const keys = new Set(events.flatMap((e) => (e.key !== undefined ? [e.key] : [])));
+    if (keys.size > 0) row.events = row.events.filter((e) => e.key === undefined || !keys.has(e.key));
     row.events.push(...events);
-    Object.assign(row, { task, state: bump.state, updatedAt: now });
-    lastSeq.set(row.id, row.events.length);
+    Object.assign(row, { task, state: bump.state, updatedAt: now, lastSeq: row.lastSeq + bump.count });
+    lastSeq.set(row.id, row.lastSeq);
   }
   for (const { row, contents } of staged.history) row.history.push(...contents);
   for (const call of staged.calls) putCall(db, call);
@@ -338,7 +345,7 @@ function savePush(db: MemoryDatabase, c: PushConfigInput, afterSeq: number): voi
 function claimDue(db: MemoryDatabase, owner: string, now: Date, leaseUntil: Date, limit: number): PushConfigRecord[] {
   const t = now.getTime();
   const due = [...db.pushConfigs.values()]
-    .filter((r) => db.tasks.get(r.config.taskId)!.events.length > r.config.deliveredSeq)
+    .filter((r) => db.tasks.get(r.config.taskId)!.lastSeq > r.config.deliveredSeq)
     .filter((r) => r.config.nextAttemptAt.getTime() <= t && (r.leaseUntil === undefined || r.leaseUntil.getTime() < t))
     .sort((a, b) => a.config.nextAttemptAt.getTime() - b.config.nextAttemptAt.getTime())
     .slice(0, Math.max(0, limit));
@@ -432,6 +439,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
       state: stateName(task.status?.state),
       task: json,
       events: [],
+      lastSeq: 0,
       updatedAt: db.tick(),
       closedTurns: new Set(),
       calls: new Set(),
@@ -444,7 +452,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   async loadTask(id: string): Promise<StoredTask | undefined> {
     const row = this.use('loadTask').tasks.get(id);
     if (!row) return undefined;
-    const stored: StoredTask = { task: taskFromJson(structuredClone(row.task)), lastSeq: row.events.length };
+    const stored: StoredTask = { task: taskFromJson(structuredClone(row.task)), lastSeq: row.lastSeq };
     if (row.principal !== undefined) stored.principal = row.principal;
     return stored;
   }
@@ -480,12 +488,18 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     return commitBatch(this.use('commit'), batch);
   }
 
-  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
+  async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
     const row = this.use('eventsAfter').tasks.get(taskId);
-    const from = Math.max(0, Math.floor(afterSeq));
-    return (row?.events.slice(from) ?? []).map((e, i) =>
-      eventFromRow({ seq: from + i + 1, payload: JSON.parse(e.payload), final: e.final }),
-    );
+    const log = row?.events ?? [];
+    // The log is in seq order: binary search for the first event after afterSeq.
+    let lo = 0;
+    for (let hi = log.length; lo < hi;) {
+      const mid = (lo + hi) >>> 1;
+      if (log[mid]!.seq > afterSeq) hi = mid;
+      else lo = mid + 1;
+    }
+    const end = limit === undefined ? log.length : lo + Math.max(0, Math.floor(limit));
+    return log.slice(lo, end).map((e) => eventFromRow({ seq: e.seq, payload: JSON.parse(e.payload), final: e.final }));
   }
 
   /** Listeners hear once per task per commit (of any store on the database), after the commit. */

@@ -152,12 +152,13 @@ export class PgTaskStore implements TaskStore, PushStore {
     return commitBatch(this.db, this.database.notifyChannel, batch);
   }
 
-  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
-    const rows = await this.db
+  async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
+    const query = this.db
       .select({ seq: events.seq, payload: events.payload, final: events.final })
       .from(events)
       .where(and(eq(events.taskId, taskId), sql`${events.seq} > ${afterSeq}`))
       .orderBy(asc(events.seq));
+    const rows = await (limit === undefined ? query : query.limit(Math.max(0, Math.floor(limit))));
     return rows.map(eventFromRow);
   }
 

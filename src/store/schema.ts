@@ -74,7 +74,12 @@ export const tasks = pgTable(
   (t) => [index('tasks_context_id_idx').on(t.contextId), index('tasks_state_idx').on(t.state)],
 );
 
-/** Each task's numbered event log (StreamResponse v1.0 JSON), seq 1, 2, 3… */
+/**
+ * Each task's numbered event log (StreamResponse v1.0 JSON), seq 1, 2, 3… as appended. An
+ * event with a `key` supersedes the task's earlier events with the same key: they are deleted
+ * when it is stored (compaction: an EXECUTING card replaces the call's previous one), so the
+ * stored seqs may have gaps where superseded events were.
+ */
 export const events = pgTable(
   'events',
   {
@@ -84,9 +89,17 @@ export const events = pgTable(
     seq: integer('seq').notNull(),
     payload: jsonb('payload').notNull(),
     final: boolean('final').notNull(),
+    /** Compaction key (WriteBatch events' `key`); null for events that are never superseded. */
+    key: text('key'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.taskId, t.seq] })],
+  (t) => [
+    primaryKey({ columns: [t.taskId, t.seq] }),
+    // Compaction finds a task's superseded events without reading the log's payloads.
+    index('events_task_key_idx')
+      .on(t.taskId, t.key)
+      .where(sql`key is not null`),
+  ],
 );
 
 /** Tool calls as proposed and as they moved on; claims and leases are decided here. */

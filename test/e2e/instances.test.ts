@@ -80,7 +80,8 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
     const executing = await onA.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING');
     t.ok(executing, 'EXECUTING on A');
     const k = Number(executing?.id);
-    t.equal(k, 5);
+    // Event 5 is the first EXECUTING card; a stream may skip to a newer one that superseded it.
+    t.ok(k >= 5, `an EXECUTING card (id ${k})`);
 
     const onB = await openStream(b.url, 'tasks/resubscribe', { id: task.id }, { headers: { 'Last-Event-ID': String(k) } });
     t.match(onB.contentType, /^text\/event-stream/, JSON.stringify(onB.json));
@@ -96,13 +97,20 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
       results(fromB).some((r) => dataOf(r)?.status === 'SUCCEEDED'),
       'B saw SUCCEEDED',
     );
-    const ids = idsOf(fromB);
-    t.same(ids, range(k + 1, k + ids.length), `B: every event after ${k}, once, in order (${ids.join(',')})`);
-    const aAfter = fromA.filter((e) => Number(e.id) > k);
-    t.same(
-      fromB.map((e) => [e.id, e.data.result]),
-      aAfter.map((e) => [e.id, e.data.result]),
-      'B saw exactly what A streamed after EXECUTING',
+    const ids = fromB.map((e) => Number(e.id));
+    t.ok(
+      ids.every((id, i) => id > k && (i === 0 || id > ids[i - 1])),
+      `B: events after ${k}, once, in order (${ids.join(',')})`,
+    );
+    // Superseded EXECUTING cards may be skipped by either stream (compaction, a reader behind);
+    // everything else — the result, the text, the end — each saw alike.
+    const lasting = (evs: typeof fromB) =>
+      evs.filter((e) => Number(e.id) > k && dataOf(e.data.result)?.status !== 'EXECUTING').map((e) => [e.id, e.data.result]);
+    t.same(lasting(fromB), lasting(fromA), 'B saw what A streamed after EXECUTING');
+    const onlyB = fromB.filter((e) => !fromA.some((a) => a.id === e.id));
+    t.ok(
+      onlyB.every((e) => dataOf(e.data.result)?.status === 'EXECUTING'),
+      'whatever B saw that A did not is an EXECUTING card A skipped for a newer one',
     );
     t.equal(
       results(fromB)

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { Task } from '@a2a-js/sdk';
 import { callContract } from './fixtures/call-contract.js';
 import { commitContract } from './fixtures/commit-contract.js';
+import { compactionContract } from './fixtures/compaction-contract.js';
 import { copyContract } from './fixtures/copy-contract.js';
 import { detailContract } from './fixtures/detail-contract.js';
 import { artifactEvent, eventually, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
@@ -27,6 +28,7 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
   auditAndCloseCases(t, makeStore);
   callContract(t, makeStore);
   commitContract(t, makeStore);
+  compactionContract(t, makeStore);
   copyContract(t, makeStore);
   detailContract(t, makeStore);
 }

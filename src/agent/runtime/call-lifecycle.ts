@@ -15,6 +15,7 @@ import { ToolFailure } from '../../tools/tool.js';
 import type { ToolResult } from '../../tools/tool.js';
 import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
 import { hashShown } from './live-task.js';
+import { LiveOutputFeed } from './live-output.js';
 import type { CallPhase, LiveTask, TurnCall } from './live-task.js';
 import type { ModelFunctionCall, ModelPart } from '../model/model-client.js';
 import type { ToolSet } from './toolbox.js';
@@ -149,15 +150,17 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     return;
   }
   let result: ToolResult;
+  // live_content is a bounded window of the output, updated at a bounded rate (live-output.ts).
+  const feed = new LiveOutputFeed((window) => {
+    if (call.phase !== 'executing' || window === snap.liveContent) return;
+    snap.liveContent = window;
+    task.publishCall(call);
+  }, task.liveOutput);
   try {
     result = await call.tool.run(call.args, {
       workspace: task.context.workspace,
       signal: task.abort.signal,
-      onLiveOutput: (text) => {
-        if (call.phase !== 'executing' || text === snap.liveContent) return;
-        snap.liveContent = text;
-        task.publishCall(call);
-      },
+      onLiveOutput: (text) => feed.push(text),
       // Stored before the command can do much: after a crash, the recovery kills this group.
       onProcessGroup: (group) => {
         if (call.phase !== 'executing') return;
@@ -167,6 +170,8 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     });
   } catch (err) {
     result = { isError: true, error: { message: `Tool ${snap.toolName} crashed: ${(err as Error).message}`, type: 'tool_crashed' } };
+  } finally {
+    feed.close();
   }
   finishCall(task, call, result);
 }

@@ -3,7 +3,13 @@
  * database), announced either by this process right after it committed them (the fast
  * path: no read back) or by a store notification from any process (LISTEN/NOTIFY).
  * A follower never sees a gap or a duplicate: it yields seq N+1 after N, reading the store
- * when what it was handed does not continue its cursor.
+ * when what it was handed does not continue its cursor. The only seqs it skips are events
+ * superseded by a later one it does yield: keyed events compacted out of the stored log
+ * (TaskStore), and a keyed event whose successor is already handed over when it is taken.
+ *
+ * What is handed over is held per follower only up to a byte budget: a follower that falls
+ * behind (its client stopped reading) drops what it holds and reads the store when it goes on,
+ * where the log is compacted; so a stalled stream costs at most the budget.
  */
 import type { StoredEvent, TaskStore } from '../task-store.js';
 
@@ -13,6 +19,8 @@ interface Watcher {
   buffer: StoredEvent[];
   /** Something newer exists than the buffer holds: read the store. */
   stale: boolean;
+  /** Approximate size of the buffer's events (see approxBytes). */
+  bytes: number;
   wake?: () => void;
 }
 
@@ -25,19 +33,51 @@ export interface HubListener {
 /** Waits before re-reading a log whose read failed. */
 const READ_RETRY_MS = [50, 250, 1000];
 
+/** Events read from the store at a time: a long log is replayed page by page, not loaded whole. */
+const READ_PAGE = 32;
+
+/** Default budget of events held for one follower (STREAM_BUFFER_BYTES). */
+export const DEFAULT_FOLLOWER_BUFFER_BYTES = 4 * 1024 * 1024;
+
+/** The size of a value as JSON, roughly (strings by length, a few bytes per key and value); no copy is made. */
+export function approxBytes(value: unknown, depth = 0): number {
+  if (typeof value === 'string') return value.length + 2;
+  if (value === null || typeof value !== 'object' || depth > 64) return 8;
+  let n = 2;
+  if (Array.isArray(value)) for (const v of value) n += approxBytes(v, depth + 1) + 1;
+  else for (const [k, v] of Object.entries(value)) n += k.length + 4 + approxBytes(v, depth + 1);
+  return n;
+}
+
+/** Drops keyed events that a later event of `events` with the same key supersedes. */
+function coalesce(events: StoredEvent[]): StoredEvent[] {
+  if (!events.some((ev) => ev.key !== undefined)) return events;
+  const seen = new Set<string>();
+  return events
+    .reverse()
+    .filter((ev) => ev.key === undefined || (!seen.has(ev.key) && (seen.add(ev.key), true)))
+    .reverse();
+}
+
 export class EventHub {
   private readonly watchers = new Map<string, Set<Watcher>>();
   private readonly listeners: HubListener[] = [];
   private unsubscribe?: () => Promise<void>;
   private stopped = false;
 
+  /** Followers that dropped their buffer for the byte budget so far (for tests and the log). */
+  readonly stats = { overflows: 0 };
+
   /**
    * @param recheckMs how long a follower waits for a notification before it re-reads the log
    *   anyway (notifications are lost while a LISTEN connection reconnects).
+   * @param bufferBytes the most a follower holds of what was handed over before it drops it
+   *   and reads the store instead.
    */
   constructor(
     private readonly store: TaskStore,
     private readonly recheckMs = 5_000,
+    private readonly bufferBytes = DEFAULT_FOLLOWER_BUFFER_BYTES,
   ) {}
 
   /** Starts listening to store notifications. */
@@ -60,10 +100,26 @@ export class EventHub {
   /** This process committed `ev`: hand it to local followers without a read. */
   published(taskId: string, ev: StoredEvent): void {
     for (const l of this.listeners) l.event?.(taskId, ev.seq);
-    for (const w of this.watchers.get(taskId) ?? []) {
-      w.buffer.push(ev);
+    const set = this.watchers.get(taskId);
+    if (set === undefined) return;
+    const size = approxBytes(ev.response);
+    for (const w of set) {
+      this.hold(w, ev, size);
       w.wake?.();
     }
+  }
+
+  /** Adds `ev` to what `w` holds — or, past the budget, drops it all: `w` reads the (compacted) log instead. */
+  private hold(w: Watcher, ev: StoredEvent, size: number): void {
+    if (w.bytes + size <= this.bufferBytes) {
+      w.buffer.push(ev);
+      w.bytes += size;
+      return;
+    }
+    this.stats.overflows += 1;
+    w.buffer = [];
+    w.bytes = 0;
+    w.stale = true;
   }
 
   private notified(taskId: string, seq: number, final: boolean): void {
@@ -84,7 +140,7 @@ export class EventHub {
   private async read(taskId: string, cursor: number): Promise<StoredEvent[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.store.eventsAfter(taskId, cursor);
+        return await this.store.eventsAfter(taskId, cursor, READ_PAGE);
       } catch (err) {
         if (attempt >= READ_RETRY_MS.length) throw err;
         await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS[attempt]));
@@ -102,7 +158,7 @@ export class EventHub {
     afterSeq: number,
     opts: { signal?: AbortSignal; untilFinal?: boolean } = {},
   ): AsyncGenerator<StoredEvent, void, undefined> {
-    const w: Watcher = { taskId, buffer: [], stale: true };
+    const w: Watcher = { taskId, buffer: [], stale: true, bytes: 0 };
     let set = this.watchers.get(taskId);
     if (!set) this.watchers.set(taskId, (set = new Set()));
     set.add(w);
@@ -116,16 +172,19 @@ export class EventHub {
         w.buffer = w.buffer.filter((ev) => ev.seq > cursor);
         w.buffer.sort((a, b) => a.seq - b.seq);
         if (w.buffer[0]?.seq === cursor + 1) {
-          next = w.buffer.splice(0);
+          // What was handed over continues the cursor: its gapless prefix (a gap after it is
+          // read from the store next round), less keyed events superseded within it.
+          let n = 1;
+          while (n < w.buffer.length && w.buffer[n]!.seq === w.buffer[n - 1]!.seq + 1) n++;
+          next = coalesce(w.buffer.splice(0, n));
+          if (w.buffer.length === 0) w.bytes = 0;
         } else if (w.stale || w.buffer.length > 0) {
+          // The store's log itself: a gap in it is a compacted event, not a missing one.
           w.stale = false;
           next = await this.read(taskId, cursor);
+          if (next.length === READ_PAGE) w.stale = true; // more may follow: the next page next round
         }
         for (const ev of next) {
-          if (ev.seq !== cursor + 1) {
-            w.stale = true; // a gap in what was handed over: read the store next round
-            break;
-          }
           cursor = ev.seq;
           yield ev;
           if (ev.final && opts.untilFinal !== false) return;

@@ -18,6 +18,7 @@ import type { AgentEvent, TaskStateName, ToolCallSnapshot } from '../wire/agent-
 import type { WireEncoder } from '../wire/wire-encoder.js';
 import type { AgentLogger } from '../logger.js';
 import type { WriteOp, WriteQueue } from './write-queue.js';
+import type { LiveOutputOptions } from './live-output.js';
 
 export type { CallPhase };
 
@@ -68,6 +69,8 @@ export interface LiveTaskDeps {
   /** This process's lease name and how long a lease lasts. */
   instanceId: string;
   leaseMs: number;
+  /** Bounds of a running call's live output (default DEFAULT_LIVE_OUTPUT). */
+  liveOutput?: LiveOutputOptions;
   /** Called once a pause or end of the task is committed. */
   onFinal?: (task: LiveTask) => void;
   /** Called once, when a write of the task could not be committed (the task must fail). */
@@ -133,6 +136,11 @@ export class LiveTask {
 
   get model(): string {
     return this.deps.model;
+  }
+
+  /** Bounds of a running call's live output. */
+  get liveOutput(): LiveOutputOptions | undefined {
+    return this.deps.liveOutput;
   }
 
   get state(): TaskStateName {
@@ -248,11 +256,11 @@ export class LiveTask {
    * the many events in between store only the new status, so an event's cost does not
    * grow with the length of the answer.
    */
-  private append(response: Parameters<TaskStore['appendEvent']>[1], final: boolean, whole = final): void {
+  private append(response: Parameters<TaskStore['appendEvent']>[1], final: boolean, whole = final, key?: string): void {
     const snapshot = whole ? { task: structuredClone(this.task) } : { status: structuredClone(this.task.status) };
-    this.enqueue({ kind: 'event', taskId: this.id, ...snapshot, response, final }, (seq) => {
+    this.enqueue({ kind: 'event', taskId: this.id, ...snapshot, response, final, ...(key !== undefined ? { key } : {}) }, (seq) => {
       this.lastSeq = Math.max(this.lastSeq, seq);
-      this.deps.hub.published(this.id, { seq, response, final });
+      this.deps.hub.published(this.id, { seq, response, final, ...(key !== undefined ? { key } : {}) });
       if (final) this.deps.onFinal?.(this);
     });
   }
@@ -260,14 +268,17 @@ export class LiveTask {
   /**
    * Encodes and logs an agent event, and moves the task's status with it. After the task
    * was canceled or failed nothing more is published: late results of aborted work are dropped.
+   * A call's EXECUTING cards share a compaction key: each supersedes the previous one in the
+   * stored log (the RFC replaces live_content on every update, so only the newest matters).
    */
   publish(event: AgentEvent): void {
     if (this.halted) return;
+    const key = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? `executing:${event.call.id}` : undefined;
     const update = this.deps.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
     this.task.status = update.status;
     const final = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
     this.recordHistory(event, update.status?.message, final);
-    this.append({ payload: { $case: 'statusUpdate', value: update } }, final);
+    this.append({ payload: { $case: 'statusUpdate', value: update } }, final, final, key);
   }
 
   /** Publishes the call's card and saves the call. */

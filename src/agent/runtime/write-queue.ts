@@ -10,7 +10,7 @@ import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-stor
 import type { AgentLogger } from '../logger.js';
 
 export type WriteOp =
-  | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean }
+  | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean; key?: string }
   | { kind: 'call'; call: StoredCall }
   | { kind: 'history'; contextId: string; contents: ModelContent[] }
   | { kind: 'trust'; contextId: string; toolName: string; principal?: string }
@@ -27,7 +27,7 @@ function toBatch(items: Queued[]): WriteBatch {
   const batch: WriteBatch = { events: [], calls: [], history: [], trust: [], audit: [] };
   for (const { op } of items) {
     if (op.kind === 'event')
-      batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final });
+      batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final, key: op.key });
     else if (op.kind === 'call') batch.calls.push(op.call);
     else if (op.kind === 'history') batch.history.push({ contextId: op.contextId, contents: op.contents });
     else if (op.kind === 'trust') batch.trust.push({ contextId: op.contextId, toolName: op.toolName, principal: op.principal });

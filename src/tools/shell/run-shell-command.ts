@@ -71,7 +71,7 @@ class TailBuffer {
       let i = 0; // skip UTF-8 continuation bytes cut in half by the truncation
       while (i < buf.length && i < 3 && (buf.readUInt8(i) & 0xc0) === 0x80) i++;
       buf = buf.subarray(i);
-      return `[... ${this.dropped} bytes truncated ...]\n${buf.toString('utf8')}`;
+      return `[... ${this.dropped} bytes truncated: output is capped at its last ${this.max} bytes ...]\n${buf.toString('utf8')}`;
     }
     return buf.toString('utf8');
   }

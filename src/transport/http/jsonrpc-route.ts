@@ -28,6 +28,8 @@ export type Authenticate = (
 export interface JsonRpcRoutesOptions {
   handler: A2ARequestHandler;
   heartbeatMs: number;
+  /** A stream whose client has not read for this long while the server waits to write is closed (default 30 s). */
+  stallTimeoutMs?: number;
   /** Extension methods by name; they answer plain JSON results (no SSE). */
   extensionMethods?: Readonly<Record<string, ExtensionMethod>>;
   authenticate?: Authenticate;
@@ -108,6 +110,7 @@ interface Rpc {
   extensionMethods: Readonly<Record<string, ExtensionMethod>>;
   authenticate: Authenticate | undefined;
   heartbeatMs: number;
+  stallTimeoutMs: number;
 }
 
 /** A request that passed the transport's own checks, ready for an extension method or the SDK. */
@@ -222,6 +225,7 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
   }
   await writeSse(reply, stream, first, {
     heartbeatMs: rpc.heartbeatMs,
+    stallTimeoutMs: rpc.stallTimeoutMs,
     // The handler records each event's sequence number in order; one envelope per event.
     frame: (item) => ({
       data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
@@ -254,6 +258,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     extensionMethods: opts.extensionMethods ?? {},
     authenticate: opts.authenticate,
     heartbeatMs: opts.heartbeatMs,
+    stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
   };
   app.post('/', { onRequest: authenticationHook(rpc.authenticate) }, (request, reply) => answer(request, reply, rpc));
 }

@@ -3,11 +3,18 @@
  * backpressure (waits for `drain`, or `close`, never hangs), and disconnect detection.
  * Stopping early only stops reading: the source is an event-log follower, so the task
  * itself goes on (a client disconnect never cancels a task).
+ *
+ * A client that stops reading costs at most one frame beyond the socket's buffers: the next
+ * frame is only taken once the last one drained, and a client that has not read for
+ * `stallTimeoutMs` while a write waits is disconnected (it resumes with Last-Event-ID,
+ * replayed from the compacted log). Heartbeats are not queued behind a waiting write.
  */
 import type { FastifyReply } from 'fastify';
 
 export interface SseOptions {
   heartbeatMs: number;
+  /** How long a write may wait for the client to read before the stream is closed. */
+  stallTimeoutMs: number;
   /** Turns a source item into the frame's `data:` JSON; may also return an `id:`. */
   frame: (item: unknown) => { data: unknown; id?: number };
   /** The JSON of an `event: error` frame for a fault after the stream started. */
@@ -41,14 +48,19 @@ export async function writeSse(
   });
   res.on('drain', () => wake?.());
   const heartbeat = setInterval(() => {
-    if (!closed) res.write(': keep-alive\n\n');
+    if (!closed && !res.writableNeedDrain) res.write(': keep-alive\n\n');
   }, opts.heartbeatMs);
   heartbeat.unref();
 
   const send = async (text: string): Promise<void> => {
     if (closed) return;
     if (res.write(text)) return;
+    const stalled = setTimeout(() => {
+      // The client stopped reading: drop it rather than hold the stream (it resumes by Last-Event-ID).
+      res.destroy();
+    }, opts.stallTimeoutMs);
     await new Promise<void>((resolve) => (wake = resolve));
+    clearTimeout(stalled);
     wake = undefined;
   };
   try {

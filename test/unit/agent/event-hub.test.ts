@@ -28,3 +28,90 @@ t.test('a lost notification does not stall a follower', async (t) => {
   t.ok(Date.now() - started < 1000, 'within the recheck interval');
   await hub.stop();
 });
+
+/** A store whose log the test writes; it never notifies (the tests hand events over with published()). */
+function fakeStore(log: StoredEvent[]): { store: TaskStore; reads: number[] } {
+  const reads: number[] = [];
+  const store = {
+    subscribe: async () => async () => {},
+    eventsAfter: async (_taskId: string, after: number) => {
+      reads.push(after);
+      return log.filter((e) => e.seq > after);
+    },
+  } as unknown as TaskStore;
+  return { store, reads };
+}
+
+const big = (seq: number, size: number, key?: string, final = false): StoredEvent => ({
+  seq,
+  final,
+  response: { payload: { $case: 'message', value: { messageId: 'x'.repeat(size) } } } as unknown as StoredEvent['response'],
+  ...(key !== undefined ? { key } : {}),
+});
+
+t.test('a follower that is not read holds at most its byte budget, then reads the compacted log', async (t) => {
+  const log: StoredEvent[] = [];
+  const { store, reads } = fakeStore(log);
+  const hub = new EventHub(store, 60_000, 10_000);
+  await hub.start();
+  const follower = hub.follow('t1', 0);
+  log.push(big(1, 10));
+  hub.published('t1', log[0]);
+  t.equal((await follower.next()).value?.seq, 1, 'the first event, read from the log');
+  // The consumer stops reading; 100 events of ~1 KB each are committed and handed over.
+  for (let seq = 2; seq <= 101; seq++) {
+    const ev = big(seq, 1000, seq === 101 ? undefined : 'card', seq === 101);
+    // The log compacts keyed events: only the newest 'card' stays.
+    const i = log.findIndex((e) => ev.key !== undefined && e.key === ev.key);
+    if (i >= 0) log.splice(i, 1);
+    log.push(ev);
+    hub.published('t1', ev);
+  }
+  t.ok(hub.stats.overflows >= 1, 'the budget was hit: what it held was dropped');
+  const rest: number[] = [];
+  for (let r = await follower.next(); !r.done; r = await follower.next()) rest.push(r.value.seq);
+  t.same(rest, [100, 101], 'then the log: the latest card and the end, no gap in meaningful state, no duplicate');
+  t.same(reads.slice(-1), [1], 'read from the store after the last event it yielded');
+  await hub.stop();
+});
+
+t.test('handed-over events: superseded keyed ones are skipped, the seqs of a store read may have gaps', async (t) => {
+  const log: StoredEvent[] = [];
+  const { store } = fakeStore(log);
+  const hub = new EventHub(store, 60_000);
+  await hub.start();
+  const follower = hub.follow('t1', 0);
+  log.push(big(1, 1));
+  t.equal((await follower.next()).value?.seq, 1);
+  // Handed over while the consumer was busy: three cards of one call, another call's card, a text.
+  for (const ev of [big(2, 1, 'a'), big(3, 1, 'b'), big(4, 1, 'a'), big(5, 1, 'a'), big(6, 1)]) hub.published('t1', ev);
+  const seen: number[] = [];
+  for (let i = 0; i < 3; i++) seen.push((await follower.next()).value!.seq);
+  t.same(seen, [3, 5, 6], "a's cards 2 and 4 superseded by 5; b's card and the text kept");
+  // A log with gaps (compacted seqs): read as it is.
+  log.push(big(8, 1), big(10, 1, undefined, true));
+  hub.published('t1', big(10, 1, undefined, true)); // 7..9 were not handed over: the store is read
+  const after: number[] = [];
+  for (let r = await follower.next(); !r.done; r = await follower.next()) after.push(r.value.seq);
+  t.same(after, [8, 10]);
+  await hub.stop();
+});
+
+t.test('a long log is replayed page by page, every event once, in order', async (t) => {
+  const log = Array.from({ length: 100 }, (_, i) => big(i + 1, 1));
+  const { store, reads } = fakeStore(log);
+  const paged = {
+    ...store,
+    eventsAfter: async (taskId: string, after: number, limit?: number) => (await store.eventsAfter(taskId, after)).slice(0, limit),
+  };
+  const hub = new EventHub(paged, 60_000);
+  await hub.start();
+  const seen: number[] = [];
+  for await (const ev of hub.follow('t1', 0, { untilFinal: false })) seen.push(ev.seq);
+  t.same(
+    seen,
+    Array.from({ length: 100 }, (_, i) => i + 1),
+  );
+  t.ok(reads.length >= 4, `read in pages (${reads.length} reads)`);
+  await hub.stop();
+});

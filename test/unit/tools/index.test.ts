@@ -82,7 +82,7 @@ t.test('shell options are passed through', async (t) => {
   if (shell === undefined) throw new Error('no shell tool');
   const ws = t.testdir({});
   const r = await shell.run({ command: 'echo 0123456789abcdef' }, { workspace: ws, signal: new AbortController().signal });
-  t.match(r, { llmContent: /\[\.\.\. 7 bytes truncated \.\.\.\]\n789abcdef\n/ });
+  t.match(r, { llmContent: /\[\.\.\. 7 bytes truncated: output is capped at its last 10 bytes \.\.\.\]\n789abcdef\n/ });
   const slow = await shell.run({ command: 'sleep 5' }, { workspace: ws, signal: new AbortController().signal });
   t.match(slow, { isError: true, error: { type: 'shell_timeout', message: /100 ms/ } });
 });

@@ -178,7 +178,7 @@ t.test('output cap keeps the tail with a marker', async (t) => {
   t.notOk(r.isError);
   if (r.isError) return;
   const all = Array.from({ length: 2000 }, (_, i) => `${i + 1}\n`).join('');
-  t.match(r.llmContent, `[... ${all.length - 1000} bytes truncated ...]\n`);
+  t.match(r.llmContent, `[... ${all.length - 1000} bytes truncated: output is capped at its last 1000 bytes ...]\n`);
   t.ok(r.llmContent.includes(all.slice(-1000)), 'keeps the last 1000 bytes');
   t.notMatch(r.llmContent, /\n1\n2\n3\n/);
   t.match(r.llmContent, /1999\n2000\n/);
