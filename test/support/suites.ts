@@ -12,6 +12,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import t from 'tap';
 
 export const TEST_DIR = fileURLToPath(new URL('../', import.meta.url));
 
@@ -41,7 +42,26 @@ export function suiteFiles(suite: keyof typeof SUITES): string[] {
   return SUITES[suite].flatMap(testFiles).filter((f) => !OWN_PROCESS.includes(f));
 }
 
-/** Imports every file of the suite into this process. */
+/**
+ * Imports every file of the suite into this process. The first test waits until every file is
+ * imported: otherwise a quick first file can finish while the next one is still loading, and tap
+ * ends the run before that file's tests are queued.
+ */
 export async function runSuite(suite: keyof typeof SUITES): Promise<void> {
-  for (const file of suiteFiles(suite)) await import(pathToFileURL(path.join(TEST_DIR, file)).href);
+  const files = suiteFiles(suite);
+  let imported = 0;
+  let loaded!: () => void;
+  const allLoaded = new Promise<void>((resolve) => (loaded = resolve));
+  t.test(`the ${suite} suite: every file is imported before its tests run`, async (t) => {
+    await allLoaded;
+    t.equal(imported, files.length, `${files.length} files`);
+  });
+  try {
+    for (const file of files) {
+      await import(pathToFileURL(path.join(TEST_DIR, file)).href);
+      imported++;
+    }
+  } finally {
+    loaded();
+  }
 }
