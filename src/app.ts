@@ -24,7 +24,9 @@ import type { McpConnector } from './agent/runtime/toolbox.js';
 import { TurnLoop } from './agent/runtime/turn-loop.js';
 import { WriteQueue } from './agent/runtime/write-queue.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
-import type { WireEncoder } from './agent/wire/wire-encoder.js';
+import { LegacyEncoder } from './agent/wire/legacy-encoder.js';
+import type { LegacyToolInfo } from './agent/wire/legacy-encoder.js';
+import type { Encoders } from './agent/wire/wire-encoder.js';
 import type { ModelClient } from './agent/model/model-client.js';
 import { GenaiModelClient } from './agent/model/genai-model-client.js';
 import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
@@ -114,6 +116,12 @@ function isLoopback(host: string): boolean {
   return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
+/** The legacy dialect's view of the built-in tools (their declarations, for the ToolCall's `tool`). */
+function legacyToolInfo(tools: readonly AnyTool[]): (name: string) => LegacyToolInfo | undefined {
+  const byName = new Map(tools.map((t) => [t.name, { description: t.description, kind: t.kind, parameters: { ...t.parameters } }]));
+  return (name) => byName.get(name);
+}
+
 /** Opens the configured database (migrating it) and closes it with the app. */
 async function openStore(app: FastifyInstance, config: Readonly<Config>): Promise<TaskStore & PushStore> {
   const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: config.store.dataDir });
@@ -183,12 +191,7 @@ interface Push {
   dispatcher: PushDispatcher;
 }
 
-async function setUpPush(
-  config: Readonly<Config>,
-  store: TaskStore & PushStore,
-  encoder: WireEncoder,
-  app: FastifyInstance,
-): Promise<Push> {
+async function setUpPush(config: Readonly<Config>, store: TaskStore & PushStore, encoders: Encoders, app: FastifyInstance): Promise<Push> {
   const signer = await PushSigner.create(store, { issuer: config.publicUrl });
   const dispatcher = new PushDispatcher({
     store,
@@ -205,7 +208,8 @@ async function setUpPush(
       loadTask: (taskId) => store.loadTask(taskId),
       pendingParts: async (taskId, seq) => {
         const log = (await store.eventsAfter(taskId, 0)).filter((e) => e.seq <= seq);
-        return encoder.waitingCallParts(
+        const dialect = (await store.loadTask(taskId))?.dialect ?? 'rfc';
+        return encoders[dialect].waitingCallParts(
           log.flatMap((e) => (e.response.payload?.$case === 'statusUpdate' ? [e.response.payload.value] : [])),
         );
       },
@@ -232,7 +236,7 @@ interface AgentParts {
   store: TaskStore;
   hub: EventHub;
   toolbox: Toolbox;
-  encoder: WireEncoder;
+  encoders: Encoders;
   schema: DevtoolSchema;
   security: Security;
   push: Push;
@@ -240,7 +244,7 @@ interface AgentParts {
 }
 
 function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
-  const { options, model, store, hub, toolbox, encoder, schema, security, push, card } = parts;
+  const { options, model, store, hub, toolbox, encoders, schema, security, push, card } = parts;
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
   const runs = new TaskRuns(app.log);
@@ -257,7 +261,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     approvalTimeoutMs,
   });
   const writes = new WriteQueue(store, app.log);
-  const cache = new TaskCache({ store, writes, hub, encoder, model: model.model, logger: app.log, instanceId, leaseMs, toolbox, runs });
+  const cache = new TaskCache({ store, writes, hub, encoders, model: model.model, logger: app.log, instanceId, leaseMs, toolbox, runs });
   const supervisor = new Supervisor({
     store,
     cache,
@@ -271,7 +275,6 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
   const router = new MessageRouter({
     schema,
     loop,
-    encoder,
     store,
     cache,
     toolbox,
@@ -283,7 +286,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     instanceId,
     leaseMs,
   });
-  const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoder, push: push.registry });
+  const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoders, push: push.registry });
   const commands = new SlashCommands({ schema, router, loop });
   return { loop, cache, router, handler, commands, supervisor, runs };
 }
@@ -374,16 +377,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const created = options.model ? { model: options.model, demo: false } : createModel(config);
   if (created.demo) app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
   const schema = loadDevtoolSchema();
-  const encoder = new RfcEncoder(schema);
   const toolbox = await startToolbox(app, options);
+  const encoders: Encoders = { rfc: new RfcEncoder(schema), legacy: new LegacyEncoder(legacyToolInfo(toolbox.builtin)) };
   const store = options.store ?? (await openStore(app, config));
   const security = setUpSecurity(app, config);
-  const push = await setUpPush(config, store, encoder, app);
+  const push = await setUpPush(config, store, encoders, app);
   const hub = new EventHub(store);
   hub.addListener({ event: () => push.dispatcher.kick() });
   await hub.start();
   const card = cardSource(app, config, describeAgent(created.model, created.demo), security);
-  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoder, schema, security, push, card });
+  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoders, schema, security, push, card });
   push.dispatcher.start();
   await agent.supervisor.start();
   // Runs before the store's own onClose hook (hooks run in reverse order of registration).

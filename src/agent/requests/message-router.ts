@@ -23,12 +23,10 @@ import type { TaskCache } from '../runtime/task-cache.js';
 import type { TaskStore } from '../task-store.js';
 import type { Toolbox } from '../runtime/toolbox.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
-import type { WireEncoder } from '../wire/wire-encoder.js';
 
 export interface MessageRouterOptions {
   schema: DevtoolSchema;
   loop: TurnLoop;
-  encoder: WireEncoder;
   store: TaskStore;
   cache: TaskCache;
   toolbox: Toolbox;
@@ -327,7 +325,9 @@ export class MessageRouter {
     const stamped: Message = { ...message, taskId, contextId: context.id };
     const snapshot = newTask(taskId, context.id, stamped);
     if (taskMetadata !== undefined) snapshot.metadata = taskMetadata;
-    await store.createTask(snapshot, principal, { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) });
+    await store.createTask(snapshot, principal, {
+      lease: { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) },
+    });
     const task = cache.create(snapshot, context, principal);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });
