@@ -48,6 +48,9 @@ import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
 import { createHostGuard } from './transport/http/host-guard.js';
 import { jsonRpcRoutes, UNPARSABLE } from './transport/http/jsonrpc-route.js';
+import type { Authenticate } from './transport/http/jsonrpc-route.js';
+import { legacyRoutes } from './transport/http/legacy-routes.js';
+import { LegacyRest } from './agent/requests/legacy-rest.js';
 
 export interface AppOptions {
   config: Readonly<Config>;
@@ -226,6 +229,8 @@ interface Agent {
   router: MessageRouter;
   handler: DevtoolRequestHandler;
   commands: SlashCommands;
+  /** The legacy dialect's REST side routes. */
+  legacyRest: LegacyRest;
   supervisor: Supervisor;
   runs: TaskRuns;
 }
@@ -272,6 +277,8 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     sweepMs: options.sweepMs,
     reminderMs: config.push.reminderMs,
   });
+  // With authentication, no client workspace may contain the server's own files (keys, the database).
+  const workspacePolicy = { roots: config.workspaceRoots, protectedPaths: security.auth ? toolbox.protectedPaths.paths : [] };
   const router = new MessageRouter({
     schema,
     loop,
@@ -280,15 +287,25 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     toolbox,
     access: security.access,
     checkMcpUrl: mcpUrlCheck(config, security),
-    // With authentication, no client workspace may contain the server's own files (keys, the database).
-    workspacePolicy: { roots: config.workspaceRoots, protectedPaths: security.auth ? toolbox.protectedPaths.paths : [] },
+    workspacePolicy,
     defaultWorkspace: config.workspaceDir,
     instanceId,
     leaseMs,
+    defaultDialect: config.wireDialect,
   });
   const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoders, push: push.registry });
   const commands = new SlashCommands({ schema, router, loop });
-  return { loop, cache, router, handler, commands, supervisor, runs };
+  const legacyRest = new LegacyRest({
+    router,
+    commands,
+    store,
+    cache,
+    access: security.access,
+    encoders,
+    model: model.model,
+    workspacePolicy,
+  });
+  return { loop, cache, router, handler, commands, legacyRest, supervisor, runs };
 }
 
 /**
@@ -349,6 +366,14 @@ async function registerTransport(
     jwks: () => push.signer.jwks(),
   });
   const { handler, commands } = agent;
+  const authenticate: Authenticate | undefined =
+    authenticator &&
+    (async (headers) => {
+      const r = await authenticator.authenticate(headers);
+      if (r.ok) return { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } };
+      return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
+    });
+  await app.register(legacyRoutes, { handler: agent.legacyRest, authenticate });
   await app.register(jsonRpcRoutes, {
     handler,
     heartbeatMs: config.sseHeartbeatMs,
@@ -357,13 +382,7 @@ async function registerTransport(
       'command/execute': async (params, caller) => commands.execute(params, caller),
       'audit/list': async (params, caller) => handler.listAudit(params, caller),
     },
-    authenticate:
-      authenticator &&
-      (async (headers) => {
-        const r = await authenticator.authenticate(headers);
-        if (r.ok) return { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } };
-        return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
-      }),
+    authenticate,
   });
 }
 
