@@ -14,6 +14,7 @@ import { buildServer, URI } from '../support/server.js';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { coderAgent, fixture, legacyCard, legacyMessage, missingKeys, results, stream } from '../support/legacy-client.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
+import { WebhookReceiver } from '../support/webhook.js';
 
 const recorded = {
   write: fixture('write-file'),
@@ -257,4 +258,28 @@ t.test('resubscribe to a paused legacy task re-sends its card and pause in the l
   t.equal(events[0].kind, 'task');
   t.same(legacyCard(events, 'awaiting_approval'), legacyCard(first, 'awaiting_approval'), 'the same card');
   t.match(events.at(-1), { final: true, status: { state: 'input-required' }, metadata: { coderAgent: { kind: 'state-change' } } });
+});
+
+t.test('push: a legacy task pushes its Task (v0.3) with the legacy ToolCall; the pause carries the waiting card', async (t) => {
+  const hook = await WebhookReceiver.start(t);
+  const { app, workspace } = await server(t, { PUSH_ALLOW_PRIVATE: '1', PUSH_RETRY_BASE_MS: '50', PUSH_RETRY_MAX_MS: '200' });
+  const res = await rpc(app, 'message/stream', {
+    message: legacyMessage('write hello', { metadata: coderAgent(workspace) }),
+    configuration: { pushNotificationConfig: { url: hook.url('/legacy'), token: 'tok' } },
+  });
+  const first = results(res);
+  const callId = legacyCard(first, 'awaiting_approval').request.callId;
+  const pause = await hook.waitForDelivery((d) => d.json?.status?.state === 'input-required', { path: '/legacy' });
+  t.equal(pause.json.id, first[0].id, 'the Task of the legacy task');
+  const waiting = pause.json.status.message.parts.find((p: any) => p.data?.status === 'awaiting_approval')?.data;
+  t.equal(waiting?.request?.callId, callId, 'the pause carries the waiting card');
+  t.equal(waiting?.confirmationDetails?.type, 'edit', 'in the legacy shape');
+  const second = await stream(app, answer(first[0].id, { callId, outcome: 'proceed_once' }));
+  t.match(second.at(-1), { status: { state: 'input-required' } });
+  const ran = await hook.waitForDelivery((d) => d.json?.status?.message?.parts?.[0]?.data?.status === 'success', { path: '/legacy' });
+  t.equal(ran.json.status.message.parts[0].data.request.callId, callId, 'the result is pushed too');
+  const end = await hook.waitForDelivery((d) => d.json?.status?.state === 'input-required' && Number(d.eventId) > Number(pause.eventId), {
+    path: '/legacy',
+  });
+  t.equal(end.json.status.state, 'input-required', 'the end of the turn is pushed as input-required, as its client expects');
 });
