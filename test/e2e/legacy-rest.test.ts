@@ -114,7 +114,9 @@ t.test('authentication and the Host guard apply to every side route', async (t: 
       ],
     }),
   );
-  const { app, workspace } = await buildServer(t, { env: { AUTH_CONFIG: file } });
+  const store = new MemoryTaskStore(); // its own: other files' tests have tasks of a principal "bob" too
+  t.teardown(() => store.close());
+  const { app, workspace } = await buildServer(t, { env: { AUTH_CONFIG: file }, app: { store } });
   const as = (who: keyof typeof keys) => ({ authorization: `Bearer ${keys[who]}` });
   const routes: Array<['GET' | 'POST', string, unknown]> = [
     ['GET', '/listCommands', undefined],

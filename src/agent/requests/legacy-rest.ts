@@ -6,12 +6,13 @@
  * (invalidParams, taskNotFound, forbidden), which the transport turns into `{ error }` bodies.
  */
 import type { Caller } from '../../protocol/caller.js';
-import { messageText, stateName } from '../../protocol/a2a.js';
+import { randomUUID } from 'node:crypto';
+import { messageText, newTask, stateName, STATE_TO_V1, userMessage } from '../../protocol/a2a.js';
 import { invalidParams, taskNotFound } from '../../protocol/errors.js';
 import type { GetAllSlashCommandsResponseJson } from '../../protocol/devtool-schema.js';
 import type { Access } from '../policy/access.js';
 import { readLegacySettings } from '../policy/settings.js';
-import type { WorkspacePolicy } from '../policy/settings.js';
+import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import type { TaskStore } from '../task-store.js';
 import type { Encoders } from '../wire/wire-encoder.js';
@@ -68,8 +69,29 @@ export class LegacyRest {
     const settings =
       b.agentSettings === undefined ? undefined : { kind: 'agent-settings', ...(isObject(b.agentSettings) ? b.agentSettings : {}) };
     const requested = readLegacySettings(settings, 'agentSettings', this.opts.workspacePolicy);
-    const id = await this.opts.router.createIdleTask(requested, b.contextId, caller);
-    return { status: 201, body: id };
+    return { status: 201, body: await this.createIdleTask(requested, b.contextId, caller) };
+  }
+
+  /**
+   * A legacy task with no message yet, in a new or given context. It waits as a finished turn
+   * does (`completed` here, `input-required` on its wire): its first message starts it.
+   */
+  private async createIdleTask(requested: RequestedSettings | undefined, contextId: string | undefined, caller: Caller | undefined) {
+    const { router, store, cache, access } = this.opts;
+    const context = await router.openContext(contextId || randomUUID(), requested, caller);
+    return router.exclusive(context.id, async () => {
+      await router.checkContextFree(context.id);
+      const principal = access.ownerFor(caller);
+      const snapshot = newTask(randomUUID(), context.id, userMessage(context.id, []));
+      snapshot.history = [];
+      snapshot.status = { state: STATE_TO_V1.completed, message: undefined, timestamp: new Date().toISOString() };
+      await store.createTask(snapshot, principal, { dialect: 'legacy' });
+      const task = cache.create(snapshot, context, principal, 'legacy');
+      task.publishSnapshot();
+      await task.flush();
+      cache.forget(task);
+      return task.id;
+    });
   }
 
   /** GET /listCommands. */

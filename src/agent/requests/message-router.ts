@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest } from '@a2a-js/sdk';
-import { messageData, messageText, newTask, STATE_TO_V1, userMessage } from '../../protocol/a2a.js';
+import { messageData, messageText, newTask } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { Access } from '../policy/access.js';
@@ -369,30 +369,5 @@ export class MessageRouter {
     task.publish({ type: 'state', state: 'working' });
     await task.flush(); // committed: a check of the context from now on sees it working
     return task;
-  }
-
-  /**
-   * POST /tasks (legacy dialect): a task with no message yet, in a new or given context. It waits
-   * as a finished turn does (`completed` here, `input-required` on its wire): its first message starts it.
-   */
-  async createIdleTask(
-    requested: RequestedSettings | undefined,
-    contextId: string | undefined,
-    caller: Caller | undefined,
-  ): Promise<string> {
-    const context = await this.openContext(contextId || randomUUID(), requested, caller);
-    return this.exclusive(context.id, async () => {
-      await this.checkContextFree(context.id);
-      const principal = this.opts.access.ownerFor(caller);
-      const snapshot = newTask(randomUUID(), context.id, userMessage(context.id, []));
-      snapshot.history = [];
-      snapshot.status = { state: STATE_TO_V1.completed, message: undefined, timestamp: new Date().toISOString() };
-      await this.opts.store.createTask(snapshot, principal, { dialect: 'legacy' });
-      const task = this.opts.cache.create(snapshot, context, principal, 'legacy');
-      task.publishSnapshot();
-      await task.flush();
-      this.opts.cache.forget(task);
-      return task.id;
-    });
   }
 }
