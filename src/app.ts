@@ -24,7 +24,9 @@ import type { McpConnector } from './agent/runtime/toolbox.js';
 import { TurnLoop } from './agent/runtime/turn-loop.js';
 import { WriteQueue } from './agent/runtime/write-queue.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
-import type { WireEncoder } from './agent/wire/wire-encoder.js';
+import { LegacyEncoder } from './agent/wire/legacy-encoder.js';
+import type { LegacyToolInfo } from './agent/wire/legacy-encoder.js';
+import type { Encoders } from './agent/wire/wire-encoder.js';
 import type { ModelClient } from './agent/model/model-client.js';
 import { GenaiModelClient } from './agent/model/genai-model-client.js';
 import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
@@ -46,6 +48,9 @@ import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
 import { createHostGuard } from './transport/http/host-guard.js';
 import { jsonRpcRoutes, UNPARSABLE } from './transport/http/jsonrpc-route.js';
+import type { Authenticate } from './transport/http/jsonrpc-route.js';
+import { legacyRoutes } from './transport/http/legacy-routes.js';
+import { LegacyRest } from './agent/requests/legacy-rest.js';
 
 export interface AppOptions {
   config: Readonly<Config>;
@@ -112,6 +117,12 @@ function mcpConnector(): McpConnector {
 
 function isLoopback(host: string): boolean {
   return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+/** The legacy dialect's view of the built-in tools (their declarations, for the ToolCall's `tool`). */
+function legacyToolInfo(tools: readonly AnyTool[]): (name: string) => LegacyToolInfo | undefined {
+  const byName = new Map(tools.map((t) => [t.name, { description: t.description, kind: t.kind, parameters: { ...t.parameters } }]));
+  return (name) => byName.get(name);
 }
 
 /** Opens the configured database (migrating it) and closes it with the app. */
@@ -204,12 +215,7 @@ interface Push {
   dispatcher: PushDispatcher;
 }
 
-async function setUpPush(
-  config: Readonly<Config>,
-  store: TaskStore & PushStore,
-  encoder: WireEncoder,
-  app: FastifyInstance,
-): Promise<Push> {
+async function setUpPush(config: Readonly<Config>, store: TaskStore & PushStore, encoders: Encoders, app: FastifyInstance): Promise<Push> {
   const signer = await PushSigner.create(store, { issuer: config.publicUrl });
   const dispatcher = new PushDispatcher({
     store,
@@ -226,7 +232,8 @@ async function setUpPush(
       loadTask: (taskId) => store.loadTask(taskId),
       pendingParts: async (taskId, seq) => {
         const log = (await store.eventsAfter(taskId, 0)).filter((e) => e.seq <= seq);
-        return encoder.waitingCallParts(
+        const dialect = (await store.loadTask(taskId))?.dialect ?? 'rfc';
+        return encoders[dialect].waitingCallParts(
           log.flatMap((e) => (e.response.payload?.$case === 'statusUpdate' ? [e.response.payload.value] : [])),
         );
       },
@@ -243,6 +250,8 @@ interface Agent {
   router: MessageRouter;
   handler: DevtoolRequestHandler;
   commands: SlashCommands;
+  /** The legacy dialect's REST side routes. */
+  legacyRest: LegacyRest;
   supervisor: Supervisor;
   runs: TaskRuns;
 }
@@ -253,7 +262,7 @@ interface AgentParts {
   store: TaskStore;
   hub: EventHub;
   toolbox: Toolbox;
-  encoder: WireEncoder;
+  encoders: Encoders;
   schema: DevtoolSchema;
   security: Security;
   push: Push;
@@ -261,7 +270,7 @@ interface AgentParts {
 }
 
 function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
-  const { options, model, store, hub, toolbox, encoder, schema, security, push, card } = parts;
+  const { options, model, store, hub, toolbox, encoders, schema, security, push, card } = parts;
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
   const runs = new TaskRuns(app.log);
@@ -284,7 +293,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     store,
     writes,
     hub,
-    encoder,
+    encoders,
     model: model.model,
     logger: app.log,
     instanceId,
@@ -305,24 +314,35 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     // Embedded PGlite: one process by construction; a given store may be shared.
     exclusiveStore: options.store === undefined && config.store.databaseUrl === undefined,
   });
+  // With authentication, no client workspace may contain the server's own files (keys, the database).
+  const workspacePolicy = { roots: config.workspaceRoots, protectedPaths: security.auth ? toolbox.protectedPaths.paths : [] };
   const router = new MessageRouter({
     schema,
     loop,
-    encoder,
     store,
     cache,
     toolbox,
     access: security.access,
     checkMcpUrl: mcpUrlCheck(config, security),
-    // With authentication, no client workspace may contain the server's own files (keys, the database).
-    workspacePolicy: { roots: config.workspaceRoots, protectedPaths: security.auth ? toolbox.protectedPaths.paths : [] },
+    workspacePolicy,
     defaultWorkspace: config.workspaceDir,
     instanceId,
     leaseMs,
+    defaultDialect: config.wireDialect,
   });
-  const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoder, push: push.registry });
+  const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoders, push: push.registry });
   const commands = new SlashCommands({ schema, router, loop });
-  return { loop, cache, router, handler, commands, supervisor, runs };
+  const legacyRest = new LegacyRest({
+    router,
+    commands,
+    store,
+    cache,
+    access: security.access,
+    encoders,
+    model: model.model,
+    workspacePolicy,
+  });
+  return { loop, cache, router, handler, commands, legacyRest, supervisor, runs };
 }
 
 /**
@@ -383,6 +403,14 @@ async function registerTransport(
     jwks: () => push.signer.jwks(),
   });
   const { handler, commands } = agent;
+  const authenticate: Authenticate | undefined =
+    authenticator &&
+    (async (headers) => {
+      const r = await authenticator.authenticate(headers);
+      if (r.ok) return { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } };
+      return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
+    });
+  await app.register(legacyRoutes, { handler: agent.legacyRest, authenticate });
   await app.register(jsonRpcRoutes, {
     handler,
     heartbeatMs: config.sseHeartbeatMs,
@@ -392,13 +420,7 @@ async function registerTransport(
       'command/execute': async (params, caller) => commands.execute(params, caller),
       'audit/list': async (params, caller) => handler.listAudit(params, caller),
     },
-    authenticate:
-      authenticator &&
-      (async (headers) => {
-        const r = await authenticator.authenticate(headers);
-        if (r.ok) return { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } };
-        return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
-      }),
+    authenticate,
   });
 }
 
@@ -412,16 +434,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const created = options.model ? { model: options.model, demo: false } : createModel(config);
   if (created.demo) app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
   const schema = loadDevtoolSchema();
-  const encoder = new RfcEncoder(schema);
   const toolbox = await startToolbox(app, options);
+  const encoders: Encoders = { rfc: new RfcEncoder(schema), legacy: new LegacyEncoder(legacyToolInfo(toolbox.builtin)) };
   const store = options.store ?? (await openStore(app, config));
   const security = setUpSecurity(app, config);
-  const push = await setUpPush(config, store, encoder, app);
+  const push = await setUpPush(config, store, encoders, app);
   const hub = new EventHub(store, undefined, config.output.streamBufferBytes);
   hub.addListener({ event: () => push.dispatcher.kick() });
   await hub.start();
   const card = cardSource(app, config, describeAgent(created.model, created.demo), security);
-  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoder, schema, security, push, card });
+  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoders, schema, security, push, card });
   push.dispatcher.start();
   await agent.supervisor.start();
   // Runs before the store's own onClose hook (hooks run in reverse order of registration).

@@ -20,6 +20,7 @@
 import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent, ModelPart } from './model/model-client.js';
 import type { ToolCallSnapshot } from './wire/agent-events.js';
+import type { WireDialect } from './wire/wire-encoder.js';
 
 /** `ready`: to run without asking; `awaiting`: waits for a person. */
 export type CallPhase = 'ready' | 'awaiting' | 'executing' | 'done';
@@ -38,6 +39,19 @@ export interface StoredTask {
   /** The principal that started the task (undefined when authentication is off). */
   principal?: string;
   lastSeq: number;
+  /** The wire dialect the task speaks for its whole life (its events are logged in it). */
+  dialect: WireDialect;
+}
+
+/** How a new task is stored. */
+export interface NewTaskOptions {
+  /**
+   * Leased to `lease.owner` in the same statement: a sweep of any process never sees it
+   * unleased (and so never takes it for a dead process's).
+   */
+  lease?: { owner: string; until: Date };
+  /** Default 'rfc'. */
+  dialect?: WireDialect;
 }
 
 /** One tool call, as proposed to the user and as it moved on. */
@@ -170,11 +184,8 @@ export interface TaskStore {
   appendHistory(contextId: string, contents: ModelContent[]): Promise<void>;
   addTrust(contextId: string, toolName: string, principal?: string): Promise<void>;
 
-  /**
-   * Stores a new task. With `lease`, the task is leased to `lease.owner` in the same statement:
-   * a sweep of any process never sees it unleased (and so never takes it for a dead process's).
-   */
-  createTask(task: Task, principal?: string, lease?: { owner: string; until: Date }): Promise<void>;
+  /** Stores a new task, with its wire dialect and optionally leased (see NewTaskOptions). */
+  createTask(task: Task, principal?: string, opts?: NewTaskOptions): Promise<void>;
   loadTask(id: string): Promise<StoredTask | undefined>;
   /** `principal` limits the list to that principal's tasks. */
   listTasks(q: {

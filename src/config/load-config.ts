@@ -69,6 +69,11 @@ export interface Config {
    */
   serverFiles: readonly string[];
   push: PushConfig;
+  /**
+   * WIRE_DIALECT: the dialect of a new task whose first message carries neither marker
+   * (`coderAgent` agent-settings → legacy; AgentSettings under the extension URI → rfc).
+   */
+  wireDialect: 'rfc' | 'legacy';
 }
 
 export interface ShellConfig {
@@ -354,6 +359,10 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL="${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
   }
+  const wireDialect = (str(env, 'WIRE_DIALECT') ?? 'rfc') as Config['wireDialect'];
+  if (wireDialect !== 'rfc' && wireDialect !== 'legacy') {
+    throw new ConfigError(`WIRE_DIALECT="${String(wireDialect)}" is not one of rfc, legacy`);
+  }
   const authFile = authConfigFile(env, cwd);
   if (authFile === undefined && !isLoopbackHost(host) && !bool(env, 'ALLOW_UNAUTHENTICATED_REMOTE')) {
     throw new ConfigError(
@@ -383,6 +392,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
     settings: Object.freeze(loadServerSettings(env, cwd)),
     authConfigFile: authFile,
     push: Object.freeze(loadPushConfig(env)),
+    wireDialect,
   };
   return Object.freeze({ ...config, serverFiles: Object.freeze(serverFiles(env, cwd, config)) });
 }

@@ -62,3 +62,17 @@ export const extendedCardUnsupported = () => new ExtendedAgentCardNotConfiguredE
 /** A2A has no "forbidden" error: a transport error carrying {@link RPC_ERROR_CODE.FORBIDDEN}. */
 export const forbidden = (message: string) =>
   new JsonRpcTransportError({ jsonrpc: '2.0', id: null, error: { code: RPC_ERROR_CODE.FORBIDDEN, message: `Forbidden: ${message}` } });
+
+/**
+ * The HTTP answer for an error on a REST side route (the legacy dialect's `/tasks`, `/executeCommand`…):
+ * client faults keep their message; anything else is 500 with a generic one (the details go to the log).
+ */
+export function httpErrorOf(err: unknown): { status: number; message: string; internal: boolean } {
+  if (err instanceof RequestMalformedError) return { status: 400, message: err.message, internal: false };
+  if (err instanceof TaskNotFoundError) return { status: 404, message: err.message, internal: false };
+  if (err instanceof UnsupportedOperationError) return { status: 409, message: err.message, internal: false };
+  if (err instanceof JsonRpcTransportError) {
+    if (err.envelopeCode === RPC_ERROR_CODE.FORBIDDEN) return { status: 403, message: err.errorResponse.error.message, internal: false };
+  }
+  return { status: 500, message: 'Internal error (details are in the server log)', internal: true };
+}

@@ -21,6 +21,7 @@ import type {
   ClaimResult,
   ContextSettings,
   EventListener,
+  NewTaskOptions,
   StoredCall,
   StoredContext,
   StoredEvent,
@@ -28,6 +29,7 @@ import type {
   TaskStore,
   WriteBatch,
 } from '../agent/task-store.js';
+import type { WireDialect } from '../agent/wire/wire-encoder.js';
 import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
 import type { StoredSigningKey } from '../push/push-signer.js';
 import { stateName } from '../protocol/a2a.js';
@@ -42,6 +44,7 @@ interface TaskRow {
   /** The A2A state name of the snapshot's status (what listTasks filters on). */
   state: string;
   principal?: string;
+  dialect: WireDialect;
   /** The latest snapshot as v1.0 JSON; replaced on every change, never mutated. */
   task: Json;
   /** The stored event log in seq order, payload as v1.0 JSON text (superseded keyed events removed). */
@@ -428,7 +431,8 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   }
 
   /** The task's context must exist; a duplicate id throws. */
-  async createTask(task: Task, principal?: string, lease?: { owner: string; until: Date }): Promise<void> {
+  async createTask(task: Task, principal?: string, opts: NewTaskOptions = {}): Promise<void> {
+    const { lease, dialect = 'rfc' } = opts;
     const db = this.use('createTask');
     const json = jsonCopy(taskToJson(task) as Json);
     if (!db.contexts.has(task.contextId)) throw refused(`createTask: unknown context ${task.contextId}`, '23503');
@@ -438,6 +442,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
       contextId: task.contextId,
       state: stateName(task.status?.state),
       task: json,
+      dialect,
       events: [],
       lastSeq: 0,
       updatedAt: db.tick(),
@@ -452,7 +457,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   async loadTask(id: string): Promise<StoredTask | undefined> {
     const row = this.use('loadTask').tasks.get(id);
     if (!row) return undefined;
-    const stored: StoredTask = { task: taskFromJson(structuredClone(row.task)), lastSeq: row.lastSeq };
+    const stored: StoredTask = { task: taskFromJson(structuredClone(row.task)), lastSeq: row.lastSeq, dialect: row.dialect };
     if (row.principal !== undefined) stored.principal = row.principal;
     return stored;
   }

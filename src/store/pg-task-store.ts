@@ -14,6 +14,7 @@ import type {
   CallClaim,
   ClaimResult,
   EventListener,
+  NewTaskOptions,
   StoredCall,
   ContextSettings,
   StoredContext,
@@ -93,13 +94,15 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /** The task's context must exist (createContext first); a duplicate id throws. */
-  async createTask(task: Task, principal?: string, lease?: { owner: string; until: Date }): Promise<void> {
+  async createTask(task: Task, principal?: string, opts: NewTaskOptions = {}): Promise<void> {
+    const { lease, dialect = 'rfc' } = opts;
     await this.db.insert(tasks).values({
       id: task.id,
       contextId: task.contextId,
       state: stateName(task.status?.state),
       principal: principal ?? null,
       task: taskToJson(task),
+      dialect,
       ...(lease ? { leaseOwner: lease.owner, leaseUntil: lease.until } : {}),
     });
   }
@@ -107,7 +110,7 @@ export class PgTaskStore implements TaskStore, PushStore {
   async loadTask(id: string): Promise<StoredTask | undefined> {
     const [row] = await this.db.select().from(tasks).where(eq(tasks.id, id));
     if (!row) return undefined;
-    const stored: StoredTask = { task: taskFromJson(row.task), lastSeq: row.lastSeq };
+    const stored: StoredTask = { task: taskFromJson(row.task), lastSeq: row.lastSeq, dialect: row.dialect === 'legacy' ? 'legacy' : 'rfc' };
     if (row.principal !== null) stored.principal = row.principal;
     return stored;
   }

@@ -65,6 +65,8 @@ export const tasks = pgTable(
     principal: text('principal'),
     task: jsonb('task').notNull(),
     lastSeq: integer('last_seq').notNull().default(0),
+    /** The wire dialect the task speaks ('rfc' or 'legacy'); its events are logged in it. */
+    dialect: text('dialect').notNull().default('rfc'),
     /** The process working on the task (model loop or calls) and until when it promised to renew. */
     leaseOwner: text('lease_owner'),
     leaseUntil: ts('lease_until'),

@@ -2,7 +2,8 @@
  * Durability across process deaths: the real server as a child process, killed with SIGKILL
  * and started again on the same store — embedded PGlite (DATA_DIR) and PostgreSQL
  * (DATABASE_URL, a fresh database; skipped when TEST_DATABASE_URL is unset).
- * - A task paused at input-required survives and is confirmed on the new process.
+ * - A task paused at input-required survives and is confirmed on the new process; so does a task
+ *   of the legacy dialect (gemini-cli's a2a-server wire), answered with `{callId, outcome}`.
  * - A call EXECUTING when its process died is marked FAILED `interrupted` once its lease
  *   lapsed, and its task ends `failed` (never stays `working`).
  * - PostgreSQL: a second process booting while the first runs a call (lease live) leaves
@@ -19,6 +20,7 @@ import { rpc } from '../support/sse.js';
 import type { SseEvent } from '../support/sse.js';
 import { until } from '../support/core.js';
 import { confirmMessage, dataOf, devtool, tempDir, textOf, URI, userMessage } from '../support/server.js';
+import { coderAgent, legacyCard, legacyMessage } from '../support/legacy-client.js';
 
 /** A subtest's `t`. */
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -146,6 +148,8 @@ interface Run {
   /** Set before the crash: a task paused at input-required, and one whose call was EXECUTING. */
   paused?: Paused;
   hang?: Paused;
+  /** A legacy-dialect task paused for its write_file call. */
+  legacy?: { taskId: string; callId: string };
 }
 
 /** Before the crash: one task pauses at input-required, another's call is EXECUTING; then SIGKILL and a new process. */
@@ -163,6 +167,14 @@ async function crashWithWork(t: Test, run: Run): Promise<void> {
   const executing = await stream.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING');
   t.equal(executing?.id, '5', 'the call is EXECUTING (event 5)');
   await stream.close();
+
+  const legacyEvents = results(
+    (await rpc(run.current.url, 'message/stream', { message: legacyMessage('write (legacy)', { metadata: coderAgent(workspace) }) }))
+      .events,
+  );
+  const legacyCall = legacyCard(legacyEvents, 'awaiting_approval');
+  t.match(legacyEvents.at(-1), { final: true, status: { state: 'input-required' }, metadata: { coderAgent: { kind: 'state-change' } } });
+  run.legacy = { taskId: legacyEvents[0].id, callId: legacyCall?.request?.callId };
 
   const old = run.current;
   t.match(await old.kill('SIGKILL'), { signal: 'SIGKILL' }, 'the process died by SIGKILL');
@@ -202,6 +214,24 @@ async function confirmAfterRestart(t: Test, { current, workspace }: Run, { task,
   t.equal(ev.at(-1).final, true);
   t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n', 'the file was written');
   t.equal((await getTask(current.url, task.id))?.status?.state, 'completed');
+}
+
+/** The legacy task paused before the crash: its card again on the new process, and `{callId, outcome}` runs it. */
+async function confirmLegacyAfterRestart(t: Test, { current, workspace }: Run, legacy: { taskId: string; callId: string }): Promise<void> {
+  const again = results((await rpc(current.url, 'tasks/resubscribe', { id: legacy.taskId })).events);
+  t.equal(legacyCard(again, 'awaiting_approval')?.request?.callId, legacy.callId, 'the same legacy card on the new process');
+  const answer = legacyMessage(undefined, {
+    taskId: legacy.taskId,
+    parts: [{ kind: 'data', data: { callId: legacy.callId, outcome: 'proceed_once' } }],
+  });
+  const ev = results((await rpc(current.url, 'message/stream', { message: answer })).events);
+  t.same(
+    ev.map((r) => r.metadata?.coderAgent?.kind),
+    ['tool-call-update', 'tool-call-update', 'text-content', 'text-content', 'state-change'],
+  );
+  t.equal(legacyCard(ev, 'success')?.request?.callId, legacy.callId, 'the call ran');
+  t.match(ev.at(-1), { final: true, status: { state: 'input-required' } }, 'the turn ends input-required, as its client expects');
+  t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n');
 }
 
 /** The call EXECUTING at the kill: once its lease lapsed it is FAILED `interrupted`, once, and its task failed. */
@@ -317,6 +347,11 @@ async function restartCases(t: Test, storeEnv: Record<string, string>, pg?: Fres
   await t.test('the task paused at input-required survived and is confirmed on the new process', (t) =>
     confirmAfterRestart(t, run, paused),
   );
+  const { legacy } = run;
+  if (legacy)
+    await t.test('the legacy task paused before the kill is confirmed on the new process', (t) =>
+      confirmLegacyAfterRestart(t, run, legacy),
+    );
   await t.test('the call EXECUTING at the kill ends FAILED interrupted, its task failed', (t) => interruptedAfterRestart(t, run, hang));
   if (!pg) return;
   await t.test('a process booting while another runs a call (lease live) does not interrupt it', (t) => liveLeaseSurvivesBoot(t, run, pg));

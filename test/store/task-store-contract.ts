@@ -24,6 +24,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
 export function taskStoreContract(t: Test, makeStore: MakeStore): void {
   contextCases(t, makeStore);
   eventCases(t, makeStore);
+  dialectCases(t, makeStore);
   subscribeAndListCases(t, makeStore);
   auditAndCloseCases(t, makeStore);
   callContract(t, makeStore);
@@ -98,6 +99,22 @@ function contextCases(t: Test, makeStore: MakeStore): void {
     const texts = (await a.loadContext(id))!.history.map((h) => h.parts[0].text!);
     t.equal(texts.length, 20);
     for (let k = 0; k < 20; k += 2) t.equal(texts[k + 1], texts[k].replace('.0', '.1'), 'each batch stays together, in order');
+  });
+}
+
+/** The wire dialect a task speaks. */
+function dialectCases(t: Test, makeStore: MakeStore): void {
+  t.test('tasks: the wire dialect is stored with the task (rfc by default) and survives its events', async (t) => {
+    const s = await open(t, makeStore);
+    const plain = await seedTask(s);
+    t.equal((await s.loadTask(plain.id))?.dialect, 'rfc', 'default rfc');
+    const legacy = makeTask(plain.contextId, 'TASK_STATE_SUBMITTED');
+    await s.createTask(legacy, undefined, { dialect: 'legacy' });
+    const working = makeTask(plain.contextId, 'TASK_STATE_WORKING', 1, legacy.id);
+    await s.appendEvent(working, statusEvent(working, 1), false);
+    const stored = await s.loadTask(legacy.id);
+    t.equal(stored?.dialect, 'legacy', 'legacy, after an event too');
+    t.equal(stored?.lastSeq, 1);
   });
 }
 

@@ -23,6 +23,8 @@ import type { AuditRecord, ContextSettings, StoredEvent, TaskStore } from '../..
 import { Toolbox } from '../../src/agent/runtime/toolbox.js';
 import { TurnLoop } from '../../src/agent/runtime/turn-loop.js';
 import { RfcEncoder } from '../../src/agent/wire/rfc-encoder.js';
+import { LegacyEncoder } from '../../src/agent/wire/legacy-encoder.js';
+import type { Encoders } from '../../src/agent/wire/wire-encoder.js';
 import { WriteQueue } from '../../src/agent/runtime/write-queue.js';
 import { dataPart, newTask, stateName, textPart, userMessage } from '../../src/protocol/a2a.js';
 import type { JsonObject } from '../../src/protocol/a2a.js';
@@ -243,6 +245,7 @@ export interface Core {
   store: MemoryTaskStore;
   schema: ReturnType<typeof loadDevtoolSchema>;
   encoder: RfcEncoder;
+  encoders: Encoders;
   hub: EventHub;
   writes: WriteQueue;
   logger: ReturnType<typeof recordingLogger>;
@@ -266,6 +269,7 @@ export async function makeCore(t: Teardown, opts: CoreOptions = {}): Promise<Cor
   const logger = recordingLogger();
   const schema = loadDevtoolSchema();
   const encoder = new RfcEncoder(schema);
+  const encoders: Encoders = { rfc: encoder, legacy: new LegacyEncoder() };
   const toolRuns: RunLog = [];
   const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'devtool-core-')));
   const toolbox =
@@ -290,12 +294,12 @@ export async function makeCore(t: Teardown, opts: CoreOptions = {}): Promise<Cor
     maxModelSteps: opts.maxModelSteps,
     modelAttempts: opts.modelAttempts,
   });
-  const cache = new TaskCache({ store, writes, hub, encoder, model: model.model, logger, instanceId, leaseMs, toolbox, runs });
+  const cache = new TaskCache({ store, writes, hub, encoders, model: model.model, logger, instanceId, leaseMs, toolbox, runs });
   const deps: LiveTaskDeps = {
     store,
     writes,
     hub,
-    encoder,
+    encoders,
     model: model.model,
     logger,
     instanceId,
@@ -309,7 +313,25 @@ export async function makeCore(t: Teardown, opts: CoreOptions = {}): Promise<Cor
     if (!opts.store) await store.close();
     rmSync(workspace, { recursive: true, force: true });
   });
-  return { store, schema, encoder, hub, writes, logger, runs, toolbox, loop, cache, model, toolRuns, workspace, instanceId, leaseMs, deps };
+  return {
+    store,
+    schema,
+    encoder,
+    encoders,
+    hub,
+    writes,
+    logger,
+    runs,
+    toolbox,
+    loop,
+    cache,
+    model,
+    toolRuns,
+    workspace,
+    instanceId,
+    leaseMs,
+    deps,
+  };
 }
 
 export interface NewTaskOptions {

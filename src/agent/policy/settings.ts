@@ -46,20 +46,7 @@ export function readSettings(
   if (!parsed.ok) throw invalidParams(parsed.message);
   const v = parsed.value;
   const out: RequestedSettings = { settings: {} };
-  if (v.workspace_path !== undefined) {
-    const ws = checkWorkspace(v.workspace_path, at);
-    if (policy.roots !== undefined && !policy.roots.some((root) => inside(ws, root))) {
-      throw invalidParams(
-        `${at}.workspace_path "${v.workspace_path}" is outside the allowed workspace roots (${policy.roots.join(', ')}; WORKSPACE_ROOTS)`,
-      );
-    }
-    const own = (policy.protectedPaths ?? []).find((p) => inside(p, ws));
-    if (own !== undefined)
-      throw invalidParams(
-        `${at}.workspace_path "${v.workspace_path}" contains the server's own files (${own}); choose a project directory`,
-      );
-    out.workspace = ws;
-  }
+  if (v.workspace_path !== undefined) out.workspace = allowedWorkspace(v.workspace_path, `${at}.workspace_path`, policy);
   if (v.approval_mode !== undefined) out.settings.approvalMode = v.approval_mode;
   if (v.allowed_tools !== undefined) out.settings.allowedTools = v.allowed_tools;
   if (v.mcp_servers !== undefined) {
@@ -71,15 +58,51 @@ export function readSettings(
 }
 
 function checkWorkspace(wanted: string, at: string): string {
-  if (!path.isAbsolute(wanted)) throw invalidParams(`${at}.workspace_path must be an absolute path, got "${wanted}"`);
+  if (!path.isAbsolute(wanted)) throw invalidParams(`${at} must be an absolute path, got "${wanted}"`);
   let stat: fs.Stats;
   try {
     stat = fs.statSync(wanted);
   } catch {
-    throw invalidParams(`${at}.workspace_path "${wanted}" does not exist on the server`);
+    throw invalidParams(`${at} "${wanted}" does not exist on the server`);
   }
-  if (!stat.isDirectory()) throw invalidParams(`${at}.workspace_path "${wanted}" is not a directory`);
+  if (!stat.isDirectory()) throw invalidParams(`${at} "${wanted}" is not a directory`);
   return fs.realpathSync(wanted);
+}
+
+/** The real path of a requested workspace, checked against the filesystem and the policy. Throws invalidParams. */
+function allowedWorkspace(wanted: string, at: string, policy: WorkspacePolicy): string {
+  const ws = checkWorkspace(wanted, at);
+  if (policy.roots !== undefined && !policy.roots.some((root) => inside(ws, root))) {
+    throw invalidParams(`${at} "${wanted}" is outside the allowed workspace roots (${policy.roots.join(', ')}; WORKSPACE_ROOTS)`);
+  }
+  const own = (policy.protectedPaths ?? []).find((p) => inside(p, ws));
+  if (own !== undefined) throw invalidParams(`${at} "${wanted}" contains the server's own files (${own}); choose a project directory`);
+  return ws;
+}
+
+export const LEGACY_SETTINGS_AT = 'message.metadata.coderAgent';
+
+/** The legacy dialect's settings object (`kind: "agent-settings"`), when `value` is one. */
+export function isLegacySettings(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'agent-settings';
+}
+
+/**
+ * The legacy dialect's settings (`coderAgent: {kind: "agent-settings", workspacePath, autoExecute?}`,
+ * in message metadata or a POST /tasks body): the workspace, checked as the RFC's is; `autoExecute`
+ * runs every call without asking (approval mode YOLO). Undefined when `raw` is not such an object.
+ */
+export function readLegacySettings(raw: unknown, at = LEGACY_SETTINGS_AT, policy: WorkspacePolicy = {}): RequestedSettings | undefined {
+  if (!isLegacySettings(raw)) return undefined;
+  const out: RequestedSettings = { settings: {} };
+  const { workspacePath, autoExecute } = raw;
+  if (workspacePath !== undefined && workspacePath !== '') {
+    if (typeof workspacePath !== 'string') throw invalidParams(`${at}.workspacePath must be a string`);
+    out.workspace = allowedWorkspace(workspacePath, `${at}.workspacePath`, policy);
+  }
+  if (autoExecute !== undefined && typeof autoExecute !== 'boolean') throw invalidParams(`${at}.autoExecute must be a boolean`);
+  if (autoExecute === true) out.settings.approvalMode = 'YOLO';
+  return out;
 }
 
 /** A later message may repeat the workspace but not move it. Throws invalidParams. */

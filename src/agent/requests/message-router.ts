@@ -16,19 +16,20 @@ import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import type { ModelPart } from '../model/model-client.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
 import type { KnownCalls } from './resume-handler.js';
-import { checkSameWorkspace, mergeSettings, readSettings, SETTINGS_AT } from '../policy/settings.js';
+import { checkSameWorkspace, isLegacySettings, mergeSettings, readLegacySettings, readSettings, SETTINGS_AT } from '../policy/settings.js';
+import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
+import type { WireDialect } from '../wire/wire-encoder.js';
+import { adaptLegacyOptions, fromLegacyAnswers, looksLikeLegacyAnswer } from './legacy-answers.js';
 import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
 import type { ContextState } from '../runtime/live-task.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import type { TaskStore } from '../task-store.js';
 import type { Toolbox } from '../runtime/toolbox.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
-import type { WireEncoder } from '../wire/wire-encoder.js';
 
 export interface MessageRouterOptions {
   schema: DevtoolSchema;
   loop: TurnLoop;
-  encoder: WireEncoder;
   store: TaskStore;
   cache: TaskCache;
   toolbox: Toolbox;
@@ -44,6 +45,8 @@ export interface MessageRouterOptions {
   defaultWorkspace: string;
   instanceId: string;
   leaseMs: number;
+  /** WIRE_DIALECT: the dialect of a new task whose first message carries no marker of either. Default 'rfc'. */
+  defaultDialect?: WireDialect;
 }
 
 /** The task a message set moving and where its stream starts reading the log. */
@@ -72,11 +75,13 @@ export class MessageRouter {
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
     if (!message.taskId) return this.startTask(message, caller);
-    if (this.opts.access.enabled) await this.refuseStranger(message.taskId, message, caller);
+    // A legacy task's answers ({callId, outcome}) take the RFC's path from here on.
+    const answers = (await this.dialectOf(message.taskId)) === 'legacy' ? fromLegacyAnswers(message) : message;
+    if (this.opts.access.enabled) await this.refuseStranger(message.taskId, answers, caller);
     const task = await this.opts.cache.get(message.taskId);
     if (task === undefined) throw taskNotFound(message.taskId);
     try {
-      return await this.continueTask(task, message, caller);
+      return await this.continueTask(task, answers, caller);
     } catch (err) {
       this.opts.cache.release(task); // a refused message leaves nothing behind in memory
       throw err;
@@ -88,15 +93,17 @@ export class MessageRouter {
     if (message.contextId && message.contextId !== task.task.contextId) {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
-    const stamped = { ...message, contextId: task.task.contextId };
-    const requested = this.requestedSettings(message);
+    const requested = this.requestedSettings(message, task.dialect);
+    let stamped = { ...message, contextId: task.task.contextId };
     checkSameWorkspace(requested, task.context.workspace);
     access.checkSettings(caller, requested);
     await this.checkMcpUrls(requested);
     await task.flush();
     const afterSeq = task.lastSeq;
     if (task.awaiting().length > 0) {
-      const plan = planResume(task, stamped, schema, await this.knownCalls(task, stamped));
+      const known = await this.knownCalls(task, stamped);
+      if (task.dialect === 'legacy') stamped = adaptLegacyOptions(stamped, known);
+      const plan = planResume(task, stamped, schema, known);
       if (plan.kind === 'decisions' && !access.canApprove(caller)) {
         const approving = plan.decisions.filter((d) => d.option !== ConfirmationOptionId.cancel);
         if (approving.length > 0) {
@@ -244,15 +251,41 @@ export class MessageRouter {
     return known;
   }
 
-  /** The AgentSettings a message carries, checked (workspace on disk, MCP configs). Throws invalidParams. */
-  requestedSettings(message: Pick<Message, 'metadata'>, at?: string): RequestedSettings | undefined {
-    return readSettings(
+  /**
+   * The AgentSettings a message carries, checked (workspace on disk, MCP configs): in a legacy
+   * task, its `coderAgent` agent-settings too. Throws invalidParams.
+   */
+  requestedSettings(message: Pick<Message, 'metadata'>, dialect: WireDialect = 'rfc', at?: string): RequestedSettings | undefined {
+    const rfc = readSettings(
       message.metadata,
       this.opts.schema,
       (servers, where) => this.opts.toolbox.checkServers(servers, where),
       at,
       this.opts.workspacePolicy,
     );
+    const legacy =
+      dialect === 'legacy' ? readLegacySettings(message.metadata?.coderAgent, undefined, this.opts.workspacePolicy) : undefined;
+    if (legacy === undefined || rfc === undefined) return legacy ?? rfc;
+    return { workspace: legacy.workspace ?? rfc.workspace, settings: { ...rfc.settings, ...legacy.settings } };
+  }
+
+  /**
+   * The dialect of a new task: legacy when its first message carries `coderAgent` agent-settings,
+   * the RFC's when it carries AgentSettings under the extension URI, else WIRE_DIALECT.
+   */
+  chooseDialect(message: Pick<Message, 'metadata'>): WireDialect {
+    if (isLegacySettings(message.metadata?.coderAgent)) return 'legacy';
+    if (message.metadata?.[DEVTOOL_EXTENSION_URI] !== undefined) return 'rfc';
+    return this.opts.defaultDialect ?? 'rfc';
+  }
+
+  /** The dialect of a stored task (the cached copy's when there is one). Throws taskNotFound. */
+  private async dialectOf(taskId: string): Promise<WireDialect> {
+    const live = this.opts.cache.peek(taskId);
+    if (live) return live.dialect;
+    const stored = await this.opts.store.loadTask(taskId);
+    if (!stored) throw taskNotFound(taskId);
+    return stored.dialect;
   }
 
   /** Client-given MCP URLs pass the SSRF guard. Throws invalidParams. */
@@ -298,14 +331,16 @@ export class MessageRouter {
   }
 
   private async startTask(message: Message, caller: Caller | undefined): Promise<Routed> {
-    if (carriesConfirmation(message, this.opts.schema)) {
-      throw invalidParams('message.taskId is required to answer a tool call (the ToolCallConfirmation names no task)');
+    const dialect = this.chooseDialect(message);
+    const answers = messageData(message).some(({ data }) => dialect === 'legacy' && looksLikeLegacyAnswer(data));
+    if (answers || carriesConfirmation(message, this.opts.schema)) {
+      throw invalidParams('message.taskId is required to answer a tool call (the answer names no task)');
     }
     const contextId = message.contextId || randomUUID();
-    const context = await this.openContext(contextId, this.requestedSettings(message), caller);
+    const context = await this.openContext(contextId, this.requestedSettings(message, dialect), caller);
     const task = await this.exclusive(context.id, async () => {
       await this.checkContextFree(context.id);
-      return this.createTask(context, message, undefined, caller);
+      return this.createTask(context, message, caller, { dialect });
     });
     this.opts.loop.startTurn(task, userParts(task.task.history[0] ?? message));
     return { task, afterSeq: 0 };
@@ -313,22 +348,23 @@ export class MessageRouter {
 
   /**
    * Creates a task in `context` for `message` (its first history entry) and publishes its
-   * snapshot and `working`; the caller sets it moving. `taskMetadata` goes on the Task.
+   * snapshot and `working`; the caller sets it moving. `opts.metadata` goes on the Task.
    */
   async createTask(
     context: ContextState,
     message: Message,
-    taskMetadata: Record<string, unknown> | undefined,
     caller: Caller | undefined,
+    opts: { metadata?: Record<string, unknown>; dialect?: WireDialect } = {},
   ): Promise<LiveTask> {
     const { store, cache } = this.opts;
     const principal = this.opts.access.ownerFor(caller);
     const taskId = randomUUID();
     const stamped: Message = { ...message, taskId, contextId: context.id };
     const snapshot = newTask(taskId, context.id, stamped);
-    if (taskMetadata !== undefined) snapshot.metadata = taskMetadata;
-    await store.createTask(snapshot, principal, { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) });
-    const task = cache.create(snapshot, context, principal);
+    if (opts.metadata !== undefined) snapshot.metadata = opts.metadata;
+    const lease = { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) };
+    await store.createTask(snapshot, principal, { lease, dialect: opts.dialect });
+    const task = cache.create(snapshot, context, principal, opts.dialect);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });
     await task.flush(); // committed: a check of the context from now on sees it working

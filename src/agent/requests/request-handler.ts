@@ -38,7 +38,7 @@ import type { Access } from '../policy/access.js';
 import type { MessageRouter } from './message-router.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import type { StoredEvent, TaskStore } from '../task-store.js';
-import type { WireEncoder } from '../wire/wire-encoder.js';
+import type { Encoders, WireDialect } from '../wire/wire-encoder.js';
 import { cancelTask } from '../runtime/call-lifecycle.js';
 import { TERMINAL } from '../wire/agent-events.js';
 import type { TaskStateName } from '../wire/agent-events.js';
@@ -51,7 +51,8 @@ export interface DevtoolRequestHandlerOptions {
   store: TaskStore;
   cache: TaskCache;
   access: Access;
-  encoder: WireEncoder;
+  /** One encoder per dialect: a task's waiting cards and snapshot are read in its own. */
+  encoders: Encoders;
   /** Push notification configs; absent = push is not offered (-32003). */
   push?: PushRegistry;
 }
@@ -115,9 +116,10 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     const { task, afterSeq } = await this.routeWithPush(params, ctx);
     const historyLength = params.configuration?.historyLength;
     // returnImmediately: the task as it was accepted (it goes on; poll or resubscribe).
-    if (params.configuration?.returnImmediately) return applyHistoryLength(task.task, historyLength);
+    const view = (t: Task) => this.opts.encoders[task.dialect].taskView(t);
+    if (params.configuration?.returnImmediately) return view(applyHistoryLength(task.task, historyLength));
     for await (const ev of this.opts.hub.follow(task.id, afterSeq)) void ev; // until the pause or the end
-    return applyHistoryLength(await this.snapshot(task.id), historyLength);
+    return view(applyHistoryLength(await this.snapshot(task.id), historyLength));
   }
 
   /**
@@ -140,7 +142,8 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   async getTask(params: GetTaskRequest, ctx?: ServerCallContext): Promise<Task> {
     if (params.historyLength !== undefined && params.historyLength < 0) throw invalidParams('historyLength must be >= 0');
     await this.checkTask(params.id, callerOf(ctx));
-    return applyHistoryLength(await this.snapshot(params.id), params.historyLength);
+    const { task, dialect } = await this.current(params.id);
+    return this.opts.encoders[dialect].taskView(applyHistoryLength(task, params.historyLength));
   }
 
   /** Throws taskNotFound, or forbidden when the caller may not use the task. */
@@ -176,13 +179,15 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   async cancelTask(params: CancelTaskRequest, ctx?: ServerCallContext): Promise<Task> {
     await this.checkTask(params.id, callerOf(ctx));
     const task = await this.load(params.id);
-    if (TERMINAL.has(task.state)) {
+    // A legacy task's finished turn is a pause to its client, which ends the task with tasks/cancel.
+    const idleLegacy = task.dialect === 'legacy' && task.state === 'completed';
+    if (TERMINAL.has(task.state) && !idleLegacy) {
       this.opts.cache.release(task);
       throw notCancelable(`Task ${task.id} is already ${task.state}; only working or input-required tasks can be canceled`);
     }
     cancelTask(task, this.opts.access.ownerFor(callerOf(ctx)));
     await task.flush();
-    return structuredClone(task.task);
+    return this.opts.encoders[task.dialect].taskView(structuredClone(task.task));
   }
 
   /**
@@ -201,12 +206,12 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
       throw invalidParams(`Last-Event-ID ${lastEventId} is beyond the last event of task ${params.id} (${stored.lastSeq})`);
     }
     tagId(ctx, undefined);
-    yield { payload: { $case: 'task', value: stored.task } };
+    yield { payload: { $case: 'task', value: this.opts.encoders[stored.dialect].taskView(stored.task) } };
     const state = stateName(stored.task.status?.state);
     const emit = (ev: StoredEvent) => (tagId(ctx, ev.seq), ev.response);
     if (state === 'input-required') {
       // What was missed, plus the waiting cards and the pause (always re-sent), in log order.
-      const pause = await this.pauseEvents(params.id);
+      const pause = await this.pauseEvents(params.id, stored.dialect);
       const missed = lastEventId === undefined ? [] : await this.opts.store.eventsAfter(params.id, lastEventId);
       const bySeq = new Map([...missed.filter((ev) => !ev.final), ...pause].map((ev) => [ev.seq, ev]));
       for (const ev of [...bySeq.values()].sort((a, b) => a.seq - b.seq)) yield emit(ev);
@@ -314,24 +319,30 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
 
   /** The current Task: from memory when this process works on it, else from the store. */
   private async snapshot(id: string): Promise<Task> {
+    return (await this.current(id)).task;
+  }
+
+  /** The current Task and its dialect. */
+  private async current(id: string): Promise<{ task: Task; dialect: WireDialect }> {
     if (!id) throw invalidParams('id is required');
     const live = this.opts.cache.peek(id);
     if (live) {
       await live.flush();
-      return structuredClone(live.task);
+      return { task: structuredClone(live.task), dialect: live.dialect };
     }
     const stored = await this.opts.store.loadTask(id);
     if (!stored) throw taskNotFound(id);
-    return stored.task;
+    return { task: stored.task, dialect: stored.dialect };
   }
 
   /** The latest logged card of each waiting call, then the input-required event. */
-  private async pauseEvents(taskId: string): Promise<StoredEvent[]> {
+  private async pauseEvents(taskId: string, dialect: WireDialect): Promise<StoredEvent[]> {
+    const encoder = this.opts.encoders[dialect];
     const [events, turn] = await Promise.all([this.opts.store.eventsAfter(taskId, 0), this.opts.store.loadTurn(taskId)]);
     const waiting = new Set(turn.filter((c) => c.phase === 'awaiting').map((c) => c.id));
     const latest = new Map<string, StoredEvent>();
     for (const ev of events) {
-      const id = ev.response.payload?.$case === 'statusUpdate' ? this.opts.encoder.toolCallIdOf(ev.response.payload.value) : undefined;
+      const id = ev.response.payload?.$case === 'statusUpdate' ? encoder.toolCallIdOf(ev.response.payload.value) : undefined;
       if (id !== undefined && waiting.has(id)) latest.set(id, ev);
     }
     const pause = events.filter((ev) => ev.final).at(-1);

@@ -156,7 +156,7 @@ export class SlashCommands {
       return failed(`${label} takes no arguments (got "${args.trim()}")`);
     }
     const at = `params.metadata["${DEVTOOL_EXTENSION_URI}"]`;
-    const requested = router.requestedSettings({ metadata }, at);
+    const requested = router.requestedSettings({ metadata }, 'rfc', at);
     const context = await router.openContext(contextId ?? randomUUID(), requested, caller);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
@@ -167,7 +167,7 @@ export class SlashCommands {
     try {
       task = await router.exclusive(context.id, async () => {
         if (!direct) await router.checkContextFree(context.id);
-        return router.createTask(context, message, taskMetadata, caller);
+        return router.createTask(context, message, caller, { metadata: taskMetadata });
       });
     } catch (err) {
       if (isUnsupported(err)) return failed(err.message); // the conversation is busy

@@ -15,7 +15,7 @@ import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } fr
 import type { ToolSet } from './toolbox.js';
 import { PAUSE_OR_TERMINAL, TERMINAL } from '../wire/agent-events.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from '../wire/agent-events.js';
-import type { WireEncoder } from '../wire/wire-encoder.js';
+import type { Encoders, WireDialect, WireEncoder } from '../wire/wire-encoder.js';
 import type { AgentLogger } from '../logger.js';
 import type { WriteOp, WriteQueue } from './write-queue.js';
 import type { LiveOutputOptions } from './live-output.js';
@@ -63,7 +63,8 @@ export interface LiveTaskDeps {
   store: TaskStore;
   writes: WriteQueue;
   hub: EventHub;
-  encoder: WireEncoder;
+  /** One encoder per wire dialect; a task uses its own dialect's. */
+  encoders: Encoders;
   model: string;
   logger: AgentLogger;
   /** This process's lease name and how long a lease lasts. */
@@ -119,15 +120,25 @@ export class LiveTask {
   /** Calls whose approval card is already in the history (a re-prompt does not repeat it). */
   private readonly askedInHistory = new Set<string>();
 
+  /** The principal that started the task (undefined without authentication). */
+  readonly principal?: string;
+  /** The wire dialect the task speaks for its whole life. */
+  readonly dialect: WireDialect;
+
   constructor(
     readonly task: Task,
     readonly context: ContextState,
     private readonly deps: LiveTaskDeps,
-    lastSeq = 0,
-    /** The principal that started the task (undefined without authentication). */
-    readonly principal?: string,
+    opts: { lastSeq?: number; principal?: string; dialect?: WireDialect } = {},
   ) {
-    this.lastSeq = lastSeq;
+    this.lastSeq = opts.lastSeq ?? 0;
+    if (opts.principal !== undefined) this.principal = opts.principal;
+    this.dialect = opts.dialect ?? 'rfc';
+  }
+
+  /** The encoder of the task's dialect. */
+  get encoder(): WireEncoder {
+    return this.deps.encoders[this.dialect];
   }
 
   get id(): string {
@@ -274,11 +285,14 @@ export class LiveTask {
   publish(event: AgentEvent): void {
     if (this.halted) return;
     const key = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? `executing:${event.call.id}` : undefined;
-    const update = this.deps.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
-    this.task.status = update.status;
+    const encoded = this.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
+    if (encoded.$case === 'artifactUpdate') return this.append({ payload: encoded }, false, false, key);
+    const update = encoded.value;
+    // The task's own state is the dialect-free one (a dialect may show it otherwise on the wire).
+    this.task.status = event.type === 'state' && update.status ? { ...update.status, state: STATE_TO_V1[event.state] } : update.status;
     const final = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
     this.recordHistory(event, update.status?.message, final);
-    this.append({ payload: { $case: 'statusUpdate', value: update } }, final, final, key);
+    this.append({ payload: encoded }, final, final, key);
   }
 
   /** Publishes the call's card and saves the call. */

@@ -11,6 +11,7 @@ import type { StoredCall, StoredContext } from '../task-store.js';
 import type { TaskRuns } from './task-runs.js';
 import type { Toolbox } from './toolbox.js';
 import { PAUSE_OR_TERMINAL } from '../wire/agent-events.js';
+import type { WireDialect } from '../wire/wire-encoder.js';
 
 export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal' | 'onWriteFailed' | 'onAbandoned'> {
   toolbox: Toolbox;
@@ -98,8 +99,8 @@ export class TaskCache {
     };
   }
 
-  create(task: Task, context: ContextState, principal?: string): LiveTask {
-    const live = new LiveTask(task, context, this.deps, 0, principal);
+  create(task: Task, context: ContextState, principal?: string, dialect?: WireDialect): LiveTask {
+    const live = new LiveTask(task, context, this.deps, { principal, dialect });
     this.active.set(task.id, live);
     return live;
   }
@@ -151,7 +152,11 @@ export class TaskCache {
     if (!stored) return undefined;
     const [context, turn] = await Promise.all([this.loadContext(stored.task.contextId), this.opts.store.loadTurn(id)]);
     if (!context) throw new Error(`task ${id} names context ${stored.task.contextId}, which is not stored`);
-    const live = new LiveTask(stored.task, context, this.deps, stored.lastSeq, stored.principal);
+    const live = new LiveTask(stored.task, context, this.deps, {
+      lastSeq: stored.lastSeq,
+      principal: stored.principal,
+      dialect: stored.dialect,
+    });
     live.turn = turn.map((c) => this.fromStored(c, context));
     live.turnNo = turn[0]?.turn ?? -1;
     const raced = this.active.get(id);

@@ -87,6 +87,11 @@ export class Toolbox {
   }
 
   /** Starts the operator's servers (a failed one is logged and reported to each context once). */
+  /** The built-in tools every context has. */
+  get builtin(): readonly AnyTool[] {
+    return this.opts.builtin;
+  }
+
   async start(): Promise<void> {
     const { mcp, serverMcp } = this.opts;
     if (mcp !== undefined && serverMcp !== undefined && Object.keys(serverMcp).length > 0) {

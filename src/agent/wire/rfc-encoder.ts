@@ -10,8 +10,8 @@ import type { DevtoolEventKind, DevtoolSchema, FileDiffJson, ToolCallJson } from
 import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
 import type { AgentEvent, ToolCallSnapshot } from './agent-events.js';
-import type { EncodeContext, WireEncoder } from './wire-encoder.js';
-import type { Part, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import type { EncodeContext, EncodedEvent, WireEncoder } from './wire-encoder.js';
+import type { Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 
 function fileDiff(change: FileChange): FileDiffJson {
   return {
@@ -113,7 +113,15 @@ export class RfcEncoder implements WireEncoder {
     });
   }
 
-  encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent {
+  taskView(task: Task): Task {
+    return task;
+  }
+
+  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent {
+    return { $case: 'statusUpdate', value: this.update(event, ctx) };
+  }
+
+  private update(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent {
     const { taskId, contextId } = ctx;
     const working = STATE_TO_V1.working;
     switch (event.type) {

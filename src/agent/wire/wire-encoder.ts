@@ -1,5 +1,10 @@
-import type { Part, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import type { Part, StreamResponse, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import type { AgentEvent } from './agent-events.js';
+
+/** The wire dialects: the development-tool RFC, and the `coderAgent` wire of gemini-cli's own a2a-server. */
+export type WireDialect = 'rfc' | 'legacy';
+
+export const WIRE_DIALECTS: readonly WireDialect[] = ['rfc', 'legacy'];
 
 export interface EncodeContext {
   taskId: string;
@@ -7,13 +12,19 @@ export interface EncodeContext {
   model: string;
 }
 
+/** One encoded event: a status update, or (legacy shell output) an artifact update. */
+export type EncodedEvent = Extract<NonNullable<StreamResponse['payload']>, { $case: 'statusUpdate' | 'artifactUpdate' }>;
+
 /**
- * Turns dialect-free AgentEvents into A2A v1.0 status updates for one wire dialect.
+ * Turns dialect-free AgentEvents into A2A v1.0 stream events for one wire dialect.
  * The transport's version adapters (v0.3 / v1.0 JSON-RPC) then serialise those.
+ * A task speaks one dialect for its whole life: its log is written in it, so replay,
+ * resubscribe and push send what a live stream sent.
  */
 export interface WireEncoder {
-  readonly dialect: 'rfc' | 'legacy';
-  encode(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent;
+  readonly dialect: WireDialect;
+  /** MUST return a status update for every `state` event (the task's status moves with it). */
+  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent;
   /** The tool_call_id of the ToolCall card an encoded update carries, if it is one. */
   toolCallIdOf(update: TaskStatusUpdateEvent): string | undefined;
   /**
@@ -21,4 +32,9 @@ export interface WireEncoder {
    * each call's latest card, when that card asks for confirmation.
    */
   waitingCallParts(updates: Iterable<TaskStatusUpdateEvent>): Part[];
+  /** The Task snapshot as a client of this dialect sees it (tasks/get, resubscribe, cancel answers). */
+  taskView(task: Task): Task;
 }
+
+/** One encoder per dialect. */
+export type Encoders = Readonly<Record<WireDialect, WireEncoder>>;

@@ -126,11 +126,16 @@ function mapError(version: WireVersion, err: unknown) {
   return version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
 }
 
+/** The caller the authentication hook accepted for `request` (undefined without authentication). */
+export function requestCaller(request: FastifyRequest): Caller | undefined {
+  return callers.get(request);
+}
+
 /**
  * A route-level hook (it runs for whatever request line reached this route, absolute-form
  * URLs included) and before the body is read: an unauthenticated request costs no parsing.
  */
-function authenticationHook(authenticate: Authenticate | undefined) {
+export function authenticationHook(authenticate: Authenticate | undefined) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (authenticate === undefined) return;
     const result = await authenticate(request.headers);

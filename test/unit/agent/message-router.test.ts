@@ -228,7 +228,6 @@ t.test('two new tasks sent at once to one idle context: one runs, the other is r
   const router = new MessageRouter({
     schema: core.schema,
     loop: core.loop,
-    encoder: core.encoder,
     store: core.store,
     cache: core.cache,
     toolbox: core.toolbox,

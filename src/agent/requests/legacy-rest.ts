@@ -1,0 +1,167 @@
+/**
+ * The REST side routes of gemini-cli's own a2a-server, with its request and answer shapes:
+ * `POST /tasks` (a task with agent settings, no message yet), `GET /tasks/metadata`,
+ * `GET /tasks/:taskId/metadata`, `GET /listCommands` and `POST /executeCommand` (this server's
+ * slash commands). Every answer is `{ status, body }`; refusals throw the wire errors
+ * (invalidParams, taskNotFound, forbidden), which the transport turns into `{ error }` bodies.
+ */
+import type { Caller } from '../../protocol/caller.js';
+import { randomUUID } from 'node:crypto';
+import { messageText, newTask, stateName, STATE_TO_V1, userMessage } from '../../protocol/a2a.js';
+import { invalidParams, taskNotFound } from '../../protocol/errors.js';
+import type { GetAllSlashCommandsResponseJson } from '../../protocol/devtool-schema.js';
+import type { Access } from '../policy/access.js';
+import { readLegacySettings } from '../policy/settings.js';
+import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
+import type { TaskCache } from '../runtime/task-cache.js';
+import type { TaskStore } from '../task-store.js';
+import type { Encoders } from '../wire/wire-encoder.js';
+import type { MessageRouter } from './message-router.js';
+import type { SlashCommands } from './slash-commands.js';
+
+export interface LegacyRestOptions {
+  router: MessageRouter;
+  commands: SlashCommands;
+  store: TaskStore;
+  cache: TaskCache;
+  access: Access;
+  encoders: Encoders;
+  model: string;
+  workspacePolicy?: WorkspacePolicy;
+}
+
+export interface RestAnswer {
+  status: number;
+  body?: unknown;
+}
+
+/** That server's command listing: subcommands named by their full path ("memory show"). */
+interface LegacyCommand {
+  name: string;
+  description: string;
+  arguments: Array<{ name: string; description: string; isRequired: boolean }>;
+  subCommands: LegacyCommand[];
+}
+
+type CommandJson = GetAllSlashCommandsResponseJson['commands'][number];
+
+function legacyCommand(c: CommandJson, parent?: string): LegacyCommand {
+  const name = parent === undefined ? c.name : `${parent} ${c.name}`;
+  return {
+    name,
+    description: c.description ?? '',
+    arguments: (c.arguments ?? []).map((a) => ({ name: a.name, description: a.description ?? '', isRequired: a.is_required === true })),
+    subCommands: (c.sub_commands ?? []).map((s) => legacyCommand(s, name)),
+  };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export class LegacyRest {
+  constructor(private readonly opts: LegacyRestOptions) {}
+
+  /** POST /tasks `{agentSettings?, contextId?}` → 201 and the new task's id (a JSON string). */
+  async createTask(body: unknown, caller: Caller | undefined): Promise<RestAnswer> {
+    const b = isObject(body) ? body : {};
+    if (b.contextId !== undefined && typeof b.contextId !== 'string') throw invalidParams('contextId must be a string');
+    const settings =
+      b.agentSettings === undefined ? undefined : { kind: 'agent-settings', ...(isObject(b.agentSettings) ? b.agentSettings : {}) };
+    const requested = readLegacySettings(settings, 'agentSettings', this.opts.workspacePolicy);
+    return { status: 201, body: await this.createIdleTask(requested, b.contextId, caller) };
+  }
+
+  /**
+   * A legacy task with no message yet, in a new or given context. It waits as a finished turn
+   * does (`completed` here, `input-required` on its wire): its first message starts it.
+   */
+  private async createIdleTask(requested: RequestedSettings | undefined, contextId: string | undefined, caller: Caller | undefined) {
+    const { router, store, cache, access } = this.opts;
+    const context = await router.openContext(contextId || randomUUID(), requested, caller);
+    return router.exclusive(context.id, async () => {
+      await router.checkContextFree(context.id);
+      const principal = access.ownerFor(caller);
+      const snapshot = newTask(randomUUID(), context.id, userMessage(context.id, []));
+      snapshot.history = [];
+      snapshot.status = { state: STATE_TO_V1.completed, message: undefined, timestamp: new Date().toISOString() };
+      await store.createTask(snapshot, principal, { dialect: 'legacy' });
+      const task = cache.create(snapshot, context, principal, 'legacy');
+      task.publishSnapshot();
+      await task.flush();
+      cache.forget(task);
+      return task.id;
+    });
+  }
+
+  /** GET /listCommands. */
+  listCommands(): RestAnswer {
+    return { status: 200, body: { commands: this.opts.commands.list().commands.map((c) => legacyCommand(c)) } };
+  }
+
+  /**
+   * POST /executeCommand `{command, args[]}`. A command that answers at once gives `{name, data}`
+   * with its text (as that server's do); one that starts work gives its task: `{name, data: {taskId, status}}`.
+   */
+  async executeCommand(body: unknown, caller: Caller | undefined): Promise<RestAnswer> {
+    const b = isObject(body) ? body : {};
+    const { command, args } = b;
+    if (typeof command !== 'string' || command.trim() === '') return { status: 400, body: { error: 'Invalid "command" field.' } };
+    if (args !== undefined && (!Array.isArray(args) || args.some((a) => typeof a !== 'string'))) {
+      return { status: 400, body: { error: '"args" field must be an array.' } };
+    }
+    const path = command.trim().replace(/^\//, '').split(/\s+/);
+    const res = await this.opts.commands.execute({ command_path: path, args: ((args ?? []) as string[]).join(' ') }, caller);
+    if (res.execution_id === undefined) {
+      const unknown = /^Unknown /.test(res.message ?? '');
+      return { status: unknown ? 404 : 400, body: { error: unknown ? `Command not found: ${command}` : (res.message ?? 'failed') } };
+    }
+    const stored = await this.opts.store.loadTask(res.execution_id);
+    const state = stateName(stored?.task.status?.state);
+    if (stored && state === 'completed') {
+      const last = [...stored.task.history].reverse().find((m) => messageText(m) !== '');
+      return { status: 200, body: { name: command.trim(), data: last ? messageText(last) : '' } };
+    }
+    return { status: 200, body: { name: command.trim(), data: { taskId: res.execution_id, status: res.status } } };
+  }
+
+  /** GET /tasks/:taskId/metadata → `{metadata}`; 404 `{error: "Task not found"}`. */
+  async taskMetadata(taskId: string, caller: Caller | undefined): Promise<RestAnswer> {
+    const stored = this.opts.cache.peek(taskId) ?? (await this.opts.store.loadTask(taskId));
+    if (!stored) throw taskNotFound(taskId);
+    this.opts.access.checkOwner(caller, stored.principal, `task ${taskId}`);
+    return { status: 200, body: { metadata: await this.metadataOf(taskId) } };
+  }
+
+  /** GET /tasks/metadata: the caller's most recent tasks (at most 100); 204 when there are none. */
+  async allTaskMetadata(caller: Caller | undefined): Promise<RestAnswer> {
+    const principal = this.opts.access.enabled ? (caller?.id ?? '') : undefined;
+    const { tasks } = await this.opts.store.listTasks({ principal, limit: 100, offset: 0 });
+    if (tasks.length === 0) return { status: 204 };
+    const all = [];
+    for (const t of tasks) all.push(await this.metadataOf(t.id));
+    return { status: 200, body: all };
+  }
+
+  /** That server's task metadata: id, context, state (as the task's dialect shows it), model, MCP servers and tools. */
+  private async metadataOf(taskId: string): Promise<Record<string, unknown>> {
+    const stored = await this.opts.store.loadTask(taskId);
+    if (!stored) throw taskNotFound(taskId);
+    const task = this.opts.encoders[stored.dialect].taskView(stored.task);
+    const context = await this.opts.cache.loadContext(task.contextId);
+    const tools = [...(context?.tools.byName.values() ?? [])];
+    const describe = (t: (typeof tools)[number]) => ({ name: t.name, description: t.description, parameterSchema: t.parameters });
+    return {
+      id: task.id,
+      contextId: task.contextId,
+      taskState: stateName(task.status?.state),
+      model: this.opts.model,
+      mcpServers: (context?.tools.servers ?? []).map((s) => ({
+        name: s.name,
+        status: s.status,
+        tools: tools.filter((t) => t.mcp?.serverName === s.name).map(describe),
+      })),
+      availableTools: tools.map(describe),
+    };
+  }
+}

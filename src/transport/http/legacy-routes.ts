@@ -1,0 +1,59 @@
+/**
+ * The REST side routes of the legacy dialect (gemini-cli's own a2a-server): `POST /tasks`,
+ * `GET /tasks/metadata`, `GET /tasks/:taskId/metadata`, `GET /listCommands`, `POST /executeCommand`.
+ * Thin: authentication (the same hook as `POST /`) and the HTTP answer; the agent decides.
+ * The app-wide Host/Origin guard applies to them as to every route.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller } from '../../protocol/caller.js';
+import { httpErrorOf } from '../../protocol/errors.js';
+import { authenticationHook, requestCaller, UNPARSABLE } from './jsonrpc-route.js';
+import type { Authenticate } from './jsonrpc-route.js';
+
+export interface RestAnswer {
+  status: number;
+  body?: unknown;
+}
+
+/** What the routes call; refusals are thrown as wire errors (invalidParams → 400, taskNotFound → 404, forbidden → 403). */
+export interface LegacyRoutesHandler {
+  createTask(body: unknown, caller: Caller | undefined): Promise<RestAnswer>;
+  listCommands(): RestAnswer;
+  executeCommand(body: unknown, caller: Caller | undefined): Promise<RestAnswer>;
+  taskMetadata(taskId: string, caller: Caller | undefined): Promise<RestAnswer>;
+  allTaskMetadata(caller: Caller | undefined): Promise<RestAnswer>;
+}
+
+export interface LegacyRoutesOptions {
+  handler: LegacyRoutesHandler;
+  authenticate?: Authenticate;
+}
+
+async function send(request: FastifyRequest, reply: FastifyReply, work: () => Promise<RestAnswer> | RestAnswer): Promise<FastifyReply> {
+  try {
+    if (request.body === UNPARSABLE) return await reply.code(400).send({ error: 'The request body is not valid JSON' });
+    const { status, body } = await work();
+    if (body === undefined) return await reply.code(status).send();
+    // Always JSON, a bare string included (POST /tasks answers the new task's id as a JSON string).
+    return await reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body));
+  } catch (err) {
+    const e = httpErrorOf(err);
+    if (e.internal) request.log.error({ err }, `${request.method} ${request.url} failed`);
+    return reply.code(e.status).send({ error: e.message });
+  }
+}
+
+export async function legacyRoutes(app: FastifyInstance, opts: LegacyRoutesOptions): Promise<void> {
+  const { handler } = opts;
+  const onRequest = authenticationHook(opts.authenticate);
+  const caller = (request: FastifyRequest) => requestCaller(request);
+  app.post('/tasks', { onRequest }, (request, reply) => send(request, reply, () => handler.createTask(request.body, caller(request))));
+  app.get('/tasks/metadata', { onRequest }, (request, reply) => send(request, reply, () => handler.allTaskMetadata(caller(request))));
+  app.get<{ Params: { taskId: string } }>('/tasks/:taskId/metadata', { onRequest }, (request, reply) =>
+    send(request, reply, () => handler.taskMetadata(request.params.taskId, caller(request))),
+  );
+  app.get('/listCommands', { onRequest }, (request, reply) => send(request, reply, () => handler.listCommands()));
+  app.post('/executeCommand', { onRequest }, (request, reply) =>
+    send(request, reply, () => handler.executeCommand(request.body, caller(request))),
+  );
+}

@@ -1,0 +1,206 @@
+/**
+ * The legacy dialect's pure parts: the encoder (every ToolCall status and proposal kind, the
+ * artifact for live output, the task view), the answer rewriting, the settings reader, and
+ * the REST error table and WIRE_DIALECT.
+ */
+import t from 'tap';
+import { mkdtempSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { LegacyEncoder, legacyStatus } from '../../../src/agent/wire/legacy-encoder.js';
+import type { ToolCallSnapshot } from '../../../src/agent/wire/agent-events.js';
+import { adaptLegacyOptions, fromLegacyAnswers } from '../../../src/agent/requests/legacy-answers.js';
+import type { KnownCalls } from '../../../src/agent/requests/resume-handler.js';
+import type { TurnCall } from '../../../src/agent/runtime/live-task.js';
+import { readLegacySettings } from '../../../src/agent/policy/settings.js';
+import { dataPart, newTask, STATE_TO_V1, textPart, userMessage } from '../../../src/protocol/a2a.js';
+import { forbidden, httpErrorOf, invalidParams, taskNotFound, unsupported } from '../../../src/protocol/errors.js';
+import { ConfigError, loadConfig } from '../../../src/config/load-config.js';
+
+const ctx = { taskId: 'task-1', contextId: 'ctx-1', model: 'm' };
+const enc = new LegacyEncoder((name) =>
+  name === 'write_file' ? { description: 'Writes a file', kind: 'edit', parameters: { type: 'object' } } : undefined,
+);
+const change = { fileName: 'a.txt', filePath: '/w/a.txt', newContent: 'new\n', formattedDiff: '+new' };
+
+function encodeCall(call: ToolCallSnapshot): { kind: string; data: any; update: TaskStatusUpdateEvent } {
+  const e = enc.encode({ type: 'tool-call', call }, ctx);
+  if (e.$case !== 'statusUpdate') throw new Error('expected a status update');
+  const content = e.value.status?.message?.parts[0]?.content;
+  return {
+    kind: (e.value.metadata?.coderAgent as { kind: string }).kind,
+    data: content?.$case === 'data' ? content.value : undefined,
+    update: e.value,
+  };
+}
+
+t.test('ToolCall statuses and kinds', async (t) => {
+  const base: ToolCallSnapshot = { id: 'c1', toolName: 'write_file', status: 'PENDING', input: { file_path: 'a.txt' } };
+  const asking = { ...base, confirmation: { options: [], proposal: { type: 'edit' as const, change } } };
+  t.same([legacyStatus(base), legacyStatus(asking)], ['scheduled', 'awaiting_approval']);
+  const card = encodeCall(asking);
+  t.equal(card.kind, 'tool-call-confirmation');
+  t.match(card.data, {
+    request: { callId: 'c1', name: 'write_file', args: { file_path: 'a.txt' }, isClientInitiated: false, prompt_id: 'task-1' },
+    confirmationDetails: { type: 'edit', title: 'Confirm Write: a.txt', originalContent: '', newContent: 'new\n', fileDiff: '+new' },
+    tool: { name: 'write_file', displayName: 'WriteFile', description: 'Writes a file', kind: 'edit', parameterSchema: { type: 'object' } },
+  });
+  t.equal(enc.toolCallIdOf(card.update), 'c1');
+  const ok = encodeCall({ ...base, status: 'SUCCEEDED', output: { type: 'diff', change: { ...change, oldContent: 'old\n' } } });
+  t.equal(ok.kind, 'tool-call-update');
+  t.match(ok.data, { status: 'success', response: { callId: 'c1', resultDisplay: { isNewFile: false, originalContent: 'old\n' } } });
+  const text = encodeCall({ ...base, status: 'SUCCEEDED', output: { type: 'text', text: 'done' } });
+  t.match(text.data.response, { resultDisplay: 'done', responseParts: [{ functionResponse: { response: { output: 'done' } } }] });
+  const structured = encodeCall({ ...base, status: 'SUCCEEDED', output: { type: 'structured', data: { a: 1 } } });
+  t.equal(structured.data.response.resultDisplay, '{"a":1}');
+  const bare = encodeCall({ ...base, status: 'SUCCEEDED' });
+  t.equal(bare.data.response.resultDisplay, '');
+  const failed = encodeCall({ ...base, status: 'FAILED', error: { message: 'nope', type: 'file_not_found' } });
+  t.match(failed.data, { status: 'error', response: { error: { message: 'nope' }, errorType: 'file_not_found' } });
+  const failedBare = encodeCall({ ...base, status: 'FAILED' });
+  t.match(failedBare.data.response, { errorType: 'unhandled_exception', resultDisplay: 'Tool call failed' });
+  const cancelled = encodeCall({ ...base, status: 'CANCELLED' });
+  t.match(cancelled.data.response.responseParts[0].functionResponse.response.error, /^\[Operation Cancelled\] Reason: User cancelled/);
+  const exec = encodeCall({ ...base, toolName: 'run_shell_command', status: 'EXECUTING' });
+  t.match(exec.data, { status: 'executing', tool: { displayName: 'Shell', kind: 'execute', canUpdateOutput: true } });
+  t.notOk('schema' in exec.data.tool, 'no declaration known: no schema');
+});
+
+t.test('confirmationDetails per proposal kind', async (t) => {
+  const ask = (toolName: string, proposal: any) =>
+    encodeCall({ id: 'c', toolName, status: 'PENDING', input: {}, confirmation: { options: [], proposal } }).data.confirmationDetails;
+  t.same(ask('run_shell_command', { type: 'execute', command: 'git status && npm test | tee x; ls' }), {
+    type: 'exec',
+    title: 'Confirm Shell Command',
+    command: 'git status && npm test | tee x; ls',
+    rootCommand: 'git, npm, tee, ls',
+  });
+  t.match(ask('replace', { type: 'edit', change }), { title: 'Confirm Edit: a.txt' });
+  t.match(ask('srv__tool', { type: 'mcp', serverName: 'srv', toolName: 'tool' }), { type: 'mcp', serverName: 'srv', toolName: 'tool' });
+  t.match(ask('other', { type: 'generic', description: 'does things' }), { type: 'info', prompt: 'does things' });
+  t.match(encodeCall({ id: 'c', toolName: 'srv__tool', status: 'PENDING', input: {} }).data.tool, {
+    kind: 'other',
+    displayName: 'srv__tool',
+  });
+});
+
+t.test('live output is an artifact update; states, text and thoughts carry coderAgent kinds', async (t) => {
+  const live = enc.encode(
+    { type: 'tool-call', call: { id: 'c9', toolName: 'run_shell_command', status: 'EXECUTING', input: {}, liveContent: 'a\nb' } },
+    ctx,
+  );
+  t.equal(live.$case, 'artifactUpdate');
+  if (live.$case === 'artifactUpdate') {
+    t.match(live.value, { taskId: 'task-1', append: true, lastChunk: false, artifact: { artifactId: 'tool-c9-output' } });
+  }
+  const kindOf = (e: ReturnType<typeof enc.encode>) => (e.value.metadata?.coderAgent as { kind: string }).kind;
+  const done = enc.encode({ type: 'state', state: 'completed', text: 'bye' }, ctx);
+  t.equal(kindOf(done), 'state-change');
+  t.equal(done.$case === 'statusUpdate' && done.value.status?.state, STATE_TO_V1['input-required'], 'a finished turn is input-required');
+  const failed = enc.encode({ type: 'state', state: 'failed', error: 'boom' }, ctx);
+  t.equal(failed.value.metadata?.error, 'boom');
+  t.equal(kindOf(enc.encode({ type: 'text', delta: 'x' }, ctx)), 'text-content');
+  t.equal(kindOf(enc.encode({ type: 'thought', subject: 's', description: 'd' }, ctx)), 'thought');
+  t.equal(enc.toolCallIdOf(done.value as TaskStatusUpdateEvent), undefined, 'a state change carries no call');
+});
+
+t.test('waiting cards and the task view', async (t) => {
+  const asking: ToolCallSnapshot = {
+    id: 'w',
+    toolName: 'write_file',
+    status: 'PENDING',
+    input: {},
+    confirmation: { options: [], proposal: { type: 'edit', change } },
+  };
+  const updates = [
+    encodeCall(asking).update,
+    encodeCall({ ...asking, id: 'x' }).update,
+    encodeCall({ ...asking, id: 'x', confirmation: undefined, status: 'EXECUTING' }).update,
+  ];
+  const parts = enc.waitingCallParts(updates);
+  t.equal(parts.length, 1);
+  const task: Task = newTask('t', 'c', userMessage('c', [textPart('hi')]));
+  t.equal(enc.taskView(task), task, 'a submitted task is shown as it is');
+  task.status = { state: STATE_TO_V1.completed, message: undefined, timestamp: '' };
+  t.equal(enc.taskView(task).status?.state, STATE_TO_V1['input-required']);
+  t.equal(task.status.state, STATE_TO_V1.completed, 'the task itself is not changed');
+  const other = enc.encode({ type: 'text', delta: 'x' }, ctx);
+  t.equal(enc.toolCallIdOf(other.value as TaskStatusUpdateEvent), undefined);
+});
+
+const msg = (...data: unknown[]): Message => ({
+  ...userMessage(
+    'c',
+    data.map((d) => (typeof d === 'string' ? textPart(d) : dataPart(d as any))),
+  ),
+  taskId: 't',
+});
+const dataOf = (m: Message, i = 0) => {
+  const c = m.parts[i]?.content;
+  return c?.$case === 'data' ? c.value : undefined;
+};
+
+t.test('legacy answers become ToolCallConfirmations', async (t) => {
+  const plain = msg('yes');
+  t.equal(fromLegacyAnswers(plain), plain, 'nothing to rewrite');
+  t.same(dataOf(fromLegacyAnswers(msg({ callId: 'a', outcome: 'proceed_once' }))), {
+    tool_call_id: 'a',
+    selected_option_id: 'proceed_once',
+  });
+  t.same(dataOf(fromLegacyAnswers(msg('note', { callId: 'a', outcome: 'proceed_once', newContent: 'x' })), 1), {
+    tool_call_id: 'a',
+    selected_option_id: 'modify_with_editor',
+    file_details: { new_content: 'x' },
+  });
+  t.throws(() => fromLegacyAnswers(msg({ outcome: 'cancel' })), /callId must be/);
+  t.throws(() => fromLegacyAnswers(msg({ callId: 'a' })), /outcome must be one of/);
+  t.throws(() => fromLegacyAnswers(msg({ callId: 'a', outcome: 'proceed_once', newContent: 3 })), /newContent must be a string/);
+  const call = (options: string[]) =>
+    ({ snapshot: { confirmation: { options: options.map((id) => ({ id, name: id })) } } }) as unknown as TurnCall;
+  const known: KnownCalls = new Map([
+    ['b', call(['proceed_once', 'proceed_always', 'cancel'])],
+    ['m', call(['proceed_once', 'proceed_always_tool', 'proceed_always_server', 'cancel'])],
+    ['s', call(['proceed_once', 'cancel'])],
+  ]);
+  const adapt = (id: string, option: string) =>
+    dataOf(adaptLegacyOptions(msg({ tool_call_id: id, selected_option_id: option }), known))?.selected_option_id;
+  t.equal(adapt('b', 'proceed_always_tool'), 'proceed_always', 'built-in: proceed_always_tool acts as proceed_always');
+  t.equal(adapt('b', 'proceed_always_server'), 'proceed_always');
+  t.equal(adapt('m', 'proceed_always_tool'), 'proceed_always_tool', 'MCP keeps its own');
+  t.equal(adapt('s', 'proceed_always_tool'), 'proceed_always_tool', 'no always offered: left for the resume handler to refuse');
+  t.equal(adapt('b', 'proceed_once'), 'proceed_once');
+  t.equal(dataOf(adaptLegacyOptions(msg('text'), known)), undefined);
+});
+
+t.test('legacy settings', async (t) => {
+  const ws = realpathSync(mkdtempSync(path.join(tmpdir(), 'legacy-settings-')));
+  t.equal(readLegacySettings(undefined), undefined);
+  t.equal(readLegacySettings({ kind: 'state-change' }), undefined, 'only agent-settings');
+  t.same(readLegacySettings({ kind: 'agent-settings', workspacePath: ws }), { workspace: ws, settings: {} });
+  t.same(readLegacySettings({ kind: 'agent-settings', workspacePath: '', autoExecute: true }), { settings: { approvalMode: 'YOLO' } });
+  t.same(readLegacySettings({ kind: 'agent-settings', autoExecute: false }), { settings: {} });
+  t.throws(() => readLegacySettings({ kind: 'agent-settings', workspacePath: 5 }), /workspacePath must be a string/);
+  t.throws(() => readLegacySettings({ kind: 'agent-settings', autoExecute: 'yes' }), /autoExecute must be a boolean/);
+  t.throws(() => readLegacySettings({ kind: 'agent-settings', workspacePath: path.join(ws, 'nope') }), /does not exist/);
+  t.throws(
+    () => readLegacySettings({ kind: 'agent-settings', workspacePath: ws }, 'x', { roots: ['/elsewhere'] }),
+    /outside the allowed workspace roots/,
+  );
+  t.throws(
+    () => readLegacySettings({ kind: 'agent-settings', workspacePath: ws }, 'x', { protectedPaths: [path.join(ws, 'db')] }),
+    /server's own files/,
+  );
+});
+
+t.test('REST error table and WIRE_DIALECT', async (t) => {
+  t.match(httpErrorOf(invalidParams('bad')), { status: 400, message: 'bad' });
+  t.match(httpErrorOf(taskNotFound('x')), { status: 404 });
+  t.match(httpErrorOf(unsupported('busy')), { status: 409 });
+  t.match(httpErrorOf(forbidden('no')), { status: 403, message: /no/ });
+  t.match(httpErrorOf(new Error('secret')), { status: 500, internal: true, message: /details are in the server log/ });
+  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'legacy-config-')));
+  t.equal(loadConfig({ WORKSPACE_DIR: dir }, dir).wireDialect, 'rfc');
+  t.equal(loadConfig({ WORKSPACE_DIR: dir, WIRE_DIALECT: 'legacy' }, dir).wireDialect, 'legacy');
+  t.throws(() => loadConfig({ WORKSPACE_DIR: dir, WIRE_DIALECT: 'grpc' }, dir), ConfigError);
+});
