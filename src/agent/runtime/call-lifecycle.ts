@@ -145,7 +145,7 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
       workspace: task.context.workspace,
       signal: task.abort.signal,
       onLiveOutput: (text) => {
-        if (call.phase !== 'executing' || text === snap.liveContent) return;
+        if (call.phase !== 'executing' || text === (snap.liveContent ?? '')) return; // nothing new to show
         snap.liveContent = text;
         task.publishCall(call);
       },

@@ -151,7 +151,11 @@ export class TaskCache {
     const [context, turn] = await Promise.all([this.loadContext(stored.task.contextId), this.opts.store.loadTurn(id)]);
     if (!context) throw new Error(`task ${id} names context ${stored.task.contextId}, which is not stored`);
     const live = new LiveTask(stored.task, context, this.deps, stored.lastSeq, stored.principal);
-    live.turn = turn.map((c) => this.fromStored(c, context));
+    // A call stored as claimed or running is another process's (or a dead one's): this copy never runs it.
+    live.turn = turn.map((c) => ({
+      ...this.fromStored(c, context),
+      ...(c.phase === 'ready' || c.phase === 'executing' ? { elsewhere: true } : {}),
+    }));
     live.turnNo = turn[0]?.turn ?? -1;
     const raced = this.active.get(id);
     if (raced) return raced;
