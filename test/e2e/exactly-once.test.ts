@@ -266,8 +266,7 @@ async function stress(t: Test, servers: ServerProcess[], db: FreshDatabase | und
   if (db) {
     const settled = Date.now();
     await Promise.all(probes.map((p) => p.passAfter(settled + LEASE_MS)));
-    for (const [i, trial] of trials.entries())
-      await checkTrial(t, i + 1, trial, servers[i % servers.length], db, ' (later)');
+    for (const [i, trial] of trials.entries()) await checkTrial(t, i + 1, trial, servers[i % servers.length], db, ' (later)');
     await Promise.all(probes.map((p) => p.release()));
   }
 }
