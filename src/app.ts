@@ -32,7 +32,7 @@ import { openDatabase } from './store/db.js';
 import { Access, OPEN_ACCESS } from './agent/policy/access.js';
 import { loadAuthConfig } from './auth/auth-config.js';
 import type { AuthConfig } from './auth/auth-config.js';
-import { createAuthenticator } from './auth/authenticator.js';
+import { createAuthenticator, qualifiedId } from './auth/authenticator.js';
 import type { Authenticator } from './auth/authenticator.js';
 import type { DevtoolSchema } from './protocol/devtool-schema.js';
 import { PushDispatcher } from './push/push-dispatcher.js';
@@ -358,7 +358,7 @@ async function registerTransport(
       authenticator &&
       (async (headers) => {
         const r = await authenticator.authenticate(headers);
-        if (r.ok) return { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } };
+        if (r.ok) return { ok: true, caller: { id: qualifiedId(r.principal), roles: r.principal.roles } };
         return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
       }),
   });
