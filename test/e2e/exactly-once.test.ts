@@ -156,11 +156,14 @@ async function runTrial(t: Test, n: number, servers: ServerProcess[]): Promise<T
     ...Array.from({ length: ANSWERS }, (_, i) => ({ srv: on(i + n), message: proceed(task, card) })),
     ...Array.from({ length: FREE_TEXT }, (_, i) => ({ srv: on(i + n + 1), message: freeText(task, i) })),
   ];
-  // Free text interleaved with the answers (odd trials) or sent first (even trials), so some
-  // lands before the claim and some after.
+  // Odd trials: all 16 at once, free text interleaved with the answers. Even trials: the free
+  // text first, and once one re-prompt was answered (it is logged before any claim) the other 15
+  // at once — so re-prompts racing the claim are exercised on every store, not only on a slow one.
   const rank = (i: number) => (n % 2 === 0 && i >= ANSWERS ? -1 : (i * 7 + n) % messages.length);
   const order = messages.map((_, i) => i).sort((a, b) => rank(a) - rank(b));
-  const answers = await Promise.all(order.map((i) => rpc(messages[i].srv.url, 'message/stream', { message: messages[i].message })));
+  const send = (i: number) => rpc(messages[i].srv.url, 'message/stream', { message: messages[i].message });
+  const lead = n % 2 === 0 ? [await send(order[0])] : [];
+  const answers = [...lead, ...(await Promise.all(order.slice(lead.length).map(send)))];
   const outcomes = answers.map((res) => outcomeOf(res, card.tool_call_id));
   // The winner's stream ends at `completed`; wait for it where the task is stored.
   try {
@@ -271,16 +274,21 @@ async function stress(t: Test, servers: ServerProcess[], db: FreshDatabase | und
   }
 }
 
-t.test('exactly once: two instances on one PostgreSQL database', async (t) => {
-  const db = await freshDatabase(t);
-  if (!db) {
-    t.comment('TEST_DATABASE_URL is unset: the single-instance variant on PGlite instead (PGlite is one process by construction)');
-    const server = await spawnServer(t, { script: SCRIPT, env: { DATA_DIR: tempDir('devtool-data-'), LEASE_MS: String(LEASE_MS) } });
-    await stress(t, [server], undefined);
-    return;
-  }
-  const env = { DATABASE_URL: db.url, LEASE_MS: String(LEASE_MS) };
-  const a = await spawnServer(t, { script: SCRIPT, env }); // first: migrates the new database
-  const b = await spawnServer(t, { script: SCRIPT, env });
-  await stress(t, [a, b], db);
-});
+const PG = process.env.TEST_DATABASE_URL !== undefined && process.env.TEST_DATABASE_URL !== '';
+
+t.test(
+  `exactly once: ${PG ? 'two instances on one PostgreSQL database' : 'one instance on PGlite (TEST_DATABASE_URL unset)'}`,
+  async (t) => {
+    const db = await freshDatabase(t);
+    if (!db) {
+      t.comment('TEST_DATABASE_URL is unset: the single-instance variant on PGlite instead (PGlite is one process by construction)');
+      const server = await spawnServer(t, { script: SCRIPT, env: { DATA_DIR: tempDir('devtool-data-'), LEASE_MS: String(LEASE_MS) } });
+      await stress(t, [server], undefined);
+      return;
+    }
+    const env = { DATABASE_URL: db.url, LEASE_MS: String(LEASE_MS) };
+    const a = await spawnServer(t, { script: SCRIPT, env }); // first: migrates the new database
+    const b = await spawnServer(t, { script: SCRIPT, env });
+    await stress(t, [a, b], db);
+  },
+);
