@@ -5,7 +5,9 @@
  * never asked again.
  */
 import t from 'tap';
-import { McpManager } from '../../../src/mcp/index.js';
+import nodeHttp from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpManager, pinnedFetch } from '../../../src/mcp/index.js';
 import type { HttpResolver } from '../../../src/mcp/index.js';
 import { checkPushUrl } from '../../../src/push/ssrf-guard.js';
 import type { LookupFn } from '../../../src/push/ssrf-guard.js';
@@ -54,4 +56,38 @@ t.test('a URL the guard refuses at connect time is not connected to', async (t) 
   t.teardown(() => manager.close());
   await manager.start();
   t.match(manager.status()[0], { status: 'failed', error: /169\.254\.169\.254.*cloud metadata endpoints are always refused/ });
+});
+
+t.test('pinnedFetch: connects to the pinned address whatever the URL host; empty and non-string bodies', async (t) => {
+  const seen: Array<{ method?: string; host?: string; body: string }> = [];
+  const server = nodeHttp.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      seen.push({ method: req.method, host: req.headers.host, body });
+      if (req.method === 'DELETE') res.writeHead(204).end();
+      else res.writeHead(200, { 'content-type': 'text/plain', 'set-cookie': ['a=1', 'b=2'] }).end(`got ${body}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  const { port } = server.address() as AddressInfo;
+  const fetch = pinnedFetch('127.0.0.1');
+  const res = await fetch(`http://nowhere.invalid:${port}/x`, { method: 'POST', body: 'hi', headers: { 'x-a': '1' } });
+  t.equal(res.status, 200);
+  t.equal(await res.text(), 'got hi');
+  t.equal(res.headers.get('set-cookie'), 'a=1, b=2', 'repeated headers are kept');
+  const gone = await fetch(new URL(`http://nowhere.invalid:${port}/x`), { method: 'DELETE' });
+  t.equal(gone.status, 204);
+  t.equal(gone.body, null, 'no body for 204');
+  t.same(
+    seen.map((s) => [s.method, s.host]),
+    [
+      ['POST', `nowhere.invalid:${port}`],
+      ['DELETE', `nowhere.invalid:${port}`],
+    ],
+    'both reached the pinned address, naming the URL host',
+  );
+  await t.rejects(fetch(`http://nowhere.invalid:${port}/x`, { method: 'POST', body: new Uint8Array([1]) }), /only string bodies/);
+  await t.rejects(fetch(`http://nowhere.invalid:1/x`), { message: 'fetch failed' }, 'a refused connection fails like fetch');
 });
