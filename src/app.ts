@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AgentCard } from '@a2a-js/sdk';
 import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/load-config.js';
-import { McpManager, parseMcpServers } from './mcp/index.js';
+import { McpManager, parseMcpServers, type HttpResolver } from './mcp/index.js';
 import { buildAgentCard } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
 import { EventHub } from './agent/runtime/event-hub.js';
@@ -34,7 +34,7 @@ import { openDatabase } from './store/db.js';
 import { Access, OPEN_ACCESS } from './agent/policy/access.js';
 import { loadAuthConfig } from './auth/auth-config.js';
 import type { AuthConfig } from './auth/auth-config.js';
-import { createAuthenticator } from './auth/authenticator.js';
+import { createAuthenticator, qualifiedId } from './auth/authenticator.js';
 import type { Authenticator } from './auth/authenticator.js';
 import type { DevtoolSchema } from './protocol/devtool-schema.js';
 import { PushDispatcher } from './push/push-dispatcher.js';
@@ -101,16 +101,17 @@ export function createModel(config: Readonly<Config>): { model: ModelClient; dem
 }
 
 /** The MCP port over @modelcontextprotocol/sdk (src/mcp/). */
-function mcpConnector(): McpConnector {
+function mcpConnector(resolveHttp: HttpResolver): McpConnector {
   return {
     check: (servers, at) => {
       const parsed = parseMcpServers(servers, at);
       return parsed.ok ? undefined : parsed.message;
     },
-    connect: (servers, { cwd }) => {
+    connect: (servers, { cwd, clientGiven }) => {
       const parsed = parseMcpServers(servers, 'mcpServers');
       if (!parsed.ok) throw new Error(parsed.message); // checked before it was stored
-      return new McpManager(parsed.value, { cwd });
+      // A client's HTTP servers are checked again when they connect, and pinned to the checked address.
+      return new McpManager(parsed.value, { cwd, ...(clientGiven ? { resolveHttp } : {}) });
     },
   };
 }
@@ -196,7 +197,7 @@ async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<
   // Resolved once: the tools, the GEMINI.md reader and the workspace policy share it.
   const protectedPaths = new ProtectedPaths(config.serverFiles);
   const tools = options.tools ?? createDefaultTools({ shell: shellOptions(app, config, protectedPaths), protectedPaths });
-  const mcp = mcpConnector();
+  const mcp = mcpConnector(mcpResolver(config));
   const serverMcp = config.settings.mcpServers;
   if (serverMcp !== undefined) {
     const bad = mcp.check(serverMcp, `SETTINGS_FILE ${config.settings.file}: mcpServers`);
@@ -356,6 +357,21 @@ function mcpUrlCheck(config: Readonly<Config>, security: Security): (url: string
   };
 }
 
+/**
+ * When a client's HTTP MCP server connects: its URL checked again (as mcpUrlCheck does when the
+ * settings arrive) and its host resolved once; the connection is pinned to that address, so a
+ * DNS answer that changes after the check (rebinding) is never used.
+ */
+function mcpResolver(config: Readonly<Config>): HttpResolver {
+  const allowPrivate = config.authConfigFile === undefined || config.push.allowPrivate;
+  return async (url) => {
+    const r = await checkPushUrl(url, { allowPrivate, field: 'mcp_servers url', purpose: 'mcp' });
+    if (!r.ok) return { ok: false, message: r.message };
+    const [address] = r.addresses;
+    return address === undefined ? { ok: false, message: `mcp_servers url: ${r.url.hostname} has no address` } : { ok: true, address };
+  };
+}
+
 /** The agent card, naming the address actually listened on (PORT=0 picks one at listen time). */
 function cardSource(app: FastifyInstance, config: Readonly<Config>, description: string, security: Security): () => AgentCard {
   let card: AgentCard | undefined;
@@ -407,7 +423,7 @@ async function registerTransport(
     authenticator &&
     (async (headers) => {
       const r = await authenticator.authenticate(headers);
-      if (r.ok) return { ok: true, caller: { id: r.principal.id, roles: r.principal.roles } };
+      if (r.ok) return { ok: true, caller: { id: qualifiedId(r.principal), roles: r.principal.roles } };
       return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
     });
   await app.register(legacyRoutes, { handler: agent.legacyRest, authenticate });

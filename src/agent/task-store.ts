@@ -148,7 +148,12 @@ export interface CallClaim {
   snapshot?: ToolCallSnapshot;
 }
 
-export type ClaimResult = { ok: true } | { ok: false; notAwaiting: string[] };
+/**
+ * `lastSeq`: the task's last logged event once the claim is decided. Every event before it was
+ * committed before the claim (a re-prompt of the claimed calls can only come before, see
+ * commitWhileAwaiting), so a stream of what the winning answer does starts after it.
+ */
+export type ClaimResult = { ok: true; lastSeq: number } | { ok: false; notAwaiting: string[] };
 
 /**
  * Writes that commit together (group commit): many tasks' events, calls, history, grants
@@ -214,6 +219,14 @@ export interface TaskStore {
    * snapshot stored is the one of the task's last event in the batch. Notifies subscribers.
    */
   commit(batch: WriteBatch): Promise<number[]>;
+  /**
+   * Commits `batch` like `commit`, but only while every call of `callIds` (of task `taskId`) is
+   * still awaiting in the store, decided in the same transaction: a concurrent claim of one of
+   * them either commits first (then nothing is written and the result is undefined) or waits
+   * until this batch is committed. A re-prompt re-sends cards as waiting through it, so a stale
+   * copy of a task can never log a pause over a call that another answer claimed.
+   */
+  commitWhileAwaiting(batch: WriteBatch, taskId: string, callIds: string[]): Promise<number[] | undefined>;
 
   /**
    * Inserts calls, or replaces them by id — but a call's phase only moves forward

@@ -74,7 +74,7 @@ export function createJwtVerifier(cfg: JwtConfig, o: JwtVerifierOptions): (token
     if (roles === undefined) {
       return invalid('AGENT_ERR_AUTH_JWT_CLAIM', `JWT claim "${cfg.rolesClaim}" must be an array of strings or a space-separated string`);
     }
-    return { ok: true, principal: { id, roles, via: 'jwt' } };
+    return { ok: true, principal: { id, roles, via: 'jwt', issuer: cfg.issuer } };
   };
 }
 

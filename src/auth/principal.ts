@@ -8,6 +8,17 @@ export interface Principal {
   id: string;
   roles: string[];
   via: 'api_key' | 'jwt';
+  /** The JWT's `iss` (verified against the configured issuer). */
+  issuer?: string;
+}
+
+/**
+ * The principal's id as the server keeps it (owners of contexts, tasks and push configs; the
+ * audit log): namespaced by where it came from — `key:<name>` for an API key, `jwt:<iss>:<sub>`
+ * for a JWT — so a JWT whose `sub` equals an API key's principal name is someone else.
+ */
+export function qualifiedId(p: Principal): string {
+  return p.via === 'api_key' ? `key:${p.id}` : `jwt:${p.issuer ?? ''}:${p.id}`;
 }
 
 /**

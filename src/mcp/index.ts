@@ -16,5 +16,6 @@ export {
   type McpServerStatus,
 } from './mcp-manager.js';
 export type { McpServerState } from './mcp-connection.js';
+export { pinnedFetch, type HttpResolver } from './pinned-fetch.js';
 export { McpTool, mcpToolName, mapCallToolResult, MAX_TOOL_NAME_LENGTH, type McpToolTarget, type McpCallOptions } from './mcp-tool.js';
 export { toGeminiParameters, type GeminiSchema } from './mcp-schema.js';

@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { pinnedFetch, type HttpResolver } from './pinned-fetch.js';
 import { ErrorCode, McpError, type CallToolResult, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
 import { isStdioConfig, type McpServerConfig } from './mcp-config.js';
 import type { McpCallOptions, McpToolTarget } from './mcp-tool.js';
@@ -24,6 +25,11 @@ export interface McpConnectionOptions {
   callTimeoutMs: number;
   clientInfo: { name: string; version: string };
   onStderr?: (serverName: string, chunk: string) => void;
+  /**
+   * For HTTP servers: checks the URL and resolves its host once, before connecting; every
+   * request then goes to that address (no second DNS answer is ever used). Absent: plain fetch.
+   */
+  resolveHttp?: HttpResolver;
 }
 
 /** How much stderr is kept, and how much of it goes into an error message. */
@@ -90,10 +96,14 @@ export class McpConnection implements McpToolTarget {
     return this.config.timeout ?? this.options.callTimeoutMs;
   }
 
-  private makeTransport(): Transport {
+  private async makeTransport(): Promise<Transport> {
     const config = this.config;
     if (!isStdioConfig(config)) {
-      return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: { ...config.headers } } });
+      const requestInit = { headers: { ...config.headers } };
+      if (this.options.resolveHttp === undefined) return new StreamableHTTPClientTransport(new URL(config.url), { requestInit });
+      const resolved = await this.options.resolveHttp(config.url);
+      if (!resolved.ok) throw new Error(resolved.message);
+      return new StreamableHTTPClientTransport(new URL(config.url), { requestInit, fetch: pinnedFetch(resolved.address) });
     }
     const base = this.options.cwd;
     const cwd = config.cwd !== undefined ? path.resolve(base ?? '', config.cwd) : base;
@@ -152,7 +162,7 @@ export class McpConnection implements McpToolTarget {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new Error(this.startTimeoutMessage())), ms);
     try {
-      this.transport = this.makeTransport();
+      this.transport = await raceAbort(this.makeTransport(), deadline.signal);
       await raceAbort(client.connect(this.transport, { signal: deadline.signal, timeout: ms }), deadline.signal);
       this.definitions = await raceAbort(this.listAllTools(client, deadline.signal, ms), deadline.signal);
       if (this.closed) throw new Error('closed while starting');

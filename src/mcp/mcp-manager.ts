@@ -3,6 +3,7 @@
  * their tools offered as `<server>__<tool>`, closed together. A server that fails to
  * start is reported and left out; the others work.
  */
+import type { HttpResolver } from './pinned-fetch.js';
 import type { AnyTool } from '../tools/tool.js';
 import type { McpServerConfig } from './mcp-config.js';
 import { McpConnection, type McpServerState } from './mcp-connection.js';
@@ -24,6 +25,8 @@ export interface McpManagerOptions {
   clientInfo?: { name: string; version: string };
   /** Receives stdio servers' stderr (e.g. to log it); the tail is kept for error messages either way. */
   onStderr?: (serverName: string, chunk: string) => void;
+  /** HTTP servers: check and resolve the URL once, and connect only to that address (see McpConnectionOptions). */
+  resolveHttp?: HttpResolver;
 }
 
 /** One server as `status()` reports it. */
@@ -65,6 +68,7 @@ export class McpManager {
       callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS,
       clientInfo: options.clientInfo ?? { name: 'devtool-a2a-server', version: '0.1.0' },
       onStderr: options.onStderr,
+      resolveHttp: options.resolveHttp,
     };
     this.connections = Object.entries(servers).map(([name, config]) => new McpConnection(name, config, shared));
   }

@@ -4,7 +4,8 @@
  * and keys, never by the caller's memory.
  */
 import { and, asc, eq, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
-import type { CallClaim, ClaimResult, StoredCall } from '../agent/task-store.js';
+import type { CallClaim, ClaimResult, StoredCall, WriteBatch } from '../agent/task-store.js';
+import { commitBatch } from './commit.js';
 import { anyOf, type StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
 import { closedTurns, tasks, toolCalls } from './schema.js';
@@ -43,7 +44,7 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
   // Rows are locked in id order, so two overlapping multi-call claims cannot deadlock.
   const ordered = [...claims].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   try {
-    await db.transaction(async (tx) => {
+    return await db.transaction(async (tx) => {
       const lost: string[] = [];
       for (const c of ordered) {
         // Under READ COMMITTED a concurrent claimer waits on the row lock, then re-checks
@@ -64,12 +65,41 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
         if (won.length === 0) lost.push(c.id);
       }
       if (lost.length > 0) throw new ClaimLost(lost);
+      // A new statement, so it sees whatever committed while the updates waited for row locks.
+      const [row] = await tx.select({ lastSeq: tasks.lastSeq }).from(tasks).where(eq(tasks.id, taskId));
+      return { ok: true as const, lastSeq: row?.lastSeq ?? 0 };
     });
   } catch (e) {
     if (e instanceof ClaimLost) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => e.notAwaiting.includes(id)) };
     throw e;
   }
-  return { ok: true };
+}
+
+/**
+ * commit(batch) while every call of `callIds` is awaiting; see TaskStore.commitWhileAwaiting.
+ * Lock order as in commit.ts: the task row, then the calls, FOR SHARE — a claim's UPDATE waits
+ * for this commit, and a claim that committed first left its row not awaiting (re-read after
+ * the wait under READ COMMITTED).
+ */
+export async function commitWhileAwaiting(
+  db: StoreDb,
+  channel: string,
+  batch: WriteBatch,
+  taskId: string,
+  callIds: string[],
+): Promise<number[] | undefined> {
+  const ids = [...new Set(callIds)];
+  return db.transaction(async (tx) => {
+    await tx.select({ id: tasks.id }).from(tasks).where(eq(tasks.id, taskId)).for('no key update');
+    const still = await tx
+      .select({ id: toolCalls.id })
+      .from(toolCalls)
+      .where(and(eq(toolCalls.taskId, taskId), inArray(toolCalls.id, ids), eq(toolCalls.phase, 'awaiting')))
+      .orderBy(asc(toolCalls.id))
+      .for('share');
+    if (still.length !== ids.length) return undefined;
+    return commitBatch(tx, channel, batch);
+  });
 }
 
 /** INSERT … ON CONFLICT DO NOTHING: only the first closer gets a row back. */

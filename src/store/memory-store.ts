@@ -298,7 +298,7 @@ function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: s
   for (const { row, set, args, snapshot } of changes) {
     Object.assign(row.call, set, args !== undefined ? { args } : {}, snapshot !== undefined ? { snapshot } : {});
   }
-  return { ok: true };
+  return { ok: true, lastSeq: db.tasks.get(taskId)?.events.length ?? 0 };
 }
 
 /** Working/submitted tasks whose lease lapsed (or that never had one) and no call under a live lease covers. */
@@ -491,6 +491,12 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   /** Throws (and writes nothing) when any task or context of the batch does not exist. */
   async commit(batch: WriteBatch): Promise<number[]> {
     return commitBatch(this.use('commit'), batch);
+  }
+
+  async commitWhileAwaiting(batch: WriteBatch, taskId: string, callIds: string[]): Promise<number[] | undefined> {
+    const db = this.use('commitWhileAwaiting');
+    const awaiting = (id: string) => db.calls.get(id)?.call.taskId === taskId && db.calls.get(id)?.call.phase === 'awaiting';
+    return callIds.every(awaiting) ? commitBatch(db, batch) : undefined;
   }
 
   async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {

@@ -155,6 +155,10 @@ export class PgTaskStore implements TaskStore, PushStore {
     return commitBatch(this.db, this.database.notifyChannel, batch);
   }
 
+  commitWhileAwaiting(batch: WriteBatch, taskId: string, callIds: string[]): Promise<number[] | undefined> {
+    return calls_.commitWhileAwaiting(this.db, this.database.notifyChannel, batch, taskId, callIds);
+  }
+
   async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
     const query = this.db
       .select({ seq: events.seq, payload: events.payload, final: events.final })

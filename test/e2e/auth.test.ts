@@ -296,7 +296,7 @@ t.test('a task belongs to its principal', async (t) => {
     );
     t.same(
       mine.map((e: any) => e.principal),
-      [null, 'bob', 'bob', 'alice', null, null],
+      [null, 'key:bob', 'key:bob', 'key:alice', null, null],
     );
     for (const e of mine) t.match(e, { at: /^\d{4}-\d\d-\d\dT/, task_id: task.id, context_id: task.contextId, decision: String });
     t.match(
@@ -360,9 +360,9 @@ t.test('roles: approving and risky settings need an approver; declining does not
     const decisions = (await audit(srv, task.id)).map((e: any) => [e.decision, e.principal]);
     t.same(decisions, [
       ['proposed', null],
-      ['denied_unauthorized', 'vic'],
-      ['denied_unauthorized', 'vic'],
-      ['declined', 'vic'],
+      ['denied_unauthorized', 'key:vic'],
+      ['denied_unauthorized', 'key:vic'],
+      ['declined', 'key:vic'],
     ]);
   });
 
@@ -481,6 +481,23 @@ t.test('JWTs from a configured issuer', async (t) => {
       t.match(res.headers.get('www-authenticate'), /error="invalid_token"/);
     }
     t.ok(jwksFetches >= 1, `the issuer's JWKS was fetched (${jwksFetches}×)`);
+  });
+
+  await t.test("a JWT whose sub is an API key's principal name is someone else", async (t) => {
+    const root = as(srv, 'root');
+    const mine = results(await root('message/stream', { message: userMessage('hello from the key') }));
+    const task = mine[0];
+    t.equal(mine.at(-1)?.status?.state, 'completed', 'the API key "root" made a task');
+    const fake = { authorization: `Bearer ${await token('root', { roles: ['admin'] })}` };
+    forbidden(t, await rpc(srv.url, 'tasks/get', { id: task.id }, { headers: fake }), /jwt:https:\/\/issuer\.example:root may not use it/);
+    const listed = await rpc(srv.url, 'ListTasks', {}, { version: '1.0', headers: fake });
+    t.same(listed.json?.result?.tasks, [], "ListTasks of the JWT shows none of the key's tasks");
+    forbidden(
+      t,
+      await rpc(srv.url, 'message/stream', { message: userMessage('hi', { contextId: task.contextId }) }, { headers: fake }),
+      /context/,
+    );
+    t.equal((await root('tasks/get', { id: task.id })).json?.result?.id, task.id, 'the key still reads it');
   });
 
   await t.test('API keys still work beside JWTs', async (t) => {

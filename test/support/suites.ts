@@ -16,12 +16,18 @@ import t from 'tap';
 
 export const TEST_DIR = fileURLToPath(new URL('../', import.meta.url));
 
-/** End-to-end tests that need real server processes (SIGKILL, restarts, two instances). */
-export const OWN_PROCESS = ['e2e/restart.test.ts', 'e2e/push-restart.test.ts', 'e2e/instances.test.ts', 'e2e/orphans.test.ts'];
+/** End-to-end tests that need real server processes (SIGKILL, restarts, two instances, the exactly-once stress test). */
+export const OWN_PROCESS = [
+  'e2e/restart.test.ts',
+  'e2e/push-restart.test.ts',
+  'e2e/instances.test.ts',
+  'e2e/orphans.test.ts',
+  'e2e/exactly-once.test.ts',
+];
 
 export const SUITES = {
   unit: ['unit', 'store/memory.test.ts', 'store/batch-plan.test.ts', 'http/store-failures.test.ts', 'http/store-races.test.ts'],
-  inprocess: ['e2e', 'http/jsonrpc-errors.test.ts'],
+  inprocess: ['e2e', 'http/jsonrpc-errors.test.ts', 'http/jsonrpc-limits.test.ts'],
 } as const;
 
 /** Every `*.test.ts` below `entry` (a file or a folder of test/), sorted, relative to test/. */

@@ -8,6 +8,7 @@
  * - `audit/list` needs an admin role (admins read the record, not other principals' tasks).
  * Without authentication (local use) every check passes.
  */
+import { ownerId } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
 import { forbidden } from '../../protocol/errors.js';
 import type { RequestedSettings } from './settings.js';
@@ -46,7 +47,7 @@ export class Access {
 
   /** True when the caller is the owner (or auth is off). */
   isOwner(caller: Caller | undefined, owner: string | undefined): boolean {
-    return !this.enabled || (caller !== undefined && owner !== undefined && caller.id === owner);
+    return !this.enabled || (caller !== undefined && owner !== undefined && caller.id === ownerId(owner));
   }
 
   /** Throws forbidden unless the caller owns `what`: only the principal that started a task or context may use it. */

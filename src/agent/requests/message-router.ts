@@ -116,7 +116,7 @@ export class MessageRouter {
         }
       }
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
-      await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), async (claims) => {
+      const from = await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), async (claims) => {
         const claimed = await this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil());
         if (claimed.ok)
           await this.opts.loop.guard(task, 'leasing the task', () =>
@@ -126,7 +126,7 @@ export class MessageRouter {
       });
       // Only once the answer was accepted; the calls run already, so a failure here fails the task.
       await this.opts.loop.guard(task, 'applying the new settings', () => this.applySettings(task.context, requested));
-      return { task, afterSeq };
+      return { task, afterSeq: Math.max(afterSeq, from) };
     }
     if (carriesConfirmation(stamped, schema)) {
       planResume(task, stamped, schema, await this.knownCalls(task, stamped)); // throws the precise reason

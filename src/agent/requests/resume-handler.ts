@@ -12,12 +12,13 @@
 import type { Message } from '@a2a-js/sdk';
 import { messageData, messageText } from '../../protocol/a2a.js';
 import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
-import { invalidParams } from '../../protocol/errors.js';
+import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
 import { approveCall, declineCall, pausePrompt } from '../runtime/call-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
+import type { AgentEvent } from '../wire/agent-events.js';
 
 export interface Decision {
   call: TurnCall;
@@ -163,8 +164,15 @@ function editedArgs(answers: Answers): Map<TurnCall, { args: Record<string, unkn
 /**
  * Carries out a plan. The answers are claimed in the store first (all or none): of two
  * answers to one call, on any process, one wins; the loser gets the same error as any
- * second answer, before its stream starts. Resolves once the claim is decided; the
- * approved calls then run detached.
+ * second answer, before its stream starts. Resolves once the claim is decided (the approved
+ * calls then run detached) with the seq after which the events of this message begin.
+ *
+ * A re-prompt re-sends the waiting cards and the pause only while the store still has those
+ * calls waiting (TaskStore.commitWhileAwaiting): this copy of the task may be stale — another
+ * answer, on any process, may have claimed a call since it was loaded — and a card shown as
+ * waiting over a call that runs, or a pause over a task that ended, would mislead every
+ * reader and end the winner's stream. Such a message is refused like any message to a working
+ * task (-32004), and nothing changes.
  */
 export async function applyResume(
   task: LiveTask,
@@ -173,14 +181,22 @@ export async function applyResume(
   message: Message,
   principal: string | undefined,
   claim: ClaimFn,
-): Promise<void> {
+): Promise<number> {
   if (plan.kind === 'reprompt') {
-    task.addUserMessage(message);
     const waiting = task.awaiting();
-    // The cards again, not the rows: another process may have claimed a call since this copy was loaded.
-    for (const call of waiting) task.publish({ type: 'tool-call', call: structuredClone(call.snapshot) });
-    task.publish({ type: 'state', state: 'input-required', text: `${plan.reason} ${pausePrompt(waiting)}` });
-    return;
+    const events: AgentEvent[] = waiting.map((call) => ({ type: 'tool-call', call: structuredClone(call.snapshot) }));
+    events.push({ type: 'state', state: 'input-required', text: `${plan.reason} ${pausePrompt(waiting)}` });
+    const seqs = await task.publishWhileAwaiting(
+      waiting.map((c) => c.snapshot.id),
+      events,
+      message,
+    );
+    if (seqs === undefined) {
+      throw unsupported(
+        `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
+      );
+    }
+    return (seqs[0] ?? 1) - 1;
   }
   const answers = withCoveredSiblings(task, plan.decisions);
   const edited = editedArgs(answers);
@@ -199,6 +215,7 @@ export async function applyResume(
   } catch (err) {
     loop.fail(task, 'applying the answers', err);
   }
+  return result.lastSeq;
 }
 
 function startApproved(
@@ -231,4 +248,4 @@ function startApproved(
 
 export type ClaimFn = (
   claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>,
-) => Promise<{ ok: true } | { ok: false; notAwaiting: string[] }>;
+) => Promise<{ ok: true; lastSeq: number } | { ok: false; notAwaiting: string[] }>;

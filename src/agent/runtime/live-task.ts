@@ -20,6 +20,10 @@ import type { AgentLogger } from '../logger.js';
 import type { WriteOp, WriteQueue } from './write-queue.js';
 import type { LiveOutputOptions } from './live-output.js';
 
+type EventOp = Extract<WriteOp, { kind: 'event' }>;
+
+const EMPTY_BATCH = Object.freeze({ events: [], calls: [], history: [], trust: [], audit: [] });
+
 export type { CallPhase };
 
 /** What a conversation keeps across its tasks (loaded from the store with the task). */
@@ -56,6 +60,11 @@ export interface TurnCall {
   expiresAt?: Date;
   /** The process group the running call started (recorded so a recovery can kill it after a crash). */
   processGroup?: { pgid: number; stamp: string };
+  /**
+   * Loaded from the store already claimed or running: another process runs it (or ran it and
+   * died), never this copy — so it does not keep the copy busy (in memory, leased) here.
+   */
+  elsewhere?: boolean;
 }
 
 /** What a LiveTask needs from its surroundings. */
@@ -174,7 +183,7 @@ export class LiveTask {
 
   /** Nothing is running: no model stream and no executing call. */
   get idle(): boolean {
-    return !this.modelRunning && !this.turn.some((c) => c.phase === 'executing' || c.phase === 'ready');
+    return !this.modelRunning && !this.turn.some((c) => (c.phase === 'executing' || c.phase === 'ready') && c.elsewhere !== true);
   }
 
   /**
@@ -268,12 +277,19 @@ export class LiveTask {
    * grow with the length of the answer.
    */
   private append(response: Parameters<TaskStore['appendEvent']>[1], final: boolean, whole = final, key?: string): void {
+    const op = this.eventOp(response, final, whole, key);
+    this.enqueue(op, (seq) => this.committed(op, seq));
+  }
+
+  private eventOp(response: Parameters<TaskStore['appendEvent']>[1], final: boolean, whole = final, key?: string): EventOp {
     const snapshot = whole ? { task: structuredClone(this.task) } : { status: structuredClone(this.task.status) };
-    this.enqueue({ kind: 'event', taskId: this.id, ...snapshot, response, final, ...(key !== undefined ? { key } : {}) }, (seq) => {
-      this.lastSeq = Math.max(this.lastSeq, seq);
-      this.deps.hub.published(this.id, { seq, response, final, ...(key !== undefined ? { key } : {}) });
-      if (final) this.deps.onFinal?.(this);
-    });
+    return { kind: 'event', taskId: this.id, ...snapshot, response, final, ...(key !== undefined ? { key } : {}) };
+  }
+
+  private committed({ response, final, key }: EventOp, seq: number): void {
+    this.lastSeq = Math.max(this.lastSeq, seq);
+    this.deps.hub.published(this.id, { seq, response, final, ...(key !== undefined ? { key } : {}) });
+    if (final) this.deps.onFinal?.(this);
   }
 
   /**
@@ -284,15 +300,59 @@ export class LiveTask {
    */
   publish(event: AgentEvent): void {
     if (this.halted) return;
+    const { response, final, whole, key } = this.encode(event);
+    this.append(response, final, whole, key);
+  }
+
+  /** Encodes an event and moves the task's status (and history) with it. */
+  private encode(event: AgentEvent): { response: Parameters<TaskStore['appendEvent']>[1]; final: boolean; whole: boolean; key?: string } {
+    // A running call's cards share a key: the store keeps only the latest (compaction).
     const key = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? `executing:${event.call.id}` : undefined;
     const encoded = this.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
-    if (encoded.$case === 'artifactUpdate') return this.append({ payload: encoded }, false, false, key);
+    if (encoded.$case === 'artifactUpdate') return { response: { payload: encoded }, final: false, whole: false, key };
     const update = encoded.value;
     // The task's own state is the dialect-free one (a dialect may show it otherwise on the wire).
     this.task.status = event.type === 'state' && update.status ? { ...update.status, state: STATE_TO_V1[event.state] } : update.status;
     const final = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
     this.recordHistory(event, update.status?.message, final);
-    this.append({ payload: encoded }, final, final, key);
+    return { response: { payload: encoded }, final, whole: final, key };
+  }
+
+  /**
+   * Publishes `events` (after every write queued so far) only while the store still has the
+   * calls `callIds` awaiting, in one transaction (TaskStore.commitWhileAwaiting): a copy of the
+   * task that another answer overtook cannot log them. Returns their seqs; undefined, and the
+   * copy unchanged, when the store refused; a store error is thrown, the copy unchanged too.
+   */
+  async publishWhileAwaiting(callIds: string[], events: AgentEvent[], message?: Message): Promise<number[] | undefined> {
+    await this.flush();
+    if (this.halted) return undefined;
+    // The events are encoded on this copy and the copy is put back at once: another request may
+    // share it (the winning answer) while the store decides; the outcome is applied only if won.
+    const before = { status: this.task.status, history: this.task.history.length, text: this.textMessageId };
+    this.task.status = structuredClone(before.status);
+    if (message) this.addUserMessage(message);
+    const ops = events.map((event) => {
+      const { response, final, whole, key } = this.encode(event);
+      return this.eventOp(response, final, whole, key);
+    });
+    const after = { status: this.task.status, history: this.task.history.splice(before.history), text: this.textMessageId };
+    this.task.status = before.status;
+    this.textMessageId = before.text;
+    const batch = {
+      ...EMPTY_BATCH,
+      events: ops.map(({ taskId, task, status, response, final, key }) => ({ taskId, task, status, response, final, key })),
+    };
+    const seqs = await this.deps.store.commitWhileAwaiting(batch, this.id, callIds);
+    if (seqs === undefined) return undefined;
+    // Committed before any claim of these calls: unless a winner moved this copy on meanwhile, it pauses here.
+    if (this.task.status === before.status && this.state === 'input-required') {
+      this.task.status = after.status;
+      this.task.history.push(...after.history);
+      this.textMessageId = after.text;
+    }
+    ops.forEach((op, i) => this.committed(op, seqs[i] ?? 0));
+    return seqs;
   }
 
   /** Publishes the call's card and saves the call. */

@@ -157,7 +157,11 @@ export class TaskCache {
       principal: stored.principal,
       dialect: stored.dialect,
     });
-    live.turn = turn.map((c) => this.fromStored(c, context));
+    // A call stored as claimed or running is another process's (or a dead one's): this copy never runs it.
+    live.turn = turn.map((c) => ({
+      ...this.fromStored(c, context),
+      ...(c.phase === 'ready' || c.phase === 'executing' ? { elsewhere: true } : {}),
+    }));
     live.turnNo = turn[0]?.turn ?? -1;
     const raced = this.active.get(id);
     if (raced) return raced;

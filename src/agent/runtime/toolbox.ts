@@ -34,7 +34,8 @@ export type McpServersJson = NonNullable<ContextSettings['mcpServers']>;
 export interface McpConnector {
   /** Checks server configs (which fields go together, names); a message naming the field, or undefined. */
   check(servers: McpServersJson, at: string): string | undefined;
-  connect(servers: McpServersJson, opts: { cwd: string }): McpConnection;
+  /** `clientGiven`: the servers come from a client's AgentSettings (their HTTP URLs are checked and pinned). */
+  connect(servers: McpServersJson, opts: { cwd: string; clientGiven?: boolean }): McpConnection;
 }
 
 export interface ToolboxLogger {
@@ -165,7 +166,7 @@ export class Toolbox {
     const current = this.contexts.get(ctx.id);
     if (current?.key === key) return current;
     if (current) this.background.run('closing replaced MCP servers', () => current.connection.close());
-    const connection = mcp.connect(servers, { cwd: ctx.workspace });
+    const connection = mcp.connect(servers, { cwd: ctx.workspace, clientGiven: true });
     const entry: ContextServers = {
       key,
       connection,

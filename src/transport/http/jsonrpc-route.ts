@@ -120,6 +120,8 @@ interface Checked {
   body: Record<string, unknown>;
   method: string;
   caller: Caller | undefined;
+  /** A notification (JSON-RPC 2.0 §4.1: no `id` member; `"id": null` is a request): nothing is answered. */
+  notification: boolean;
 }
 
 function mapError(version: WireVersion, err: unknown) {
@@ -166,7 +168,8 @@ function checkEnvelope(request: FastifyRequest, caller: Caller | undefined): Che
     );
   }
   const method = typeof body.method === 'string' ? body.method : '';
-  return { id, version, body, method, caller };
+  const notification = !Object.hasOwn(body, 'id') && body.jsonrpc === '2.0' && typeof body.method === 'string';
+  return { id, version, body, method, caller, notification };
 }
 
 /** An extension method (`commands/get`, …): a plain JSON result, never SSE. */
@@ -191,7 +194,7 @@ function prepareA2a(request: FastifyRequest, req: Checked): { rpc: Record<string
   const bad = validateParams(method, body.params, version);
   if (bad !== undefined) return rpcError(id, RPC_ERROR_CODE.INVALID_PARAMS, `Invalid params: ${bad}`);
   let rpc = body;
-  if (version === '0.3' && method === 'message/send') {
+  if (version === '0.3' && method === 'message/send' && !req.notification) {
     // v0.3 clients expect message/send to wait unless they say blocking: false.
     const params = body.params as { configuration?: Record<string, unknown> };
     rpc = { ...body, params: { ...params, configuration: { blocking: true, ...params.configuration } } };
@@ -244,6 +247,35 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
   return reply;
 }
 
+/**
+ * A notification (a request without `id`) is carried out like the request it would be, with the
+ * same checks, and its outcome — result or error — is dropped (JSON-RPC 2.0 §4.1: the server
+ * MUST NOT reply): HTTP 204 with no body once it took effect. Reads (tasks/get, …) so do
+ * nothing visible; tasks/cancel cancels; message/send starts or answers without waiting for the
+ * pause; a streaming method's stream is opened (so its message is routed, and its task runs)
+ * and closed at once, which never stops the task.
+ */
+async function notify(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, req: Checked): Promise<FastifyReply> {
+  const extension = Object.hasOwn(rpc.extensionMethods, req.method) ? rpc.extensionMethods[req.method] : undefined;
+  let outcome: unknown;
+  if (extension !== undefined) outcome = await callExtension(request, extension, req);
+  else {
+    const prepared = prepareA2a(request, req);
+    outcome = 'jsonrpc' in prepared ? prepared : await (req.version === '1.0' ? rpc.v1 : rpc.legacy).handle(prepared.rpc, prepared.ctx);
+    if (typeof outcome === 'object' && outcome !== null && Symbol.asyncIterator in outcome) {
+      const stream = outcome as AsyncGenerator<Envelope, void, undefined>;
+      outcome = await stream.next().then(
+        (first) => first.value,
+        (err: unknown) => ({ error: mapError(req.version, err) }),
+      );
+      await stream.return(undefined);
+    }
+  }
+  const error = (outcome as Partial<Envelope> | undefined)?.error;
+  if (error) request.log.debug({ method: req.method, error }, 'notification refused (not answered)');
+  return reply.code(204).send();
+}
+
 async function answer(request: FastifyRequest, reply: FastifyReply, rpc: Rpc): Promise<Envelope | FastifyReply> {
   const caller = callers.get(request);
   if (rpc.authenticate !== undefined && caller === undefined) {
@@ -252,6 +284,7 @@ async function answer(request: FastifyRequest, reply: FastifyReply, rpc: Rpc): P
   }
   const req = checkEnvelope(request, caller);
   if ('jsonrpc' in req) return req;
+  if (req.notification) return notify(request, reply, rpc, req);
   const extension = Object.hasOwn(rpc.extensionMethods, req.method) ? rpc.extensionMethods[req.method] : undefined;
   return extension !== undefined ? callExtension(request, extension, req) : runA2a(request, reply, rpc, req);
 }

@@ -46,6 +46,8 @@ function checkPart(part: unknown, at: string, version: WireVersion): string | un
 /** How deep a message's JSON may nest, and how long its ids may be. */
 const MAX_DEPTH = 64;
 const MAX_ID_LENGTH = 256;
+/** How large metadata (a message's, a request's) may be, as JSON: it is stored with the task and re-sent with it. */
+const MAX_METADATA_BYTES = 64 * 1024;
 /** A UTF-16 surrogate without its other half: not Unicode text, and PostgreSQL refuses it (as it refuses U+0000). */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -82,11 +84,20 @@ function checkIds(m: Json, at: string): string | undefined {
   return undefined;
 }
 
+/** Metadata nests at most MAX_DEPTH levels (checked first: measuring it recurses) and is at most MAX_METADATA_BYTES of JSON. */
+function checkMetadata(meta: unknown, at: string): string | undefined {
+  if (meta === undefined) return undefined;
+  const text = checkText(meta, at);
+  if (text !== undefined) return text;
+  const bytes = Buffer.byteLength(JSON.stringify(meta));
+  return bytes > MAX_METADATA_BYTES ? `${at} is ${bytes} bytes of JSON; at most ${MAX_METADATA_BYTES} are accepted` : undefined;
+}
+
 function checkMessage(m: unknown, version: WireVersion): string | undefined {
   const at = 'params.message';
   const shape = checkMessageShape(m, version, at);
   if (shape !== undefined || !isObj(m)) return shape;
-  return checkIds(m, at) ?? checkText(m, at);
+  return checkIds(m, at) ?? checkMetadata(m.metadata, `${at}.metadata`) ?? checkText(m, at);
 }
 
 function checkMessageShape(m: unknown, version: WireVersion, at: string): string | undefined {
@@ -144,7 +155,12 @@ export function validateParams(method: string, params: unknown, version: WireVer
   if (!SEND[version].has(method) && !BY_ID[version].has(method)) return undefined;
   if (!isObj(params)) return 'params must be an object';
   if (SEND[version].has(method)) {
-    return checkMessage(params.message, version) ?? checkConfiguration(params.configuration, version);
+    return (
+      checkMessage(params.message, version) ??
+      checkMetadata(params.metadata, 'params.metadata') ??
+      checkConfiguration(params.configuration, version) ??
+      checkText(params, 'params')
+    );
   }
-  return checkTaskId(params, 'id') ?? nonNegInt(params, 'historyLength', 'params');
+  return checkText(params, 'params') ?? checkTaskId(params, 'id') ?? nonNegInt(params, 'historyLength', 'params');
 }

@@ -34,19 +34,25 @@ t.test('Access', async (t) => {
   t.equal(OPEN_ACCESS.enabled, false);
 
   const a = new Access({ enabled: true, approverRoles: ['approver'], adminRoles: ['admin'] });
-  const alice = { id: 'alice', roles: ['approver'] };
-  const vic = { id: 'vic', roles: ['viewer'] };
-  const root = { id: 'root', roles: ['admin'] };
-  t.equal(a.ownerFor(alice), 'alice');
-  t.ok(a.isOwner(alice, 'alice'));
-  t.notOk(a.isOwner(vic, 'alice'));
+  const alice = { id: 'key:alice', roles: ['approver'] };
+  const vic = { id: 'key:vic', roles: ['viewer'] };
+  const root = { id: 'key:root', roles: ['admin'] };
+  t.equal(a.ownerFor(alice), 'key:alice');
+  t.ok(a.isOwner(alice, 'key:alice'));
+  t.notOk(a.isOwner(vic, 'key:alice'));
+  // Principals are namespaced by issuer: a JWT whose sub is "alice" is not the API key "alice".
+  const jwtAlice = { id: 'jwt:https://idp.test:alice', roles: ['approver'] };
+  t.notOk(a.isOwner(jwtAlice, 'key:alice'), 'a JWT sub equal to a key principal is someone else');
+  t.ok(a.isOwner(jwtAlice, 'jwt:https://idp.test:alice'));
+  t.ok(a.isOwner(alice, 'alice'), 'an owner stored before namespacing (a bare name) is the API key of that name');
+  t.notOk(a.isOwner(jwtAlice, 'alice'), '…never a JWT subject');
   t.notOk(a.isOwner(alice, undefined), 'something made without auth belongs to nobody');
   t.ok(a.canApprove(alice));
   t.notOk(a.canApprove(vic));
   t.notOk(a.canApprove(undefined));
   t.match(
     codeOf(() => a.checkOwner(vic, 'alice', 'task t1')),
-    /^-32010 Forbidden: task t1 belongs to another principal; vic may not use it/,
+    /^-32010 Forbidden: task t1 belongs to another principal; key:vic may not use it/,
   );
   t.match(
     codeOf(() => a.checkOwner(vic, undefined, 'task t1')),

@@ -188,9 +188,13 @@ t.test('a lost claim: the answer is refused and nothing changes', async (t) => {
   const core = await makeCore(t);
   const { task, calls } = await paused(core, 'edit');
   const call = calls[0];
+  const before0 = (await core.store.loadTask(task.id))?.lastSeq;
   const peer = core.store.connect(); // another process answered first
   t.teardown(() => peer.close());
-  t.same(await peer.claimCalls(task.id, [{ id: call.snapshot.id, answer: 'cancel' }], 'peer', new Date(Date.now() + 30_000)), { ok: true });
+  t.same(await peer.claimCalls(task.id, [{ id: call.snapshot.id, answer: 'cancel' }], 'peer', new Date(Date.now() + 30_000)), {
+    ok: true,
+    lastSeq: before0,
+  });
 
   const before = { log: (await logOf(core.store, task.id)).length, history: task.task.history.length, args: structuredClone(call.args) };
   const message = answer(task, conf(call.snapshot.id, 'modify_with_editor', { file_details: { new_content: 'LOSER' } }));
@@ -333,13 +337,17 @@ t.test('a re-prompt on a stale copy must not reopen a call another process claim
   const peer = core.store.connect();
   t.teardown(() => peer.close());
   const lease = () => new Date(Date.now() + 30_000);
-  t.same(
+  const before = { log: await logOf(core.store, task.id), history: task.task.history.length };
+  t.match(
     await peer.claimCalls(task.id, [{ id, answer: 'proceed_once' }], 'peer', lease()),
     { ok: true },
     'another process claimed the call',
   );
   // This process still holds the task as it was before the claim, and gets a message that is no answer.
-  await resume(core, task, answer(task, 'hmm?'));
+  await t.rejects(resume(core, task, answer(task, 'hmm?')), { message: /no longer waiting/ }, 'refused like a message to a working task');
+  t.same(await logOf(core.store, task.id), before.log, 'no card re-sent as waiting, no pause logged');
+  t.equal(task.task.history.length, before.history, 'the message was not recorded');
+  t.equal(task.state, 'input-required', 'the copy is unchanged');
   t.equal((await core.store.loadCall(id))?.phase, 'ready', 'the claimed row stays claimed');
   t.same(
     await core.store.claimCalls(task.id, [{ id, answer: 'proceed_once' }], core.instanceId, lease()),
@@ -347,3 +355,25 @@ t.test('a re-prompt on a stale copy must not reopen a call another process claim
     'a second claim of the same call loses',
   );
 });
+
+t.test(
+  'a copy loaded after another process claimed a call is not busy here: a refused message leaves nothing in memory',
+  async (t: Test) => {
+    const core = await makeCore(t);
+    const { task, calls } = await paused(core, 'edit');
+    const id = calls[0].snapshot.id;
+    core.cache.release(task);
+    t.equal(core.cache.peek(task.id), undefined, 'paused: not in memory');
+    const peer = core.store.connect();
+    t.teardown(() => peer.close());
+    t.match(await peer.claimCalls(task.id, [{ id, answer: 'proceed_once' }], 'peer', new Date(Date.now() + 30_000)), { ok: true });
+    // Loaded between the peer's claim and its `working` event: stored input-required, the call claimed.
+    const copy = await core.cache.get(task.id);
+    if (!copy) throw new Error('the task did not load');
+    t.equal(copy.turn[0]?.phase, 'ready');
+    t.ok(copy.idle, "the peer's claimed call does not make this copy busy");
+    t.same(core.cache.busyIds(), [], 'so this process does not lease the task');
+    core.cache.release(copy);
+    t.equal(core.cache.peek(task.id), undefined, 'released: tasks/get here reads the store, not a stale copy');
+  },
+);

@@ -141,20 +141,20 @@ t.test('JWT verification against a served JWKS', async (t) => {
   const auth = createAuthenticator(parseAuthConfig({ ...keysConfig, ...jwtConfig() }), { fetchTimeoutMs: 2000 });
   t.same(await auth.authenticate({ authorization: `Bearer ${await token({ roles: ['approver', 'admin'] })}` }), {
     ok: true,
-    principal: { id: 'carol', roles: ['approver', 'admin'], via: 'jwt' },
+    principal: { id: 'carol', roles: ['approver', 'admin'], via: 'jwt', issuer: ISS },
   });
   t.ok(jwksHits >= 1, 'the JWKS was fetched over HTTP');
   t.same(
     await auth.authenticate({ authorization: `Bearer ${await token({ roles: 'approver  admin ' })}` }),
     {
       ok: true,
-      principal: { id: 'carol', roles: ['approver', 'admin'], via: 'jwt' },
+      principal: { id: 'carol', roles: ['approver', 'admin'], via: 'jwt', issuer: ISS },
     },
     'a space-separated roles string',
   );
   t.same(
     await auth.authenticate({ authorization: `Bearer ${await token({})}` }),
-    { ok: true, principal: { id: 'carol', roles: [], via: 'jwt' } },
+    { ok: true, principal: { id: 'carol', roles: [], via: 'jwt', issuer: ISS } },
     'no roles claim: no roles',
   );
   t.same(
@@ -236,18 +236,18 @@ t.test('nested and custom claims', async (t) => {
   const tok = await token({ email: 'carol@example.test', realm_access: { roles: ['approver'] } });
   t.same(await nested.authenticate({ authorization: `Bearer ${tok}` }), {
     ok: true,
-    principal: { id: 'carol@example.test', roles: ['approver'], via: 'jwt' },
+    principal: { id: 'carol@example.test', roles: ['approver'], via: 'jwt', issuer: ISS },
   });
   t.same(
     await nested.authenticate({ authorization: `Bearer ${await token({ email: 'c@x', realm_access: 'approver' })}` }),
-    { ok: true, principal: { id: 'c@x', roles: [], via: 'jwt' } },
+    { ok: true, principal: { id: 'c@x', roles: [], via: 'jwt', issuer: ISS } },
     'a missing path segment: no roles',
   );
 
   const namespaced = createAuthenticator(parseAuthConfig(jwtConfig({ roles_claim: 'https://example.test/roles' })));
   t.same(
     await namespaced.authenticate({ authorization: `Bearer ${await token({ 'https://example.test/roles': 'admin' })}` }),
-    { ok: true, principal: { id: 'carol', roles: ['admin'], via: 'jwt' } },
+    { ok: true, principal: { id: 'carol', roles: ['admin'], via: 'jwt', issuer: ISS } },
     'a claim name containing dots is read literally',
   );
 });
