@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from '../support/server.js';
+import { rpc } from '../support/sse.js';
 import { fixture, legacyCard, legacyMessage, missingKeys, stream } from '../support/legacy-client.js';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
 
@@ -50,6 +51,9 @@ t.test('POST /executeCommand: an answer at once, a started task, and the origina
   const added = await call(app, 'POST', '/executeCommand', { command: '/memory add', args: ['use', 'pnpm'] });
   t.equal(added.status, 200);
   t.match(added.body, { name: '/memory add', data: { taskId: String, status: 'AWAITING_ACTION_CONFIRMATION' } });
+  const replay = await rpc(app, 'tasks/resubscribe', { id: added.body.data.taskId }, { headers: { 'Last-Event-ID': '0' } });
+  const kinds = (replay.events ?? []).map((e) => e.data?.result?.metadata?.coderAgent?.kind).filter(Boolean);
+  t.ok(kinds.includes('tool-call-confirmation'), `the command's task speaks the legacy dialect (${kinds.join(', ')})`);
   t.same(await call(app, 'POST', '/executeCommand', { command: 'nope', args: [] }), {
     status: rest.executeUnknown.status,
     body: rest.executeUnknown.body,

@@ -111,7 +111,7 @@ export class LegacyRest {
       return { status: 400, body: { error: '"args" field must be an array.' } };
     }
     const path = command.trim().replace(/^\//, '').split(/\s+/);
-    const res = await this.opts.commands.execute({ command_path: path, args: ((args ?? []) as string[]).join(' ') }, caller);
+    const res = await this.opts.commands.execute({ command_path: path, args: ((args ?? []) as string[]).join(' ') }, caller, 'legacy');
     if (res.execution_id === undefined) {
       const unknown = /^Unknown /.test(res.message ?? '');
       return { status: unknown ? 404 : 400, body: { error: unknown ? `Command not found: ${command}` : (res.message ?? 'failed') } };

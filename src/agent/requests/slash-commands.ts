@@ -27,6 +27,7 @@ import type { ContextState, LiveTask } from '../runtime/live-task.js';
 import { MEMORY_FILE, readMemory, withMemory } from '../runtime/memory.js';
 import type { MessageRouter } from './message-router.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
+import type { WireDialect } from '../wire/wire-encoder.js';
 
 export interface SlashCommandsOptions {
   schema: DevtoolSchema;
@@ -128,9 +129,10 @@ export class SlashCommands {
   /**
    * `command/execute`. Malformed params throw invalidParams (-32602); an unknown command or a
    * missing argument answers FAILED_TO_START with the reason; otherwise the command's task is
-   * created and set moving before this resolves.
+   * created and set moving before this resolves, in `dialect` (the legacy REST route asks for
+   * its own; default RFC).
    */
-  async execute(params: unknown, caller?: Caller): Promise<ExecuteSlashCommandResponseJson> {
+  async execute(params: unknown, caller?: Caller, dialect: WireDialect = 'rfc'): Promise<ExecuteSlashCommandResponseJson> {
     const { schema, router } = this.opts;
     if (typeof params !== 'object' || params === null || Array.isArray(params))
       throw invalidParams('params must be an ExecuteSlashCommandRequest object');
@@ -167,7 +169,7 @@ export class SlashCommands {
     try {
       task = await router.exclusive(context.id, async () => {
         if (!direct) await router.checkContextFree(context.id);
-        return router.createTask(context, message, caller, { metadata: taskMetadata });
+        return router.createTask(context, message, caller, { metadata: taskMetadata, dialect });
       });
     } catch (err) {
       if (isUnsupported(err)) return failed(err.message); // the conversation is busy
