@@ -156,6 +156,8 @@ t.test('two instances on one PostgreSQL database', pgOnly(), async (t) => {
     const onA = await openStream(a.url, 'message/stream', { message: proceed(task, card) });
     t.ok(await onA.until((ev) => dataOf(ev.data.result)?.status === 'EXECUTING'), 'the command runs on A');
     const sleeping = () => sleepPids(workspace);
+    // EXECUTING is published as the command is spawned; the sandbox takes a moment to start it.
+    await until('sleep 30 to run in the task workspace', () => sleeping().length > 0);
     t.equal(sleeping().length, 1, 'sleep 30 is running in the task workspace');
     const canceled = await rpc(b.url, 'tasks/cancel', { id: task.id });
     t.equal(canceled.json?.result?.status?.state, 'canceled', 'B answers canceled');

@@ -13,16 +13,23 @@ import { bwrapArgs, createShellSandbox, NO_SANDBOX, SandboxUnavailableError, typ
 import type { ToolResult } from '../../../src/tools/tool.js';
 import { until } from '../../support/core.js';
 
-type Fixtures = Pick<typeof t, 'testdir'>;
+type Fixtures = Pick<typeof t, 'teardown'>;
 
-/** A workspace with the server's files inside it, and a secret and a directory outside it. */
+/**
+ * A workspace with the server's files inside it, and a secret and a directory outside it. Made
+ * under /var/tmp, not in the checkout: a checkout under /tmp (a CI clone) would be hidden by the
+ * sandbox's private /tmp, and "outside" would then be missing rather than read-only.
+ */
 function setup(t: Fixtures) {
-  const root = fs.realpathSync(
-    t.testdir({
-      ws: { 'auth.json': '{"api_keys":"SECRET-AUTH"}', '.data': { 'pg.db': 'SECRET-DB' }, src: { 'a.txt': 'hello\n' } },
-      outside: { 'creds.json': 'SECRET-CREDS' },
-    }),
-  );
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(OUTSIDE_TMP, 'sandbox-fixture-')));
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(root, 'ws/.data'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'ws/src'));
+  fs.mkdirSync(path.join(root, 'outside'));
+  fs.writeFileSync(path.join(root, 'ws/auth.json'), '{"api_keys":"SECRET-AUTH"}');
+  fs.writeFileSync(path.join(root, 'ws/.data/pg.db'), 'SECRET-DB');
+  fs.writeFileSync(path.join(root, 'ws/src/a.txt'), 'hello\n');
+  fs.writeFileSync(path.join(root, 'outside/creds.json'), 'SECRET-CREDS');
   const ws = path.join(root, 'ws');
   const outside = path.join(root, 'outside');
   const protectedPaths = [path.join(ws, 'auth.json'), path.join(ws, '.data'), path.join(outside, 'creds.json')];
@@ -42,8 +49,17 @@ const available = probe([]);
 /** Skipped, with the reason, only where bwrap is missing or cannot create its namespaces. */
 const BWRAP = { skip: available.skip === undefined ? false : `bubblewrap unavailable: ${available.skip}` };
 
+/** A scratch root that the sandbox shows read-only (the sandbox's /tmp is its own). */
+const OUTSIDE_TMP = fs.existsSync('/var/tmp') ? '/var/tmp' : path.resolve('.tap');
+
+/**
+ * The environment commands run with here: the test runner's, minus NODE_OPTIONS (tap's coverage
+ * loader lives in this checkout, which the sandbox may not show — e.g. a CI clone under /tmp).
+ */
+const { NODE_OPTIONS: _runnerOptions, ...COMMAND_ENV } = process.env as Record<string, string>;
+
 async function run(sandbox: ShellSandbox, ws: string, command: string, timeoutMs?: number): Promise<ToolResult> {
-  const tool = new RunShellCommandTool({ sandbox, timeoutMs });
+  const tool = new RunShellCommandTool({ sandbox, timeoutMs, env: COMMAND_ENV });
   return tool.run({ command }, { workspace: ws, signal: new AbortController().signal });
 }
 
