@@ -7,7 +7,7 @@ import { cpSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const ASSETS = ['agent/model/demo-script.json'];
+const ASSETS = ['agent/model/demo-script.json', 'agent/model/conformance-script.json'];
 
 rmSync(`${root}dist`, { recursive: true, force: true }); // no module of an older layout survives
 execFileSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}src/tsconfig.json`], { stdio: 'inherit' });

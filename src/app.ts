@@ -29,7 +29,7 @@ import type { LegacyToolInfo } from './agent/wire/legacy-encoder.js';
 import type { Encoders } from './agent/wire/wire-encoder.js';
 import type { ModelClient } from './agent/model/model-client.js';
 import { GenaiModelClient } from './agent/model/genai-model-client.js';
-import { DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
+import { CONFORMANCE_SCRIPT_FILE, DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
 import { openDatabase } from './store/db.js';
 import { Access, OPEN_ACCESS } from './agent/policy/access.js';
 import { loadAuthConfig } from './auth/auth-config.js';
@@ -97,7 +97,8 @@ export function createModel(config: Readonly<Config>): { model: ModelClient; dem
       demo: false,
     };
   }
-  return { model: new ScriptedModelClient(loadModelScript(m.scriptFile ?? DEMO_SCRIPT_FILE)), demo: m.scriptFile === undefined };
+  const file = m.scriptFile ?? (m.bundled === 'conformance' ? CONFORMANCE_SCRIPT_FILE : DEMO_SCRIPT_FILE);
+  return { model: new ScriptedModelClient(loadModelScript(file)), demo: file === DEMO_SCRIPT_FILE };
 }
 
 /** The MCP port over @modelcontextprotocol/sdk (src/mcp/). */

@@ -21,8 +21,13 @@ export interface ModelConfig {
   location?: string;
   baseUrl?: string;
   includeThoughts: boolean;
-  /** Script file for `scripted`; undefined means the bundled demo script. */
+  /** Script file for `scripted`; undefined means a bundled script (`bundled`, else the demo). */
   scriptFile?: string;
+  /**
+   * `AGENT_MODEL_SCRIPT=conformance`: the bundled script that honours the A2A conformance suite's
+   * SUT contract (messageId prefixes such as `tck-complete-task`). Never chosen by default.
+   */
+  bundled?: 'conformance';
 }
 
 export interface Config {
@@ -202,6 +207,7 @@ function loadModelConfig(env: Env, cwd: string): ModelConfig {
     vertexai,
     includeThoughts: str(env, 'GEMINI_INCLUDE_THOUGHTS') === undefined ? true : bool(env, 'GEMINI_INCLUDE_THOUGHTS'),
   };
+  if (scriptFile === 'conformance') return { ...base, kind: 'scripted', bundled: 'conformance' };
   if (scriptFile !== undefined) {
     const file = path.resolve(cwd, scriptFile);
     if (!fs.existsSync(file)) throw new ConfigError(`AGENT_MODEL_SCRIPT=${scriptFile}: no such file (${file})`);

@@ -3,6 +3,7 @@
  * is plain data, survives storage, and carries `thoughtSignature`s that must be echoed
  * back verbatim. Adapters: GenaiModelClient (@google/genai) and ScriptedModelClient.
  */
+import type { AgentArtifact } from '../wire/agent-events.js';
 
 export interface ModelFunctionCall {
   id?: string;
@@ -38,6 +39,8 @@ export interface FunctionDeclaration {
 
 export interface ModelRequest {
   systemInstruction?: string;
+  /** The A2A messageId of the user message this turn answers (scripted models may key on it). */
+  messageId?: string;
   contents: ModelContent[];
   tools: FunctionDeclaration[];
 }
@@ -45,6 +48,19 @@ export interface ModelRequest {
 /** One streamed piece of the model's answer: the parts exactly as the API sent them. */
 export interface ModelChunk {
   parts: ModelPart[];
+  /** Outputs of the task, published as artifact updates as they stream (A2A §4.1.7). */
+  artifacts?: AgentArtifact[];
+  /**
+   * How a turn without function calls ends the task; default `completed`. `input-required` asks
+   * the user a question (the text), `rejected` declines the task (A2A §4.1.3).
+   */
+  outcome?: ModelOutcome;
+}
+
+export interface ModelOutcome {
+  state: 'completed' | 'input-required' | 'rejected';
+  /** The status message's text. */
+  text?: string;
 }
 
 export interface ModelClient {

@@ -9,11 +9,16 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import type { ModelChunk, ModelClient, ModelContent, ModelPart, ModelRequest } from './model-client.js';
+import type { ModelChunk, ModelClient, ModelContent, ModelOutcome, ModelPart, ModelRequest } from './model-client.js';
+import type { AgentArtifact, ArtifactPart } from '../wire/agent-events.js';
 
 /** A step that streams fixed chunks, each chunk a list of parts (text, thought, functionCall…). */
 export interface ScriptChunksStep {
   chunks: ModelPart[][];
+  /** Artifacts streamed after the chunks, one chunk each (A2A §4.1.7). */
+  artifacts?: AgentArtifact[];
+  /** How the step ends the task when it makes no function call (default `completed`). */
+  outcome?: ModelOutcome;
   /** Milliseconds to wait before each chunk (simulates a model's pace). */
   delayMs?: number;
 }
@@ -29,6 +34,8 @@ export type ScriptStep = ScriptChunksStep | ScriptEchoStep;
 export interface ScriptEntry {
   /** A RegExp source (no flags: case-sensitive) tested against the latest user text; absent = always matches. */
   when?: string;
+  /** A RegExp source tested against the A2A messageId of the latest user message; absent = always matches. */
+  messageId?: string;
   /** Step N is played when N model turns follow the latest user prompt. */
   steps: ScriptStep[];
 }
@@ -45,12 +52,15 @@ export const SCRIPT_FINISHED_TEXT = '(script finished)';
 /** Text of the chunk played when no entry's `when` matches. */
 export const NO_SCRIPT_MATCH_TEXT = '(no script matches this prompt)';
 
+/** The bundled conformance script: the A2A TCK's SUT contract, keyed on messageId prefixes. */
+export const CONFORMANCE_SCRIPT_FILE = fileURLToPath(new URL('./conformance-script.json', import.meta.url));
+
 /** The bundled demo script (next to this module, so it resolves from `src/` under tsx). */
 export const DEMO_SCRIPT_FILE = fileURLToPath(new URL('./demo-script.json', import.meta.url));
 
 export class ScriptedModelClient implements ModelClient {
   readonly model: string;
-  readonly #entries: ReadonlyArray<{ when?: RegExp; steps: ScriptStep[] }>;
+  readonly #entries: ReadonlyArray<{ when?: RegExp; messageId?: RegExp; steps: ScriptStep[] }>;
 
   /** `script` should come from `parseModelScript`/`loadModelScript`; it is validated again here. */
   constructor(script: ModelScript) {
@@ -58,6 +68,7 @@ export class ScriptedModelClient implements ModelClient {
     this.model = checked.model ?? 'scripted';
     this.#entries = checked.scripts.map((e) => ({
       when: e.when === undefined ? undefined : new RegExp(e.when),
+      messageId: e.messageId === undefined ? undefined : new RegExp(e.messageId),
       steps: structuredClone(e.steps),
     }));
   }
@@ -65,7 +76,10 @@ export class ScriptedModelClient implements ModelClient {
   async *generate(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelChunk> {
     throwIfAborted(signal);
     const { text, stepIndex } = locatePrompt(request.contents);
-    const entry = this.#entries.find((e) => e.when === undefined || e.when.test(text));
+    const id = request.messageId ?? '';
+    const entry = this.#entries.find(
+      (e) => (e.when === undefined || e.when.test(text)) && (e.messageId === undefined || e.messageId.test(id)),
+    );
     if (entry === undefined) {
       yield { parts: [{ text: NO_SCRIPT_MATCH_TEXT }] };
       return;
@@ -82,6 +96,9 @@ export class ScriptedModelClient implements ModelClient {
       // A copy, so a consumer that mutates what it receives cannot alter the script.
       yield { parts: structuredClone(parts) };
     }
+    if ('echo' in step) return;
+    for (const artifact of step.artifacts ?? []) yield { parts: [], artifacts: [structuredClone(artifact)] };
+    if (step.outcome !== undefined) yield { parts: [], outcome: { ...step.outcome } };
     throwIfAborted(signal);
   }
 }
@@ -173,7 +190,7 @@ export function parseModelScript(json: unknown, source: string): ModelScript {
 
 function parseEntry(value: unknown, path: string): ScriptEntry {
   const entry = object(value, path);
-  onlyKeys(entry, ['when', 'steps'], path);
+  onlyKeys(entry, ['when', 'messageId', 'steps'], path);
   const out: ScriptEntry = { steps: array(entry.steps, `${path}.steps`).map((s, i) => parseStep(s, `${path}.steps[${i}]`)) };
   if (entry.when !== undefined) {
     const when = string(entry.when, `${path}.when`);
@@ -184,6 +201,7 @@ function parseEntry(value: unknown, path: string): ScriptEntry {
     }
     out.when = when;
   }
+  if (entry.messageId !== undefined) out.messageId = regExpSource(entry.messageId, `${path}.messageId`);
   return out;
 }
 
@@ -195,14 +213,74 @@ function parseStep(value: unknown, path: string): ScriptStep {
     if (step.echo !== true) throw new ScriptShapeError(`${path}.echo: must be true`);
     return delayMs === undefined ? { echo: true } : { echo: true, delayMs };
   }
-  onlyKeys(step, ['chunks', 'delayMs'], path);
-  if (step.chunks === undefined) throw new ScriptShapeError(`${path}: needs "chunks" (or "echo": true)`);
-  const chunks = array(step.chunks, `${path}.chunks`).map((c, i) => {
+  onlyKeys(step, ['chunks', 'artifacts', 'outcome', 'delayMs'], path);
+  if (step.chunks === undefined && step.artifacts === undefined && step.outcome === undefined) {
+    throw new ScriptShapeError(`${path}: needs "chunks", "artifacts" or "outcome" (or "echo": true)`);
+  }
+  const chunks = array(step.chunks ?? [], `${path}.chunks`).map((c, i) => {
     const parts = array(c, `${path}.chunks[${i}]`);
     if (parts.length === 0) throw new ScriptShapeError(`${path}.chunks[${i}]: must hold at least one part`);
     return parts.map((p, j) => parsePart(p, `${path}.chunks[${i}][${j}]`));
   });
-  return delayMs === undefined ? { chunks } : { chunks, delayMs };
+  const out: ScriptChunksStep = { chunks };
+  if (step.artifacts !== undefined)
+    out.artifacts = array(step.artifacts, `${path}.artifacts`).map((a, i) => parseArtifact(a, `${path}.artifacts[${i}]`));
+  if (step.outcome !== undefined) out.outcome = parseOutcome(step.outcome, `${path}.outcome`);
+  if (delayMs !== undefined) out.delayMs = delayMs;
+  return out;
+}
+
+function regExpSource(value: unknown, path: string): string {
+  const source = string(value, path);
+  try {
+    new RegExp(source);
+  } catch (err) {
+    throw new ScriptShapeError(`${path}: not a valid regular expression (${(err as Error).message})`);
+  }
+  return source;
+}
+
+const OUTCOMES: ReadonlyArray<ModelOutcome['state']> = ['completed', 'input-required', 'rejected'];
+
+function parseOutcome(value: unknown, path: string): ModelOutcome {
+  const o = object(value, path);
+  onlyKeys(o, ['state', 'text'], path);
+  if (!OUTCOMES.includes(o.state as ModelOutcome['state']))
+    throw new ScriptShapeError(`${path}.state: must be one of ${OUTCOMES.join(', ')}`);
+  const out: ModelOutcome = { state: o.state as ModelOutcome['state'] };
+  if (o.text !== undefined) out.text = string(o.text, `${path}.text`);
+  return out;
+}
+
+function parseArtifact(value: unknown, path: string): AgentArtifact {
+  const a = object(value, path);
+  onlyKeys(a, ['artifactId', 'name', 'description', 'parts', 'append', 'lastChunk'], path);
+  const parts = array(a.parts, `${path}.parts`).map((p, i) => parseArtifactPart(p, `${path}.parts[${i}]`));
+  if (parts.length === 0) throw new ScriptShapeError(`${path}.parts: must hold at least one part`);
+  const out: AgentArtifact = { artifactId: nonEmptyString(a.artifactId, `${path}.artifactId`), parts };
+  if (a.name !== undefined) out.name = string(a.name, `${path}.name`);
+  if (a.description !== undefined) out.description = string(a.description, `${path}.description`);
+  for (const flag of ['append', 'lastChunk'] as const) {
+    if (a[flag] === undefined) continue;
+    if (typeof a[flag] !== 'boolean') throw new ScriptShapeError(`${path}.${flag}: must be a boolean`);
+    out[flag] = a[flag];
+  }
+  return out;
+}
+
+function parseArtifactPart(value: unknown, path: string): ArtifactPart {
+  const p = object(value, path);
+  if (p.text !== undefined) return (onlyKeys(p, ['text'], path), { text: string(p.text, `${path}.text`) });
+  if (p.data !== undefined) return (onlyKeys(p, ['data'], path), { data: object(p.data, `${path}.data`) });
+  onlyKeys(p, ['file'], path);
+  const f = object(p.file, `${path}.file`);
+  onlyKeys(f, ['name', 'mediaType', 'bytes', 'uri'], `${path}.file`);
+  if ((f.bytes === undefined) === (f.uri === undefined))
+    throw new ScriptShapeError(`${path}.file: needs exactly one of "bytes" (base64) or "uri"`);
+  const file: Extract<ArtifactPart, { file: unknown }>['file'] = {};
+  for (const key of ['name', 'mediaType', 'bytes', 'uri'] as const)
+    if (f[key] !== undefined) file[key] = string(f[key], `${path}.file.${key}`);
+  return { file };
 }
 
 function parsePart(value: unknown, path: string): ModelPart {

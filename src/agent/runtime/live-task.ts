@@ -14,6 +14,7 @@ import type { EventHub } from './event-hub.js';
 import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } from '../task-store.js';
 import type { ToolSet } from './toolbox.js';
 import { PAUSE_OR_TERMINAL, TERMINAL } from '../wire/agent-events.js';
+import { applyArtifact } from '../wire/artifacts.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from '../wire/agent-events.js';
 import type { Encoders, WireDialect, WireEncoder } from '../wire/wire-encoder.js';
 import type { AgentLogger } from '../logger.js';
@@ -309,7 +310,12 @@ export class LiveTask {
     // A running call's cards share a key: the store keeps only the latest (compaction).
     const key = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? `executing:${event.call.id}` : undefined;
     const encoded = this.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
-    if (encoded.$case === 'artifactUpdate') return { response: { payload: encoded }, final: false, whole: false, key };
+    if (encoded.$case === 'artifactUpdate') {
+      // The agent's own artifacts are the task's (stored whole); legacy live output is a view of a card.
+      if (event.type !== 'artifact') return { response: { payload: encoded }, final: false, whole: false, key };
+      if (encoded.value.artifact) applyArtifact(this.task, encoded.value.artifact, encoded.value.append);
+      return { response: { payload: encoded }, final: false, whole: true, key };
+    }
     const update = encoded.value;
     // The task's own state is the dialect-free one (a dialect may show it otherwise on the wire).
     this.task.status = event.type === 'state' && update.status ? { ...update.status, state: STATE_TO_V1[event.state] } : update.status;

@@ -9,7 +9,8 @@ import { memoryInstruction } from './memory.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
 import { ModelError } from '../model/model-client.js';
-import type { ModelClient, ModelFunctionCall, ModelPart } from '../model/model-client.js';
+import type { ModelClient, ModelFunctionCall, ModelOutcome, ModelPart, ModelRequest } from '../model/model-client.js';
+import { Role } from '@a2a-js/sdk';
 import type { TaskRuns } from './task-runs.js';
 import type { TaskStore } from '../task-store.js';
 import type { ProtectedPaths } from '../../tools/index.js';
@@ -168,10 +169,14 @@ export class TurnLoop {
       }
       const set = await this.refreshTools(task);
       this.reportFailedServers(task, set);
-      const calls = await this.streamModel(task, set);
+      const { calls, outcome } = await this.streamModel(task, set);
       if (task.halted) return;
       if (calls.length === 0) {
-        task.publish({ type: 'state', state: 'completed' });
+        task.publish({
+          type: 'state',
+          state: outcome?.state ?? 'completed',
+          ...(outcome?.text !== undefined ? { text: outcome.text } : {}),
+        });
         return;
       }
       await this.openTurn(task, calls);
@@ -203,32 +208,39 @@ export class TurnLoop {
     task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
   }
 
-  /** Streams one model turn (with retries before the first part) and returns its function calls. */
-  private async streamModel(task: LiveTask, set: ToolSet): Promise<ModelFunctionCall[]> {
+  /** Streams one model turn (with retries before the first part) and returns its function calls and outcome. */
+  private async streamModel(task: LiveTask, set: ToolSet): Promise<{ calls: ModelFunctionCall[]; outcome?: ModelOutcome }> {
     const signal = task.abort.signal;
     const memory = await memoryInstruction(task.context.workspace, this.opts.toolbox.protectedPaths);
     const systemInstruction = memory === undefined ? this.opts.systemInstruction : `${this.opts.systemInstruction}\n\n${memory}`;
-    const request = { systemInstruction, contents: task.context.history, tools: set.declarations };
+    const messageId = task.task.history.findLast((m) => m.role === Role.ROLE_USER)?.messageId;
+    const request = { systemInstruction, messageId, contents: task.context.history, tools: set.declarations };
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       const parts: ModelPart[] = [];
+      let outcome: ModelOutcome | undefined;
       try {
-        await this.streamOnce(task, request, parts);
+        outcome = await this.streamOnce(task, request, parts);
       } catch (err) {
-        if (signal.aborted) return [];
+        if (signal.aborted) return { calls: [] };
         const delay = this.retryDelay(err, attempt, parts.length, started);
         this.opts.logger.warn({ taskId: task.id, attempt, err: (err as Error).message, delayMs: delay }, 'model call failed; retrying');
         await sleep(delay, signal);
         continue;
       }
       task.appendHistory({ role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] });
-      return parts.filter((p) => p.functionCall !== undefined).map((p) => p.functionCall as ModelFunctionCall);
+      const calls = parts.filter((p) => p.functionCall !== undefined).map((p) => p.functionCall as ModelFunctionCall);
+      return { calls, outcome };
     }
   }
 
-  /** One model call: publishes text and thoughts as they stream and collects every part in `parts`. */
-  private async streamOnce(task: LiveTask, request: Parameters<ModelClient['generate']>[0], parts: ModelPart[]): Promise<void> {
+  /**
+   * One model call: publishes text, thoughts and artifacts as they stream, collects every part
+   * in `parts`, and returns the outcome the model named (the last one wins).
+   */
+  private async streamOnce(task: LiveTask, request: ModelRequest, parts: ModelPart[]): Promise<ModelOutcome | undefined> {
     let slice = Date.now();
+    let outcome: ModelOutcome | undefined;
     for await (const chunk of this.opts.model.generate(request, task.abort.signal)) {
       if (Date.now() - slice > 10) {
         await yieldToIo();
@@ -240,7 +252,11 @@ export class TurnLoop {
         if (part.thought && part.text) task.publish({ type: 'thought', ...splitThought(part.text) });
         else if (part.text) task.publish({ type: 'text', delta: part.text });
       }
+      if (chunk.outcome !== undefined) outcome = chunk.outcome;
+      if (task.halted) continue;
+      for (const artifact of chunk.artifacts ?? []) task.publish({ type: 'artifact', artifact });
     }
+    return outcome;
   }
 
   /**

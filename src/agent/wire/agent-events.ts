@@ -4,7 +4,7 @@
  */
 import type { ToolDisplay, ToolError, ToolProposal } from '../../tools/tool.js';
 
-export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'canceled';
+export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
 
 export type ToolCallStatusName = 'PENDING' | 'EXECUTING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
 
@@ -28,12 +28,30 @@ export interface ToolCallSnapshot {
   confirmation?: { options: OfferedOption[]; proposal: ToolProposal };
 }
 
+/** One part of an artifact: text, structured data, or a file (inline base64 bytes or a URL). */
+export type ArtifactPart =
+  { text: string } | { data: Record<string, unknown> } | { file: { name?: string; mediaType?: string; bytes?: string; uri?: string } };
+
+/**
+ * An output of the task (A2A §4.1.7 Artifact), apart from the conversation. A chunked artifact is
+ * sent as several events with one id: `append` adds the parts to the earlier ones, `lastChunk` ends it.
+ */
+export interface AgentArtifact {
+  artifactId: string;
+  name?: string;
+  description?: string;
+  parts: ArtifactPart[];
+  append?: boolean;
+  lastChunk?: boolean;
+}
+
 export type AgentEvent =
   | { type: 'state'; state: TaskStateName; text?: string; error?: string }
   | { type: 'tool-call'; call: ToolCallSnapshot }
   | { type: 'text'; delta: string }
-  | { type: 'thought'; subject: string; description: string };
+  | { type: 'thought'; subject: string; description: string }
+  | { type: 'artifact'; artifact: AgentArtifact };
 
 /** States after which a stream ends (the client must send something, or the task is over). */
-export const PAUSE_OR_TERMINAL: ReadonlySet<TaskStateName> = new Set(['input-required', 'completed', 'failed', 'canceled']);
-export const TERMINAL: ReadonlySet<TaskStateName> = new Set(['completed', 'failed', 'canceled']);
+export const PAUSE_OR_TERMINAL: ReadonlySet<TaskStateName> = new Set(['input-required', 'completed', 'failed', 'canceled', 'rejected']);
+export const TERMINAL: ReadonlySet<TaskStateName> = new Set(['completed', 'failed', 'canceled', 'rejected']);

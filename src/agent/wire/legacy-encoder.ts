@@ -16,6 +16,7 @@ import type { JsonObject } from '../../protocol/a2a.js';
 import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './agent-events.js';
 import type { EncodeContext, EncodedEvent, WireEncoder } from './wire-encoder.js';
+import { artifactEvent } from './artifacts.js';
 
 /** The `coderAgent.kind` of a status update's metadata. */
 export type CoderAgentKind = 'state-change' | 'tool-call-update' | 'tool-call-confirmation' | 'text-content' | 'thought';
@@ -235,6 +236,8 @@ export class LegacyEncoder implements WireEncoder {
         return { $case: 'statusUpdate', value: update('text-content', [textPart(event.delta)]) };
       case 'thought':
         return { $case: 'statusUpdate', value: update('thought', [dataPart({ subject: event.subject, description: event.description })]) };
+      case 'artifact':
+        return artifactEvent(event.artifact, ctx);
     }
   }
 }

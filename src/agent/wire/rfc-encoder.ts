@@ -10,6 +10,7 @@ import type { DevtoolEventKind, DevtoolSchema, FileDiffJson, ToolCallJson } from
 import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
 import type { AgentEvent, ToolCallSnapshot } from './agent-events.js';
+import { artifactEvent } from './artifacts.js';
 import type { EncodeContext, EncodedEvent, WireEncoder } from './wire-encoder.js';
 import type { Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 
@@ -118,10 +119,11 @@ export class RfcEncoder implements WireEncoder {
   }
 
   encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent {
+    if (event.type === 'artifact') return artifactEvent(event.artifact, ctx);
     return { $case: 'statusUpdate', value: this.update(event, ctx) };
   }
 
-  private update(event: AgentEvent, ctx: EncodeContext): TaskStatusUpdateEvent {
+  private update(event: Exclude<AgentEvent, { type: 'artifact' }>, ctx: EncodeContext): TaskStatusUpdateEvent {
     const { taskId, contextId } = ctx;
     const working = STATE_TO_V1.working;
     switch (event.type) {
