@@ -9,6 +9,8 @@ import { commCpuSeconds, cpuSeconds, machineBusySeconds } from './server-process
 import { monotonicUs } from './cpu-profile.js';
 import type { Window } from './cpu-profile.js';
 import { summarize } from './stats.js';
+import { perFlow } from './phase-tally.js';
+import type { Breakdown, ProbeSnapshot } from './phase-tally.js';
 import type { Summary } from './stats.js';
 
 /** Counts what a phase did, by outcome, across the whole run. */
@@ -94,6 +96,8 @@ export interface ThroughputResult {
   drainMs: number;
   /** The measured window on CLOCK_MONOTONIC (to cut a --cpu-prof profile to it). */
   window: Window;
+  /** Server time per phase, statements and round trips per completed flow, over the whole phase (with the probe). */
+  breakdown?: Breakdown;
 }
 
 /** CPU seconds so far of the server (all threads, main thread), the machine, postgres and this process; the clock. */
@@ -116,7 +120,10 @@ export async function throughput(
   clients: number,
   warmupS: number,
   durationS: number,
+  probe?: () => Promise<ProbeSnapshot | undefined>,
 ): Promise<ThroughputResult> {
+  // The breakdown covers the whole phase (every flow started in it has ended at the second snapshot).
+  const probeAtStart = await probe?.();
   const client = new BenchClient(url, Math.max(clients, 1));
   const t0 = performance.now();
   const from = t0 + warmupS * 1000;
@@ -157,6 +164,8 @@ export async function throughput(
   clearTimeout(startTimer);
   clearTimeout(endTimer);
   client.destroy();
+  const probeAtEnd = await probe?.();
+  const breakdown = probeAtStart && probeAtEnd ? perFlow(probeAtStart, probeAtEnd, allLatencies.length) : undefined;
   const clientUs = cpuAtEnd.client.user + cpuAtEnd.client.system - cpuAtStart.client.user - cpuAtStart.client.system;
   const serverS = cpuAtEnd.server - cpuAtStart.server;
   const machineS = cpuAtEnd.machine - cpuAtStart.machine;
@@ -184,5 +193,6 @@ export async function throughput(
     clientCpuCores: clientUs / 1e6 / durationS,
     drainMs,
     window: { fromUs: cpuAtStart.us, toUs: cpuAtEnd.us },
+    breakdown,
   };
 }
