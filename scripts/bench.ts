@@ -232,7 +232,11 @@ async function measure(srv: RunningServer, args: Args) {
   const runs: ThroughputResult[] = [];
   for (const n of args.clients) {
     log(`throughput: ${n} clients, ${args.warmupS} s warm-up + ${args.durationS} s`);
-    runs.push(await throughput(srv.url, srv.pid, tally, n, args.warmupS, args.durationS, () => probeSnapshot(srv)));
+    // The breakdown covers the whole phase: every flow started in it has ended at the second snapshot.
+    const before = await probeSnapshot(srv);
+    const run = await throughput(srv.url, srv.pid, tally, n, args.warmupS, args.durationS);
+    const after = await probeSnapshot(srv);
+    runs.push({ ...run, breakdown: before && after ? perFlow(before, after, run.phaseFlows) : undefined });
     snap(`throughput-${n}`);
   }
   if (tally.completed < args.minTasks) log(`top-up to ${args.minTasks} completed tasks (20 concurrent)`);

@@ -9,8 +9,7 @@ import { commCpuSeconds, cpuSeconds, machineBusySeconds } from './server-process
 import { monotonicUs } from './cpu-profile.js';
 import type { Window } from './cpu-profile.js';
 import { summarize } from './stats.js';
-import { perFlow } from './phase-tally.js';
-import type { Breakdown, ProbeSnapshot } from './phase-tally.js';
+import type { Breakdown } from './phase-tally.js';
 import type { Summary } from './stats.js';
 
 /** Counts what a phase did, by outcome, across the whole run. */
@@ -96,7 +95,7 @@ export interface ThroughputResult {
   drainMs: number;
   /** The measured window on CLOCK_MONOTONIC (to cut a --cpu-prof profile to it). */
   window: Window;
-  /** Server time per phase, statements and round trips per completed flow, over the whole phase (with the probe). */
+  /** Server time per phase, statements and round trips per completed flow, over the whole phase (with the probe; set by the caller). */
   breakdown?: Breakdown;
 }
 
@@ -120,10 +119,7 @@ export async function throughput(
   clients: number,
   warmupS: number,
   durationS: number,
-  probe?: () => Promise<ProbeSnapshot | undefined>,
 ): Promise<ThroughputResult> {
-  // The breakdown covers the whole phase (every flow started in it has ended at the second snapshot).
-  const probeAtStart = await probe?.();
   const client = new BenchClient(url, Math.max(clients, 1));
   const t0 = performance.now();
   const from = t0 + warmupS * 1000;
@@ -137,7 +133,11 @@ export async function throughput(
   let cpuAtStart = sample();
   let cpuAtEnd = cpuAtStart;
   const startTimer = setTimeout(() => (cpuAtStart = sample()), warmupS * 1000);
-  const endTimer = setTimeout(() => (cpuAtEnd = sample()), to - t0);
+  let endSampled = false;
+  const endTimer = setTimeout(() => {
+    cpuAtEnd = sample();
+    endSampled = true;
+  }, to - t0);
 
   const worker = async () => {
     while (performance.now() < to) {
@@ -159,13 +159,13 @@ export async function throughput(
     }
   };
   await Promise.all(Array.from({ length: clients }, worker));
+  // The timer can be late (a busy loop): the workers then see the window closed before it fires.
+  if (!endSampled) cpuAtEnd = sample();
   const phaseEnd = performance.now();
   const drainMs = phaseEnd - to;
   clearTimeout(startTimer);
   clearTimeout(endTimer);
   client.destroy();
-  const probeAtEnd = await probe?.();
-  const breakdown = probeAtStart && probeAtEnd ? perFlow(probeAtStart, probeAtEnd, allLatencies.length) : undefined;
   const clientUs = cpuAtEnd.client.user + cpuAtEnd.client.system - cpuAtStart.client.user - cpuAtStart.client.system;
   const serverS = cpuAtEnd.server - cpuAtStart.server;
   const machineS = cpuAtEnd.machine - cpuAtStart.machine;
@@ -193,6 +193,5 @@ export async function throughput(
     clientCpuCores: clientUs / 1e6 / durationS,
     drainMs,
     window: { fromUs: cpuAtStart.us, toUs: cpuAtEnd.us },
-    breakdown,
   };
 }

@@ -2,7 +2,10 @@
 import t from 'tap';
 import { perFlow, PhaseTally } from '../../../scripts/bench/phase-tally.js';
 import { countEngineCall, emptyWire, MessageSplitter, SocketCounter } from '../../../scripts/bench/wire-count.js';
-import { storePhase } from '../../../src/store/timed-store.js';
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { PHASE_CHANNEL } from '../../../src/protocol/probe.js';
+import type { PhaseSample } from '../../../src/protocol/probe.js';
+import { storePhase, timedStore } from '../../../src/store/timed-store.js';
 
 /** A typed protocol message: type byte, int32 length (itself + body), body. */
 function msg(type: string, body = ''): Buffer {
@@ -115,4 +118,42 @@ t.test('perFlow lists store calls by method, most time first', async (t) => {
     { name: 'commit: commit', ms: 3, calls: 0.5 },
     { name: 'load: loadTask', ms: 2, calls: 1 },
   ]);
+});
+
+t.test('timedStore: the store itself when nobody listens; while probed, results and failures pass through, timed', async (t) => {
+  const store = {
+    n: 1,
+    async loadTask(id: string) {
+      return `${id}:${this.n}`;
+    },
+    async commit() {
+      throw new Error('refused');
+    },
+    size() {
+      return this.n;
+    },
+  };
+  t.equal(timedStore(store), store, 'no subscriber: no wrapper');
+  const samples: PhaseSample[] = [];
+  const listen = (m: unknown) => samples.push(m as PhaseSample);
+  diagnosticsChannel.subscribe(PHASE_CHANNEL, listen);
+  try {
+    const timed = timedStore(store);
+    t.not(timed, store);
+    t.equal(await timed.loadTask('a'), 'a:1', 'methods run on the store itself');
+    await t.rejects(timed.commit(), /refused/);
+    t.equal(timed.size(), 1);
+    t.equal(timed.n, 1, 'fields are read through');
+    t.same(
+      samples.map((s) => [s.phase, s.detail]),
+      [
+        ['load', 'loadTask'],
+        ['commit', 'commit'],
+        ['store', 'size'],
+      ],
+    );
+    t.ok(samples.every((s) => s.ms >= 0));
+  } finally {
+    diagnosticsChannel.unsubscribe(PHASE_CHANNEL, listen);
+  }
 });
