@@ -15,7 +15,13 @@
  *   npm run bench -- [--stores pglite,postgres] [--duration 4] [--warmup 1] [--clients 50,200]
  *                    [--samples 60] [--warmup-samples 10] [--min-tasks 300]
  *                    [--long-chunks 10000] [--long-chunk-chars 40] [--no-long]
- *                    [--memory] [--memory-only] [--memory-tasks 10000] [--memory-clients 50] [--cpu-prof]
+ *                    [--memory] [--memory-only] [--memory-tasks 10000] [--memory-clients 50] [--profile] [--no-probe]
+ *
+ * Where the time goes: the measured server runs with scripts/bench/probe.ts preloaded
+ * (--no-probe: without), which times the server's phases (parse, authorize, load, claim,
+ * commit wait, commit, encode, write) and counts the database's statements and round trips;
+ * the report prints them per confirm flow. --profile (alias --cpu-prof) writes the server's
+ * CPU profile (node --cpu-prof) and names the file.
  *
  * The defaults keep a full run near 2–3 minutes on a 2-core machine with the server as slow
  * as it is now (tens of flows/s): 60 sequential samples, 4 s windows, RSS after ≥ 300
@@ -37,6 +43,7 @@ import { ceiling, longStream, writeCombinedScript } from './bench/long-stream.js
 import type { CapturedFrames, CeilingResult } from './bench/long-stream.js';
 import { memoryPhase } from './bench/memory.js';
 import type { MemoryResult } from './bench/memory.js';
+import { perFlow } from './bench/phase-tally.js';
 import { sequential, Tally, throughput } from './bench/phases.js';
 import type { ThroughputResult } from './bench/phases.js';
 import { formatReport, resultJson } from './bench/report.js';
@@ -46,6 +53,7 @@ import {
   cpuSeconds,
   killNow,
   machineBusySeconds,
+  probeSnapshot,
   sourceFingerprint,
   rssBytes,
   spawnServer,
@@ -67,7 +75,7 @@ const SOURCE_DIRS = ['src', 'drizzle'];
 const USAGE =
   'usage: npm run bench -- [--stores pglite,postgres] [--duration s] [--warmup s] [--clients 50,200] [--samples n] [--warmup-samples n]\n' +
   '                        [--min-tasks n] [--long-chunks n] [--long-chunk-chars n] [--no-long] [--memory] [--memory-tasks n]\n' +
-  '                        [--memory-clients n] [--memory-only] [--cpu-prof]\n' +
+  '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe]\n' +
   'PostgreSQL runs when BENCH_DATABASE_URL or TEST_DATABASE_URL is set (an admin URL; a fresh bench_<random> database is created and dropped).\n';
 
 interface Args {
@@ -90,6 +98,8 @@ interface Args {
   memoryTasks: number;
   memoryClients: number;
   cpuProf: boolean;
+  /** Preload the probe into the measured server (phases, statements, round trips); --no-probe turns it off. */
+  probe: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -111,6 +121,7 @@ function parseArgs(argv: string[]): Args {
     memoryTasks: 10_000,
     memoryClients: 50,
     cpuProf: false,
+    probe: true,
   };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -142,7 +153,8 @@ function parseArgs(argv: string[]): Args {
       args.memoryOnly = true;
     } else if (name === '--memory-tasks') args.memoryTasks = Math.floor(num(name, value(), args.memorySmall + 1));
     else if (name === '--memory-clients') args.memoryClients = Math.floor(num(name, value(), 1));
-    else if (name === '--cpu-prof') args.cpuProf = true;
+    else if (name === '--cpu-prof' || name === '--profile') args.cpuProf = true;
+    else if (name === '--no-probe') args.probe = false;
     else if (name === '--help' || name === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -211,13 +223,20 @@ async function measure(srv: RunningServer, args: Args) {
   const first = await sequential(seqClient, tally, args.warmupSamples, args.samples, (r) => r.firstEventMs);
   snap('first-event');
   log(`confirm flow: ${args.samples} sequential flows`);
+  const probeBefore = await probeSnapshot(srv);
   const flow = await sequential(seqClient, tally, 0, args.samples, (r) => r.flowMs);
+  const probeAfter = await probeSnapshot(srv);
+  const flowBreakdown = probeBefore && probeAfter ? perFlow(probeBefore, probeAfter, args.samples - flow.errors) : undefined;
   snap('confirm-flow');
   const seqOtherCores = otherCores(seqStart, cpuMark(srv.pid));
   const runs: ThroughputResult[] = [];
   for (const n of args.clients) {
     log(`throughput: ${n} clients, ${args.warmupS} s warm-up + ${args.durationS} s`);
-    runs.push(await throughput(srv.url, srv.pid, tally, n, args.warmupS, args.durationS));
+    // The breakdown covers the whole phase: every flow started in it has ended at the second snapshot.
+    const before = await probeSnapshot(srv);
+    const run = await throughput(srv.url, srv.pid, tally, n, args.warmupS, args.durationS);
+    const after = await probeSnapshot(srv);
+    runs.push({ ...run, breakdown: before && after ? perFlow(before, after, run.phaseFlows) : undefined });
     snap(`throughput-${n}`);
   }
   if (tally.completed < args.minTasks) log(`top-up to ${args.minTasks} completed tasks (20 concurrent)`);
@@ -234,6 +253,7 @@ async function measure(srv: RunningServer, args: Args) {
   return {
     first,
     flow,
+    flowBreakdown,
     seqOtherCores,
     runs,
     timeline,
@@ -282,9 +302,11 @@ async function startServer(
   store: BenchStore,
   scriptFile: string,
   nodeArgs: string[],
+  probe = false,
 ): Promise<{ srv: RunningServer; readyMs: number; pidCheck: { ok: boolean; detail: string } }> {
-  log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...nodeArgs, '--import tsx src/main.ts'].join(' ')}`);
-  server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, env: store.env });
+  const entry = probe ? '--import tsx --import ./scripts/bench/probe.ts src/main.ts' : '--import tsx src/main.ts';
+  log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...nodeArgs, entry].join(' ')}`);
+  server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, env: store.env, probe });
   const srv = server;
   const readyMs = await waitReady(srv);
   const pidCheck = verifyServingPid(srv.pid, srv.port);
@@ -305,7 +327,12 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
   const store = await openStore(kind);
   try {
     const profDir = args.cpuProf ? mkdtempSync(path.join(os.tmpdir(), `devtool-bench-prof-${kind}-`)) : undefined;
-    const { srv, readyMs, pidCheck } = await startServer(store, scriptFile, profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+    const { srv, readyMs, pidCheck } = await startServer(
+      store,
+      scriptFile,
+      profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
+      args.probe,
+    );
     await delay(1000);
     const rssIdleMb = mb(rssBytes(srv.pid));
     const threads = threadCount(srv.pid);

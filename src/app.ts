@@ -43,6 +43,7 @@ import { checkPushUrl } from './push/ssrf-guard.js';
 import { PushSigner } from './push/push-signer.js';
 import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
+import { timedStore } from './store/timed-store.js';
 import { createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCommandOptions } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
@@ -131,7 +132,7 @@ function legacyToolInfo(tools: readonly AnyTool[]): (name: string) => LegacyTool
 async function openStore(app: FastifyInstance, config: Readonly<Config>): Promise<TaskStore & PushStore> {
   const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: config.store.dataDir });
   app.log.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.store.dataDir } : {}) }, 'store open');
-  const store = new PgTaskStore(database);
+  const store = timedStore(new PgTaskStore(database)); // the store itself unless the bench probes
   app.addHook('onClose', async () => store.close());
   return store;
 }

@@ -9,6 +9,7 @@ import { commCpuSeconds, cpuSeconds, machineBusySeconds } from './server-process
 import { monotonicUs } from './cpu-profile.js';
 import type { Window } from './cpu-profile.js';
 import { summarize } from './stats.js';
+import type { Breakdown } from './phase-tally.js';
 import type { Summary } from './stats.js';
 
 /** Counts what a phase did, by outcome, across the whole run. */
@@ -94,6 +95,8 @@ export interface ThroughputResult {
   drainMs: number;
   /** The measured window on CLOCK_MONOTONIC (to cut a --cpu-prof profile to it). */
   window: Window;
+  /** Server time per phase, statements and round trips per completed flow, over the whole phase (with the probe; set by the caller). */
+  breakdown?: Breakdown;
 }
 
 /** CPU seconds so far of the server (all threads, main thread), the machine, postgres and this process; the clock. */
@@ -130,7 +133,11 @@ export async function throughput(
   let cpuAtStart = sample();
   let cpuAtEnd = cpuAtStart;
   const startTimer = setTimeout(() => (cpuAtStart = sample()), warmupS * 1000);
-  const endTimer = setTimeout(() => (cpuAtEnd = sample()), to - t0);
+  let endSampled = false;
+  const endTimer = setTimeout(() => {
+    cpuAtEnd = sample();
+    endSampled = true;
+  }, to - t0);
 
   const worker = async () => {
     while (performance.now() < to) {
@@ -152,6 +159,8 @@ export async function throughput(
     }
   };
   await Promise.all(Array.from({ length: clients }, worker));
+  // The timer can be late (a busy loop): the workers then see the window closed before it fires.
+  if (!endSampled) cpuAtEnd = sample();
   const phaseEnd = performance.now();
   const drainMs = phaseEnd - to;
   clearTimeout(startTimer);

@@ -5,6 +5,8 @@
 import type { ThroughputResult } from './phases.js';
 import type { SequentialResult } from './phases.js';
 import type { ProfileSummary } from './cpu-profile.js';
+import { breakdownJson, breakdownLines } from './breakdown-report.js';
+import type { Breakdown } from './phase-tally.js';
 import type { CeilingResult, LongStreamResult } from './long-stream.js';
 import type { MemoryResult } from './memory.js';
 import { MEMORY_LIMIT_MB } from './memory.js';
@@ -39,6 +41,8 @@ export interface Figures {
   rssIdleMb: number;
   first: SequentialResult;
   flow: SequentialResult;
+  /** Per-flow phases and database traffic of the sequential confirm flows (with the probe). */
+  flowBreakdown?: Breakdown;
   /** Cores used by other processes during the sequential phases. */
   seqOtherCores: number;
   runs: ThroughputResult[];
@@ -329,6 +333,12 @@ function storeDetails(f: Figures): string[] {
     out.push(`  server log, warn and above: ${f.serverWarnings.total} line(s); first ones:`);
     for (const w of f.serverWarnings.lines.slice(0, 5)) out.push(`    ${w.slice(0, 400)}`);
   } else out.push('  server log, warn and above: none');
+  out.push(
+    ...breakdownLines(f.store, f.flow.samples.p50, [
+      { label: 'sequential', b: f.flowBreakdown },
+      ...f.runs.map((r) => ({ label: `${r.clients} clients`, b: r.breakdown })),
+    ]),
+  );
   out.push(...profileLines(f));
   return out;
 }
@@ -487,6 +497,10 @@ function storeJson(f: Figures, ceiling: CeilingResult | undefined): Record<strin
       confirm_flow_p50: f.flow.samples.p50 <= t.confirm_flow_p50_ms,
       flows_per_s_at_200: at200 ? at200.flowsPerS >= t.flows_per_s_at_200 : null,
       p99_at_200: at200 ? at200.latency.p99 <= t.p99_at_200_ms : null,
+    },
+    where_the_time_goes: {
+      sequential: breakdownJson(f.flowBreakdown),
+      ...Object.fromEntries(f.runs.map((r) => [`clients_${r.clients}`, breakdownJson(r.breakdown)])),
     },
     noisy: [f.seqOtherCores, ...f.runs.map((r) => r.otherCpuCores)].some((c) => c > NOISE_CORES),
     ...(f.profile

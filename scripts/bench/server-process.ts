@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { ProbeSnapshot } from './phase-tally.js';
 
 export interface ServerOptions {
   repoRoot: string;
@@ -24,6 +25,8 @@ export interface ServerOptions {
   logLevel?: string;
   /** Extra environment (the store: DATA_DIR or DATABASE_URL), applied after the defaults. */
   env?: Record<string, string>;
+  /** Preload scripts/bench/probe.ts (phases, statements, round trips) and open an IPC channel to ask it. */
+  probe?: boolean;
 }
 
 export interface RunningServer {
@@ -94,10 +97,11 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
     }
   };
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...(opts.entry ?? ['--import', 'tsx', 'src/main.ts'])], {
+  const entry = opts.entry ?? ['--import', 'tsx', ...(opts.probe ? ['--import', './scripts/bench/probe.ts'] : []), 'src/main.ts'];
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
     cwd: opts.repoRoot,
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', ...(opts.probe ? (['ipc'] as const) : [])],
   });
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
@@ -305,4 +309,24 @@ export function sourceFingerprint(root: string, dirs: string[]): { hash: string;
   };
   for (const d of dirs) walk(d);
   return { hash: hash.digest('hex').slice(0, 12), files, newest, newestAt: new Date(newestMs).toISOString() };
+}
+
+/** The probe's cumulative totals (undefined when the server runs without it, or it does not answer in 5 s). */
+export async function probeSnapshot(srv: RunningServer): Promise<ProbeSnapshot | undefined> {
+  const child = srv.child;
+  if (!child.connected) return undefined;
+  return new Promise((resolve) => {
+    const done = (value: ProbeSnapshot | undefined) => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      resolve(value);
+    };
+    const onMessage = (m: unknown) => {
+      const msg = m as { probe?: string; data?: ProbeSnapshot } | null;
+      if (msg?.probe === 'snapshot') done(msg.data);
+    };
+    const timer = setTimeout(() => done(undefined), 5000);
+    child.on('message', onMessage);
+    child.send({ probe: 'snapshot' });
+  });
 }

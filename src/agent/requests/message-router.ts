@@ -23,6 +23,7 @@ import { adaptLegacyOptions, fromLegacyAnswers, looksLikeLegacyAnswer } from './
 import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
 import type { ContextState } from '../runtime/live-task.js';
 import type { TaskCache } from '../runtime/task-cache.js';
+import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import type { TaskStore } from '../task-store.js';
 import type { Toolbox } from '../runtime/toolbox.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
@@ -95,9 +96,11 @@ export class MessageRouter {
     }
     const requested = this.requestedSettings(message, task.dialect);
     let stamped = { ...message, contextId: task.task.contextId };
+    const authorizing = phaseStart();
     checkSameWorkspace(requested, task.context.workspace);
     access.checkSettings(caller, requested);
     await this.checkMcpUrls(requested);
+    phaseEnd('authorize', authorizing);
     await task.flush();
     const afterSeq = task.lastSeq;
     if (task.awaiting().length > 0) {

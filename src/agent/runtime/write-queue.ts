@@ -8,6 +8,7 @@ import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../model/model-client.js';
 import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
+import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 
 export type WriteOp =
   | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean; key?: string }
@@ -21,6 +22,8 @@ interface Queued {
   /** Resolves with the event's seq (events) or 0, once committed; rejects if it could not be. */
   resolve: (seq: number) => void;
   reject: (err: unknown) => void;
+  /** phaseStart() when queued (0 unless the bench probes): the wait until its commit starts. */
+  queuedAt: number;
 }
 
 function toBatch(items: Queued[]): WriteBatch {
@@ -63,7 +66,7 @@ export class WriteQueue {
   /** Queues a write; resolves with its seq (events) or 0 once committed. */
   push(op: WriteOp): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      this.pending.push({ op, resolve, reject });
+      this.pending.push({ op, resolve, reject, queuedAt: phaseStart() });
       if (!this.draining) void this.drain();
     });
   }
@@ -74,6 +77,7 @@ export class WriteQueue {
       while (this.pending.length > 0) {
         const items = this.pending;
         this.pending = [];
+        for (const item of items) phaseEnd('commit wait', item.queuedAt);
         await this.commit(items);
       }
     } finally {

@@ -12,6 +12,7 @@ import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1Me
 import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
 import { CallerUser } from '../../protocol/caller.js';
 import { RPC_ERROR_CODE } from '../../protocol/errors.js';
+import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
 import type { Caller } from '../../protocol/caller.js';
 import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
@@ -140,7 +141,9 @@ export function requestCaller(request: FastifyRequest): Caller | undefined {
 export function authenticationHook(authenticate: Authenticate | undefined) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (authenticate === undefined) return;
+    const started = phaseStart();
     const result = await authenticate(request.headers);
+    phaseEnd('authorize', started);
     if (result.ok) {
       callers.set(request, result.caller);
       return;
@@ -217,7 +220,9 @@ function prepareA2a(request: FastifyRequest, req: Checked): { rpc: Record<string
 
 /** Runs an A2A method through the SDK: a JSON answer, or an SSE stream once its first event exists. */
 async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, req: Checked): Promise<Envelope | FastifyReply> {
+  const started = phaseStart();
   const prepared = prepareA2a(request, req);
+  phaseEnd('parse', started);
   if ('jsonrpc' in prepared) return prepared;
   const { id, version } = req;
   const { ctx } = prepared;
@@ -282,6 +287,8 @@ async function answer(request: FastifyRequest, reply: FastifyReply, rpc: Rpc): P
     // Never reached through the hook; a second lock in case a refactoring loses it.
     return reply.code(401).send(rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, 'Unauthorized: the request was not authenticated'));
   }
+  // Receiving and parsing the body (and routing) happened before this handler: Fastify's clock.
+  if (probing()) phaseSpent('parse', reply.elapsedTime);
   const req = checkEnvelope(request, caller);
   if ('jsonrpc' in req) return req;
   if (req.notification) return notify(request, reply, rpc, req);

@@ -10,6 +10,7 @@
  * replayed from the compacted log). Heartbeats are not queued behind a waiting write.
  */
 import type { FastifyReply } from 'fastify';
+import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 
 export interface SseOptions {
   heartbeatMs: number;
@@ -66,8 +67,13 @@ export async function writeSse(
   try {
     let r = first;
     while (!r.done && !closed) {
+      const encoding = phaseStart();
       const { data, id } = opts.frame(r.value);
-      await send(sseFrame(data, id));
+      const text = sseFrame(data, id);
+      phaseEnd('encode', encoding);
+      const writing = phaseStart();
+      await send(text);
+      phaseEnd('write', writing);
       if (closed) break;
       r = await source.next();
     }
