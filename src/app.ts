@@ -51,6 +51,7 @@ import { createHostGuard } from './transport/http/host-guard.js';
 import { jsonRpcRoutes, UNPARSABLE } from './transport/http/jsonrpc-route.js';
 import type { Authenticate } from './transport/http/jsonrpc-route.js';
 import { legacyRoutes } from './transport/http/legacy-routes.js';
+import { REST_PREFIX, restRoutes } from './transport/http/rest-routes.js';
 import { LegacyRest } from './agent/requests/legacy-rest.js';
 
 export interface AppOptions {
@@ -382,8 +383,10 @@ function cardSource(app: FastifyInstance, config: Readonly<Config>, description:
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    const url = config.publicUrl ?? `http://${host}:${port}/`;
     const built = buildAgentCard({
-      url: config.publicUrl ?? `http://${host}:${port}/`,
+      url,
+      restUrl: url.replace(/\/*$/, '') + REST_PREFIX,
       version: PACKAGE_VERSION,
       description,
       pushNotifications: true,
@@ -400,7 +403,7 @@ function describeAgent(model: ModelClient, demo: boolean): string {
     : `Development agent on ${model.model}: reads, writes and runs code in a workspace, asking before side effects.`;
 }
 
-/** HTTP: the Host/Origin guard on loopback, the agent card and JWKS, and the JSON-RPC endpoint. */
+/** HTTP: the Host/Origin guard on loopback, the agent card and JWKS, the JSON-RPC endpoint and the HTTP+JSON binding. */
 async function registerTransport(
   app: FastifyInstance,
   config: Readonly<Config>,
@@ -438,6 +441,13 @@ async function registerTransport(
       'command/execute': async (params, caller) => commands.execute(params, caller),
       'audit/list': async (params, caller) => handler.listAudit(params, caller),
     },
+    authenticate,
+  });
+  await app.register(restRoutes, {
+    prefix: REST_PREFIX,
+    handler,
+    heartbeatMs: config.sseHeartbeatMs,
+    stallTimeoutMs: config.output.sseStallTimeoutMs,
     authenticate,
   });
 }

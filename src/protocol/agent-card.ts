@@ -12,6 +12,8 @@ import type { JsonObject } from './a2a.js';
 export interface AgentCardOptions {
   /** The JSON-RPC endpoint URL (POST /). */
   url: string;
+  /** The HTTP+JSON binding's base URL (its routes, `/message:send`…, are relative to it); absent = not offered. */
+  restUrl?: string;
   version: string;
   description: string;
   pushNotifications: boolean;
@@ -30,7 +32,10 @@ export function buildAgentCard(o: AgentCardOptions): AgentCard {
     name: 'devtool-a2a-server',
     description: o.description,
     supportedInterfaces: duplicateInterfacesForLegacy(
-      [{ url: o.url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+      [
+        { url: o.url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+        ...(o.restUrl ? [{ url: o.restUrl, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' }] : []),
+      ],
       ['JSONRPC'],
     ),
     provider: undefined,

@@ -4,14 +4,16 @@
  * own mapping gives the same code under v0.3 and v1.0; the transport (jsonrpc-route.ts)
  * picks the codes for what it refuses before the SDK sees a request from this table too.
  */
-import { JsonRpcTransportError } from '@a2a-js/sdk/errors';
+import { JsonRpcTransportError, toJsonRpcError } from '@a2a-js/sdk/errors';
 import {
+  ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
+  VersionNotSupportedError,
 } from '@a2a-js/sdk/errors';
 
 /**
@@ -38,6 +40,8 @@ export const RPC_ERROR_CODE = {
   PUSH_NOTIFICATION_NOT_SUPPORTED: -32003,
   /** The task cannot take this message now (busy, finished). */
   UNSUPPORTED_OPERATION: -32004,
+  /** A request body in a media type other than JSON (HTTP+JSON binding: HTTP 415). */
+  CONTENT_TYPE_NOT_SUPPORTED: -32005,
   /** The authenticated extended agent card: this server has none. */
   EXTENDED_CARD_NOT_CONFIGURED: -32007,
   /** An A2A-Version header other than 0.3 or 1.0. */
@@ -57,6 +61,10 @@ export const pushUnsupported = () => new PushNotificationNotSupportedError('Push
 export const unsupported = (message: string) => new UnsupportedOperationError(message);
 /** True for an error built by `unsupported` (-32004: the task or its conversation cannot take this now). */
 export const isUnsupported = (err: unknown): err is UnsupportedOperationError => err instanceof UnsupportedOperationError;
+export const contentTypeUnsupported = (contentType: string) =>
+  new ContentTypeNotSupportedError(`Unsupported Content-Type "${contentType}"; send application/json or application/a2a+json`);
+export const versionUnsupported = (version: string) =>
+  new VersionNotSupportedError(`A2A-Version "${version}" is not supported on this interface (use 1.0)`);
 export const extendedCardUnsupported = () => new ExtendedAgentCardNotConfiguredError('No extended agent card is configured');
 
 /** A2A has no "forbidden" error: a transport error carrying {@link RPC_ERROR_CODE.FORBIDDEN}. */
@@ -75,4 +83,51 @@ export function httpErrorOf(err: unknown): { status: number; message: string; in
     if (err.envelopeCode === RPC_ERROR_CODE.FORBIDDEN) return { status: 403, message: err.errorResponse.error.message, internal: false };
   }
   return { status: 500, message: 'Internal error (details are in the server log)', internal: true };
+}
+
+/**
+ * The HTTP+JSON binding's status for each code of {@link RPC_ERROR_CODE} (A2A v1.0 §5.4 "Error
+ * Code Mappings", HTTP column), with the google.rpc code name its body carries (§11.6, AIP-193;
+ * §5.4's gRPC column). Derived from the JSON-RPC code, so both bindings answer one error alike.
+ */
+export const HTTP_OF_RPC_CODE: Readonly<Record<RpcErrorCode, { status: number; name: string }>> = {
+  [RPC_ERROR_CODE.PARSE_ERROR]: { status: 400, name: 'INVALID_ARGUMENT' },
+  [RPC_ERROR_CODE.INVALID_REQUEST]: { status: 400, name: 'INVALID_ARGUMENT' },
+  [RPC_ERROR_CODE.METHOD_NOT_FOUND]: { status: 404, name: 'NOT_FOUND' },
+  [RPC_ERROR_CODE.INVALID_PARAMS]: { status: 400, name: 'INVALID_ARGUMENT' },
+  [RPC_ERROR_CODE.INTERNAL_ERROR]: { status: 500, name: 'INTERNAL' },
+  [RPC_ERROR_CODE.TASK_NOT_FOUND]: { status: 404, name: 'NOT_FOUND' },
+  [RPC_ERROR_CODE.TASK_NOT_CANCELABLE]: { status: 409, name: 'FAILED_PRECONDITION' },
+  [RPC_ERROR_CODE.PUSH_NOTIFICATION_NOT_SUPPORTED]: { status: 400, name: 'UNIMPLEMENTED' },
+  [RPC_ERROR_CODE.UNSUPPORTED_OPERATION]: { status: 400, name: 'UNIMPLEMENTED' },
+  [RPC_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED]: { status: 415, name: 'INVALID_ARGUMENT' },
+  [RPC_ERROR_CODE.EXTENDED_CARD_NOT_CONFIGURED]: { status: 400, name: 'FAILED_PRECONDITION' },
+  [RPC_ERROR_CODE.VERSION_NOT_SUPPORTED]: { status: 400, name: 'UNIMPLEMENTED' },
+  [RPC_ERROR_CODE.FORBIDDEN]: { status: 403, name: 'PERMISSION_DENIED' },
+  [RPC_ERROR_CODE.UNAUTHORIZED]: { status: 401, name: 'UNAUTHENTICATED' },
+};
+
+/** An HTTP+JSON error body (A2A v1.0 §11.6: google.rpc.Status as AIP-193 writes it in JSON). */
+export interface RestErrorBody {
+  error: { code: number; status: string; message: string; details: unknown[] };
+}
+
+/** A REST error body for a code of the table, with `details` (the A2A errors' ErrorInfo). */
+export function restErrorBody(code: RpcErrorCode, message: string, details: unknown[] = []): { status: number; body: RestErrorBody } {
+  const { status, name } = HTTP_OF_RPC_CODE[code];
+  return { status, body: { error: { code: status, status: name, message, details } } };
+}
+
+/**
+ * The HTTP+JSON answer for any error: its JSON-RPC code (the SDK's mapping, the same as the
+ * JSON-RPC route's), then the table's status. An A2A error carries its ErrorInfo in `details`
+ * (§11.6 MUST); anything unmapped is 500 with a generic message (the details go to the log).
+ */
+export function restErrorOf(err: unknown): { status: number; body: RestErrorBody; internal: boolean } {
+  const rpc = toJsonRpcError(err) as { code: number; message: string; data?: unknown };
+  const code = (Object.hasOwn(HTTP_OF_RPC_CODE, rpc.code) ? rpc.code : RPC_ERROR_CODE.INTERNAL_ERROR) as RpcErrorCode;
+  if (code === RPC_ERROR_CODE.INTERNAL_ERROR) {
+    return { ...restErrorBody(code, 'Internal error (details are in the server log)'), internal: true };
+  }
+  return { ...restErrorBody(code, rpc.message, Array.isArray(rpc.data) ? rpc.data : []), internal: false };
 }

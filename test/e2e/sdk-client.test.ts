@@ -203,6 +203,7 @@ t.test('Appendix A with the SDK v1.0 client from ClientFactory.createFromUrl', a
       card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion]),
       [
         [srv.url, 'JSONRPC', '1.0'],
+        [`${srv.url}v1`, 'HTTP+JSON', '1.0'],
         [srv.url, 'JSONRPC', '0.3'],
       ],
       'the card advertises the address the server actually listens on',

@@ -325,6 +325,7 @@ t.test('agent card', async (t) => {
       card.supportedInterfaces.map((i: any) => [i.protocolBinding, i.protocolVersion]),
       [
         ['JSONRPC', '1.0'],
+        ['HTTP+JSON', '1.0'],
         ['JSONRPC', '0.3'],
       ],
     );

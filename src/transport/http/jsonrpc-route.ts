@@ -137,8 +137,12 @@ export function requestCaller(request: FastifyRequest): Caller | undefined {
 /**
  * A route-level hook (it runs for whatever request line reached this route, absolute-form
  * URLs included) and before the body is read: an unauthenticated request costs no parsing.
+ * `refusal` builds the 401 body in the route's binding (a JSON-RPC envelope by default).
  */
-export function authenticationHook(authenticate: Authenticate | undefined) {
+export function authenticationHook(
+  authenticate: Authenticate | undefined,
+  refusal: (message: string) => unknown = (message) => rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, message),
+) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (authenticate === undefined) return;
     const started = phaseStart();
@@ -149,7 +153,7 @@ export function authenticationHook(authenticate: Authenticate | undefined) {
       return;
     }
     void reply.code(401).header('www-authenticate', result.wwwAuthenticate);
-    return reply.send(rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, `Unauthorized: ${result.message}`));
+    return reply.send(refusal(`Unauthorized: ${result.message}`));
   };
 }
 

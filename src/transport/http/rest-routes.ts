@@ -1,0 +1,292 @@
+/**
+ * The A2A v1.0 HTTP+JSON binding (specification §11), mounted under a prefix (`/v1`) that the
+ * card's `HTTP+JSON` interface URL names: `POST /message:send`, `POST /message:stream` (SSE),
+ * `GET /tasks`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe`
+ * (SSE; the proto says GET, the SDK client POSTs), the push-config routes and
+ * `GET /extendedAgentCard`. Thin, like the JSON-RPC route: the same request handler, the same
+ * authentication hook, Last-Event-ID and SSE writer; errors are google.rpc.Status bodies with
+ * the HTTP status of protocol/errors.ts's one table (§11.6, §5.4).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
+import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import {
+  AgentCard,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksResponse,
+  SendMessageRequest,
+  SendMessageResponse,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+  TaskState,
+  taskStateFromJSON,
+} from '@a2a-js/sdk';
+import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
+import { CallerUser } from '../../protocol/caller.js';
+import {
+  contentTypeUnsupported,
+  invalidParams,
+  restErrorBody,
+  restErrorOf,
+  RPC_ERROR_CODE,
+  versionUnsupported,
+} from '../../protocol/errors.js';
+import { authenticationHook, requestCaller, UNPARSABLE } from './jsonrpc-route.js';
+import type { Authenticate } from './jsonrpc-route.js';
+import { validateParams } from './validate-params.js';
+import { writeSse } from './sse.js';
+
+export interface RestRoutesOptions {
+  handler: A2ARequestHandler;
+  heartbeatMs: number;
+  /** A stream whose client has not read for this long while the server waits to write is closed (default 30 s). */
+  stallTimeoutMs?: number;
+  authenticate?: Authenticate;
+}
+
+/** The prefix the binding is mounted under; the card's HTTP+JSON interface URL ends with it. */
+export const REST_PREFIX = '/v1';
+
+/** A body in a media type this binding does not read (answered 415, ContentTypeNotSupportedError). */
+const UNSUPPORTED_MEDIA = Symbol('unsupported-media-type');
+const JSON_TYPES = new Set(['application/json', 'application/a2a+json']);
+
+type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
+
+/**
+ * The call context: the caller, v1.0, and the Last-Event-ID a stream resumes after. Refuses
+ * an A2A-Version other than 1.0 (this interface is v1.0 only; absent means 1.0, §3.2.6).
+ */
+function contextOf(request: FastifyRequest): ServerCallContext {
+  const raw = request.headers['a2a-version'];
+  const version = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  if (version !== undefined && version !== '' && !['1', '1.0', '1.0.0'].includes(version)) throw versionUnsupported(version);
+  const caller = requestCaller(request);
+  const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: '1.0' });
+  const lastEventId = request.headers['last-event-id'];
+  if (lastEventId !== undefined) {
+    const id = String(lastEventId).trim();
+    if (!/^\d{1,15}$/.test(id)) throw invalidParams(`Invalid Last-Event-ID header "${id}": expected an event id (a non-negative integer)`);
+    ctx.state.set(CTX_LAST_EVENT_ID, Number(id));
+  }
+  return ctx;
+}
+
+/** The JSON body of a request that must have one (message:send, a push config). */
+function bodyOf(request: FastifyRequest): Record<string, unknown> {
+  const body: unknown = request.body;
+  if (body === UNSUPPORTED_MEDIA) throw contentTypeUnsupported(String(request.headers['content-type']));
+  if (body === UNPARSABLE) throw invalidParams('The request body is not valid JSON');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidParams('The request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+function sendRequest(request: FastifyRequest, method: 'SendMessage' | 'SendStreamingMessage'): SendMessageRequest {
+  const body = bodyOf(request);
+  const bad = validateParams(method, body, '1.0');
+  if (bad !== undefined) throw invalidParams(bad.replace(/^params\b/, 'body'));
+  return SendMessageRequest.fromJSON(body);
+}
+
+/** A non-negative integer query parameter (historyLength, pageSize), or undefined when absent. */
+function intQuery(query: Record<string, string | undefined>, name: string, min = 0, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const raw = query[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < min || n > max)
+    throw invalidParams(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  return n;
+}
+
+function sendError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
+  const e = restErrorOf(err);
+  if (e.internal) request.log.error({ err }, `${request.method} ${request.url} failed`);
+  else request.log.debug({ err }, 'refused');
+  return reply.code(e.status).type('application/json').send(e.body);
+}
+
+/** Runs `work`; its result is the JSON body (`undefined`: 204), a refusal the REST error body. */
+async function answer(request: FastifyRequest, reply: FastifyReply, work: () => Promise<unknown>, status = 200): Promise<FastifyReply> {
+  try {
+    const body = await work();
+    if (body === undefined) return await reply.code(204).send();
+    return await reply.code(status).type('application/json').send(body);
+  } catch (err) {
+    return sendError(request, reply, err);
+  }
+}
+
+/** An SSE answer: each StreamResponse as one `data:` JSON, with the event-log id; refusals before the first event are plain errors. */
+async function stream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  opts: Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>>,
+  open: (ctx: ServerCallContext) => AsyncGenerator<StreamResponse, void, undefined>,
+): Promise<FastifyReply> {
+  let ctx: ServerCallContext;
+  let events: AsyncGenerator<StreamResponse, void, undefined>;
+  let first: IteratorResult<StreamResponse>;
+  try {
+    ctx = contextOf(request);
+    events = open(ctx);
+    first = await events.next(); // refusals happen here, before any SSE byte
+  } catch (err) {
+    return sendError(request, reply, err);
+  }
+  await writeSse(reply, events, first, {
+    heartbeatMs: opts.heartbeatMs,
+    stallTimeoutMs: opts.stallTimeoutMs,
+    frame: (item) => ({
+      data: StreamResponse.toJSON(item as StreamResponse),
+      id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+    }),
+    onError: (err) => {
+      request.log.error({ err }, 'stream failed after it started');
+      return restErrorBody(RPC_ERROR_CODE.INTERNAL_ERROR, 'Internal error: the event stream failed').body;
+    },
+  });
+  return reply;
+}
+
+/** `/tasks/{id}`, `/tasks/{id}:cancel`, `/tasks/{id}:subscribe`: one path segment, split at its last colon. */
+function taskTarget(segment: string): { id: string; action: string } {
+  const colon = segment.lastIndexOf(':');
+  return colon < 0 ? { id: segment, action: '' } : { id: segment.slice(0, colon), action: segment.slice(colon + 1) };
+}
+
+const notFound = (request: FastifyRequest) =>
+  restErrorBody(RPC_ERROR_CODE.METHOD_NOT_FOUND, `No HTTP+JSON route for ${request.method} ${request.url.split('?')[0]}`).body;
+
+function taskRoutes(
+  app: FastifyInstance,
+  handler: A2ARequestHandler,
+  sse: Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>>,
+) {
+  app.get('/tasks', (request: Req, reply) =>
+    answer(request, reply, async () => {
+      const q = request.query;
+      const status = q.status ? taskStateFromJSON(q.status) : 0;
+      if (status === TaskState.UNRECOGNIZED) throw invalidParams(`status "${q.status}" is not a task state`);
+      const res = await handler.listTasks(
+        {
+          tenant: '',
+          contextId: q.contextId ?? '',
+          status,
+          pageSize: intQuery(q, 'pageSize', 1, 100),
+          pageToken: q.pageToken ?? '',
+          historyLength: intQuery(q, 'historyLength'),
+          statusTimestampAfter: q.statusTimestampAfter || undefined,
+          includeArtifacts: q.includeArtifacts === 'true',
+        },
+        contextOf(request),
+      );
+      return ListTasksResponse.toJSON(res);
+    }),
+  );
+  const byTask = async (request: Req, reply: FastifyReply) => {
+    const { id, action } = taskTarget(request.params.target ?? '');
+    if (id === '') return reply.code(404).send(notFound(request));
+    if (action === 'subscribe') return stream(request, reply, sse, (ctx) => handler.resubscribe({ id, tenant: '' }, ctx));
+    if (action === '' && request.method === 'GET') {
+      return answer(request, reply, async () => {
+        const historyLength = intQuery(request.query, 'historyLength');
+        return Task.toJSON(await handler.getTask({ id, tenant: '', historyLength }, contextOf(request)));
+      });
+    }
+    if (action === 'cancel' && request.method === 'POST') {
+      return answer(request, reply, async () =>
+        Task.toJSON(await handler.cancelTask({ id, tenant: '', metadata: {} }, contextOf(request))),
+      );
+    }
+    return reply.code(404).send(notFound(request));
+  };
+  app.get('/tasks/:target', byTask);
+  app.post('/tasks/:target', byTask);
+}
+
+function pushRoutes(app: FastifyInstance, handler: A2ARequestHandler) {
+  const base = '/tasks/:taskId/pushNotificationConfigs';
+  app.post(base, (request: Req, reply) =>
+    answer(
+      request,
+      reply,
+      async () => {
+        const config = TaskPushNotificationConfig.fromJSON({ ...bodyOf(request), taskId: request.params.taskId });
+        return TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, contextOf(request)));
+      },
+      201,
+    ),
+  );
+  app.get(base, (request: Req, reply) =>
+    answer(request, reply, async () => {
+      const res = await handler.listTaskPushNotificationConfigs(
+        { taskId: request.params.taskId ?? '', pageSize: 0, pageToken: '', tenant: '' },
+        contextOf(request),
+      );
+      return ListTaskPushNotificationConfigsResponse.toJSON(res);
+    }),
+  );
+  app.get(`${base}/:configId`, (request: Req, reply) =>
+    answer(request, reply, async () => {
+      const params = { taskId: request.params.taskId ?? '', id: request.params.configId ?? '', tenant: '' };
+      return TaskPushNotificationConfig.toJSON(await handler.getTaskPushNotificationConfig(params, contextOf(request)));
+    }),
+  );
+  app.delete(`${base}/:configId`, (request: Req, reply) =>
+    answer(request, reply, async () => {
+      const params = { taskId: request.params.taskId ?? '', id: request.params.configId ?? '', tenant: '' };
+      await handler.deleteTaskPushNotificationConfig(params, contextOf(request));
+      return undefined;
+    }),
+  );
+}
+
+export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions): Promise<void> {
+  const { handler } = opts;
+  const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
+  // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
+  app.addContentTypeParser('application/a2a+json', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(null, UNPARSABLE);
+    }
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, UNSUPPORTED_MEDIA));
+  app.addHook('preHandler', async (request, reply) => {
+    // §11.1: JSON only. Any request that declares another media type is refused, as the SDK's server does.
+    const type = request.headers['content-type'];
+    if (type === undefined || JSON_TYPES.has(type.split(';', 1)[0]?.trim().toLowerCase() ?? '')) return;
+    return sendError(request, reply, contentTypeUnsupported(type));
+  });
+  app.addHook(
+    'onRequest',
+    authenticationHook(opts.authenticate, (message) => restErrorBody(RPC_ERROR_CODE.UNAUTHORIZED, message).body),
+  );
+  app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
+    // Fastify's own refusals (body too large, …) keep their status, in this binding's body.
+    const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (status === 500) return sendError(request, reply, err);
+    return reply.code(status).send({ error: { code: status, status: 'INVALID_ARGUMENT', message: err.message, details: [] } });
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send(notFound(request)));
+
+  app.post('/message::send', (request, reply) =>
+    answer(request, reply, async () => {
+      const result = await handler.sendMessage(sendRequest(request, 'SendMessage'), contextOf(request));
+      const payload = 'messageId' in result ? { $case: 'message' as const, value: result } : { $case: 'task' as const, value: result };
+      return SendMessageResponse.toJSON({ payload });
+    }),
+  );
+  app.post('/message::stream', (request, reply) =>
+    stream(request, reply, sse, (ctx) => handler.sendMessageStream(sendRequest(request, 'SendStreamingMessage'), ctx)),
+  );
+  taskRoutes(app, handler, sse);
+  pushRoutes(app, handler);
+  app.get('/extendedAgentCard', (request, reply) =>
+    answer(request, reply, async () =>
+      AgentCard.toJSON(await handler.getAuthenticatedExtendedAgentCard({ tenant: '' }, contextOf(request))),
+    ),
+  );
+}
