@@ -340,6 +340,9 @@ t.test('roles: approving and risky settings need an approver; declining does not
     const schema = paused.metadata.inputSchema;
     t.same(schema.properties.selected_option_id, { enum: ['cancel'] });
     t.same(schema.properties.tool_call_id, { enum: [card.tool_call_id] });
+    const again = results(await vic('tasks/resubscribe', { id: task.id }));
+    t.equal(again.at(-1)?.status?.state, 'auth-required', 'resubscribe re-sends the auth-required pause');
+    t.same(again.at(-1)?.metadata?.inputSchema, schema, 'with the same schema');
   });
 
   await t.test('vic approving his own call: -32010 naming the role, audited, still pending', async (t) => {
