@@ -104,12 +104,15 @@ function as(srv: TestServer, who: Who | Record<string, string>) {
   return (method: string, params: unknown, version?: '0.3' | '1.0') => rpc(srv.url, method, params, { headers, version });
 }
 
-/** Starts `write a greeting` as `who`; returns the Task and its PENDING card. */
+/** The pause of `who`'s tasks: vic (a viewer) may not approve, so his tasks wait auth-required. */
+const pauseState = (who: Who) => (who === 'vic' ? 'auth-required' : 'input-required');
+
+/** Starts `write a greeting` as `who`; returns the Task, its PENDING card and the pause event. */
 async function pause(t: Test, srv: TestServer, who: Who, extra: Record<string, unknown> = {}) {
   const res = await as(srv, who)('message/stream', { message: userMessage('write a greeting', extra) });
   const ev = results(res);
-  t.equal(ev.at(-1)?.status?.state, 'input-required', `${who}'s task pauses: ${res.json?.error?.message ?? 'ok'}`);
-  return { task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')) };
+  t.equal(ev.at(-1)?.status?.state, pauseState(who), `${who}'s task pauses: ${res.json?.error?.message ?? 'ok'}`);
+  return { task: ev[0], card: dataOf(ev.find((r) => dataOf(r)?.status === 'PENDING')), paused: ev.at(-1) };
 }
 
 const answer = (task: any, card: any, option: string) => ({
@@ -124,10 +127,10 @@ function forbidden(t: Test, res: PostResult, ...patterns: RegExp[]): void {
   for (const p of patterns) t.match(res.json?.error?.message, p);
 }
 
-/** The call is still waiting: the task is input-required and a resubscribe re-sends its PENDING card. */
+/** The call is still waiting: the task is paused and a resubscribe re-sends its PENDING card. */
 async function stillPending(t: Test, srv: TestServer, owner: Who, task: any, card: any): Promise<void> {
   const got = await as(srv, owner)('tasks/get', { id: task.id });
-  t.equal(got.json?.result?.status?.state, 'input-required', 'the task still waits');
+  t.equal(got.json?.result?.status?.state, pauseState(owner), 'the task still waits');
   const again = await as(srv, owner)('tasks/resubscribe', { id: task.id });
   const cards = results(again)
     .map(dataOf)
@@ -329,7 +332,18 @@ t.test('a task belongs to its principal', async (t) => {
 t.test('roles: approving and risky settings need an approver; declining does not', async (t) => {
   const srv = await authServer(t, { api_keys: API_KEYS });
   const vic = as(srv, 'vic');
-  const { task, card } = await pause(t, srv, 'vic');
+  const { task, card, paused } = await pause(t, srv, 'vic');
+
+  t.test("vic's task waits auth-required: the text names the role, the schema offers only cancel", async (t) => {
+    t.match(paused.status.message.parts[0].text, /Approving needs role approver/);
+    t.match(paused.status.message.parts[0].text, /"cancel"/);
+    const schema = paused.metadata.inputSchema;
+    t.same(schema.properties.selected_option_id, { enum: ['cancel'] });
+    t.same(schema.properties.tool_call_id, { enum: [card.tool_call_id] });
+    const again = results(await vic('tasks/resubscribe', { id: task.id }));
+    t.equal(again.at(-1)?.status?.state, 'auth-required', 'resubscribe re-sends the auth-required pause');
+    t.same(again.at(-1)?.metadata?.inputSchema, schema, 'with the same schema');
+  });
 
   await t.test('vic approving his own call: -32010 naming the role, audited, still pending', async (t) => {
     forbidden(

@@ -568,12 +568,13 @@ t.test('proceed_always trusts the tool for the rest of the context', async (t) =
   });
 });
 
-t.test('the extension URI keys every event metadata', async (t) => {
+t.test('the extension URI keys every event metadata; a pause adds its inputSchema', async (t) => {
   const srv = await startServer(t);
   const { watch, cards } = await startPaused(t, srv, 'write a greeting');
   watch.take(await confirm(srv, watch, { tool_call_id: cards[0].tool_call_id, selected_option_id: 'proceed_once' }));
   for (const r of watch.results) {
-    t.same(Object.keys(r.metadata ?? {}), [URI], 'metadata is keyed by the extension URI only');
+    const paused = r.status?.state === 'input-required';
+    t.same(Object.keys(r.metadata ?? {}), paused ? [URI, 'inputSchema'] : [URI], 'metadata is keyed by the extension URI only');
     t.equal(r.metadata[URI].model, 'scripted-test');
   }
 });

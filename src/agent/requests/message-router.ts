@@ -12,7 +12,7 @@ import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { Access } from '../policy/access.js';
 import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
 import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
-import type { LiveTask, TurnCall } from '../runtime/live-task.js';
+import type { LiveTask, PauseAuthority, TurnCall } from '../runtime/live-task.js';
 import type { ModelPart } from '../model/model-client.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
 import type { KnownCalls } from './resume-handler.js';
@@ -95,6 +95,7 @@ export class MessageRouter {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
     const requested = this.requestedSettings(message, task.dialect);
+    task.pauseAuthority = this.authorityOf(caller);
     let stamped = { ...message, contextId: task.task.contextId };
     const authorizing = phaseStart();
     checkSameWorkspace(requested, task.context.workspace);
@@ -182,12 +183,12 @@ export class MessageRouter {
    * there would break it. Throws unsupported (-32004) naming the busy task.
    */
   async checkContextFree(contextId: string, except?: string): Promise<void> {
-    for (const state of ['input-required', 'working', 'submitted'] as const) {
+    for (const state of ['input-required', 'auth-required', 'working', 'submitted'] as const) {
       const { tasks } = await this.opts.store.listTasks({ contextId, state, limit: 2, offset: 0 });
       const busy = tasks.find((t) => t.id !== except);
       if (busy) {
         throw unsupported(
-          `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' ? 'still working' : 'waiting for approval'}; ` +
+          `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' || state === 'submitted' ? 'still working' : 'waiting for approval'}; ` +
             `${state === 'working' ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
         );
       }
@@ -214,6 +215,11 @@ export class MessageRouter {
     const contextId = live?.task.contextId ?? stored?.task.contextId ?? '';
     await this.recordDenials(taskId, contextId, owner, caller, 'denied_identity', hashes);
     this.opts.access.checkOwner(caller, owner, `task ${taskId}`);
+  }
+
+  /** What the caller may answer to a pause: auth-required pauses when it may not approve (runtime/pause.ts). */
+  private authorityOf(caller: Caller | undefined): PauseAuthority {
+    return { mayApprove: this.opts.access.canApprove(caller), approverRoles: this.opts.access.rules.approverRoles };
   }
 
   /** A yes/no answer (text token or `{"confirmation": …}`) that names no call. */
@@ -368,6 +374,7 @@ export class MessageRouter {
     const lease = { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) };
     await store.createTask(snapshot, principal, { lease, dialect: opts.dialect });
     const task = cache.create(snapshot, context, principal, opts.dialect);
+    task.pauseAuthority = this.authorityOf(caller);
     task.publishSnapshot();
     task.publish({ type: 'state', state: 'working' });
     await task.flush(); // committed: a check of the context from now on sees it working

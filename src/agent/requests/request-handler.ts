@@ -26,7 +26,7 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName, STATE_TO_V1 } from '../../protocol/a2a.js';
+import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName } from '../../protocol/a2a.js';
 import { callerOf } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
 import { extendedCardUnsupported, forbidden, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../../protocol/errors.js';
@@ -40,7 +40,7 @@ import type { TaskCache } from '../runtime/task-cache.js';
 import type { StoredEvent, TaskStore } from '../task-store.js';
 import type { Encoders, WireDialect } from '../wire/wire-encoder.js';
 import { cancelTask } from '../runtime/call-lifecycle.js';
-import { TERMINAL } from '../wire/agent-events.js';
+import { PAUSED, TERMINAL } from '../wire/agent-events.js';
 import type { TaskStateName } from '../wire/agent-events.js';
 
 export interface DevtoolRequestHandlerOptions {
@@ -193,7 +193,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   /**
    * tasks/resubscribe: the Task snapshot first (no SSE id), then — with Last-Event-ID —
    * every logged event after it, then live events until the next pause or end. A paused
-   * task re-sends its waiting cards and the input-required event (nothing is consumed);
+   * task re-sends its waiting cards and the pause event, with its inputSchema (nothing is consumed);
    * a finished task replays what was missed and ends.
    */
   async *resubscribe(params: SubscribeToTaskRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -209,7 +209,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     yield { payload: { $case: 'task', value: this.opts.encoders[stored.dialect].taskView(stored.task) } };
     const state = stateName(stored.task.status?.state);
     const emit = (ev: StoredEvent) => (tagId(ctx, ev.seq), ev.response);
-    if (state === 'input-required') {
+    if (PAUSED.has(state as TaskStateName)) {
       // What was missed, plus the waiting cards and the pause (always re-sent), in log order.
       const pause = await this.pauseEvents(params.id, stored.dialect);
       const missed = lastEventId === undefined ? [] : await this.opts.store.eventsAfter(params.id, lastEventId);
@@ -335,7 +335,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     return { task: stored.task, dialect: stored.dialect };
   }
 
-  /** The latest logged card of each waiting call, then the input-required event. */
+  /** The latest logged card of each waiting call, then the pause (input-required or auth-required). */
   private async pauseEvents(taskId: string, dialect: WireDialect): Promise<StoredEvent[]> {
     const encoder = this.opts.encoders[dialect];
     const [events, turn] = await Promise.all([this.opts.store.eventsAfter(taskId, 0), this.opts.store.loadTurn(taskId)]);
@@ -347,7 +347,8 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     }
     const pause = events.filter((ev) => ev.final).at(-1);
     const isPause =
-      pause?.response.payload?.$case === 'statusUpdate' && pause.response.payload.value.status?.state === STATE_TO_V1['input-required'];
+      pause?.response.payload?.$case === 'statusUpdate' &&
+      PAUSED.has(stateName(pause.response.payload.value.status?.state) as TaskStateName);
     return [...[...latest.values()].sort((a, b) => a.seq - b.seq), ...(isPause && pause ? [pause] : [])];
   }
 }

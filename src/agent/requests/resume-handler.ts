@@ -16,7 +16,8 @@ import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
-import { approveCall, declineCall, pausePrompt } from '../runtime/call-lifecycle.js';
+import { approveCall, declineCall } from '../runtime/call-lifecycle.js';
+import { pauseEvent } from '../runtime/pause.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { AgentEvent } from '../wire/agent-events.js';
 
@@ -185,7 +186,7 @@ export async function applyResume(
   if (plan.kind === 'reprompt') {
     const waiting = task.awaiting();
     const events: AgentEvent[] = waiting.map((call) => ({ type: 'tool-call', call: structuredClone(call.snapshot) }));
-    events.push({ type: 'state', state: 'input-required', text: `${plan.reason} ${pausePrompt(waiting)}` });
+    events.push(pauseEvent(task, waiting, plan.reason));
     const seqs = await task.publishWhileAwaiting(
       waiting.map((c) => c.snapshot.id),
       events,

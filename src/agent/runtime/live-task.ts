@@ -13,7 +13,7 @@ import type { AnyTool } from '../../tools/tool.js';
 import type { EventHub } from './event-hub.js';
 import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } from '../task-store.js';
 import type { ToolSet } from './toolbox.js';
-import { PAUSE_OR_TERMINAL, TERMINAL } from '../wire/agent-events.js';
+import { PAUSE_OR_TERMINAL, PAUSED, TERMINAL } from '../wire/agent-events.js';
 import { applyArtifact } from '../wire/artifacts.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from '../wire/agent-events.js';
 import type { Encoders, WireDialect, WireEncoder } from '../wire/wire-encoder.js';
@@ -40,6 +40,16 @@ export interface ContextState {
   tools: ToolSet;
   /** The principal that started the conversation (undefined without authentication). */
   principal?: string;
+}
+
+/**
+ * Whether the principal answering a task may approve its calls, and which roles would
+ * (runtime/pause.ts). Set from the caller of every message to the task (MessageRouter); absent
+ * on a copy loaded without a message, whose pause then keeps the state it was stored with.
+ */
+export interface PauseAuthority {
+  mayApprove: boolean;
+  approverRoles: readonly string[];
 }
 
 export interface TurnCall {
@@ -134,6 +144,8 @@ export class LiveTask {
   readonly principal?: string;
   /** The wire dialect the task speaks for its whole life. */
   readonly dialect: WireDialect;
+  /** May the principal answering this task approve its calls (set per message; see runtime/pause.ts). */
+  pauseAuthority?: PauseAuthority;
 
   constructor(
     readonly task: Task,
@@ -352,7 +364,7 @@ export class LiveTask {
     const seqs = await this.deps.store.commitWhileAwaiting(batch, this.id, callIds);
     if (seqs === undefined) return undefined;
     // Committed before any claim of these calls: unless a winner moved this copy on meanwhile, it pauses here.
-    if (this.task.status === before.status && this.state === 'input-required') {
+    if (this.task.status === before.status && PAUSED.has(this.state)) {
       this.task.status = after.status;
       this.task.history.push(...after.history);
       this.textMessageId = after.text;

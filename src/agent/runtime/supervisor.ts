@@ -14,7 +14,9 @@
  */
 import { Background } from '../../lib/background.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
-import { declineCall, failTask, interruptCall, pausePrompt } from './call-lifecycle.js';
+import { declineCall, failTask, interruptCall } from './call-lifecycle.js';
+import { pauseEvent } from './pause.js';
+import { PAUSED } from '../wire/agent-events.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
 import type { TaskCache } from './task-cache.js';
@@ -120,7 +122,7 @@ export class Supervisor {
 
   private async interrupt(task: LiveTask, calls: StoredCall[]): Promise<void> {
     // A claimed call may die before its EXECUTING event lands, so a paused task can hold one too.
-    if (!['working', 'submitted', 'input-required'].includes(task.state)) return;
+    if (!['working', 'submitted', 'input-required', 'auth-required'].includes(task.state)) return;
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
     for (const stored of calls) {
       const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
@@ -146,16 +148,12 @@ export class Supervisor {
   }
 
   private async remind(task: LiveTask, calls: StoredCall[]): Promise<void> {
-    if (task.state !== 'input-required') return;
+    if (!PAUSED.has(task.state)) return;
     const first = Math.min(...calls.map((c) => c.expiresAt?.getTime() ?? Infinity));
     const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
     const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
     const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
-    task.publish({
-      type: 'state',
-      state: 'input-required',
-      text: `Reminder: ${names} will be cancelled ${when} unless answered. ${pausePrompt(task.awaiting())}`,
-    });
+    task.publish(pauseEvent(task, task.awaiting(), `Reminder: ${names} will be cancelled ${when} unless answered.`));
     await task.flush();
   }
 

@@ -4,7 +4,8 @@
  * Every path ends in exactly one of: `input-required`, `completed`, `failed`.
  * Runs are detached from requests through TaskRuns, so an error fails its task, never the process.
  */
-import { abandonTurn, commandSummary, pausePrompt, proposeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
+import { pauseEvent } from './pause.js';
+import { abandonTurn, commandSummary, proposeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
 import { memoryInstruction } from './memory.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -142,7 +143,7 @@ export class TurnLoop {
     if (stored.some((c) => c.phase === 'ready' || c.phase === 'executing')) return; // its runner settles
     const waiting = stored.filter((c) => c.phase === 'awaiting');
     if (waiting.length > 0) {
-      task.publish({ type: 'state', state: 'input-required', text: pausePrompt(waiting) });
+      task.publish(pauseEvent(task, waiting));
       return;
     }
     if (!(await this.opts.store.closeTurn(task.id, task.turnNo))) return; // another process continued

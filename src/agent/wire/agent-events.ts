@@ -4,7 +4,7 @@
  */
 import type { ToolDisplay, ToolError, ToolProposal } from '../../tools/tool.js';
 
-export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
+export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
 
 export type ToolCallStatusName = 'PENDING' | 'EXECUTING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
 
@@ -46,12 +46,24 @@ export interface AgentArtifact {
 }
 
 export type AgentEvent =
-  | { type: 'state'; state: TaskStateName; text?: string; error?: string }
+  | {
+      type: 'state';
+      state: TaskStateName;
+      text?: string;
+      error?: string;
+      /** On a pause: the JSON Schema of the answer it accepts (see runtime/pause.ts). */
+      inputSchema?: Record<string, unknown>;
+    }
   | { type: 'tool-call'; call: ToolCallSnapshot }
   | { type: 'text'; delta: string }
   | { type: 'thought'; subject: string; description: string }
   | { type: 'artifact'; artifact: AgentArtifact };
 
+/**
+ * The pauses: the task waits for its client. `auth-required` when the waiting calls need an
+ * approver role the task's principal lacks (A2A TaskState AUTH_REQUIRED), `input-required` otherwise.
+ */
+export const PAUSED: ReadonlySet<TaskStateName> = new Set(['input-required', 'auth-required']);
 /** States after which a stream ends (the client must send something, or the task is over). */
-export const PAUSE_OR_TERMINAL: ReadonlySet<TaskStateName> = new Set(['input-required', 'completed', 'failed', 'canceled', 'rejected']);
+export const PAUSE_OR_TERMINAL: ReadonlySet<TaskStateName> = new Set([...PAUSED, 'completed', 'failed', 'canceled', 'rejected']);
 export const TERMINAL: ReadonlySet<TaskStateName> = new Set(['completed', 'failed', 'canceled', 'rejected']);

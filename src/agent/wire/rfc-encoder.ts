@@ -129,7 +129,10 @@ export class RfcEncoder implements WireEncoder {
     switch (event.type) {
       case 'state': {
         const msg = event.text !== undefined ? agentMessage(taskId, contextId, [textPart(event.text)]) : undefined;
-        return statusUpdate(taskId, contextId, STATE_TO_V1[event.state], msg, this.meta('STATE_CHANGE', ctx, event.error));
+        const meta = this.meta('STATE_CHANGE', ctx, event.error);
+        // A pause describes the answer it accepts (runtime/pause.ts); the cached metadata stays untouched.
+        const metadata = event.inputSchema !== undefined ? { ...meta, inputSchema: event.inputSchema } : meta;
+        return statusUpdate(taskId, contextId, STATE_TO_V1[event.state], msg, metadata);
       }
       case 'tool-call': {
         const parts = [dataPart(this.schema.toolCall(toolCallJson(event.call)))];
