@@ -13,38 +13,15 @@ import t from 'tap';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState } from '@a2a-js/sdk';
-import type { Message, Part, SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { startServer, URI } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
+import { dataPart, sdkMessage as message, sendRequest as request, textPart } from '../support/sdk-messages.js';
 import { WebhookReceiver } from '../support/webhook.js';
 import type { Test } from '../support/tool-call-watch.js';
-
-const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' });
-const dataPart = (value: Record<string, unknown>): Part => ({
-  content: { $case: 'data', value },
-  metadata: undefined,
-  filename: '',
-  mediaType: 'application/json',
-});
-
-function message(parts: Part[], extra: Partial<Message> = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts,
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
-
-const request = (msg: Message): SendMessageRequest => ({ tenant: '', message: msg, configuration: undefined, metadata: undefined });
 
 const STATES: Record<number, string> = {
   [TaskState.TASK_STATE_SUBMITTED]: 'submitted',

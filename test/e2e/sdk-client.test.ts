@@ -22,44 +22,18 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
-import { Role, TaskState } from '@a2a-js/sdk';
-import type { Message, Part, SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import type { Transport } from '@a2a-js/sdk/client';
 import { rpc } from '../support/sse.js';
 import { startServer, URI, userMessage } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
+import { dataPart, sdkMessage as message, sendRequest as request, textPart } from '../support/sdk-messages.js';
 
 /** The subtest type (the last `t.test` overload takes just the callback). */
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
-
-const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' });
-const dataPart = (value: Record<string, unknown>): Part => ({
-  content: { $case: 'data', value },
-  metadata: undefined,
-  filename: '',
-  mediaType: 'application/json',
-});
-
-function message(parts: Part[], extra: Partial<Message> = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts,
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
-
-function request(msg: Message, configuration?: SendMessageRequest['configuration']): SendMessageRequest {
-  return { tenant: '', message: msg, configuration, metadata: undefined };
-}
 
 const stateNames: Record<number, string> = {
   [TaskState.TASK_STATE_SUBMITTED]: 'submitted',

@@ -15,6 +15,7 @@ import { agentMessage, dataPart, statusUpdate, STATE_TO_V1, textPart } from '../
 import type { JsonObject } from '../../protocol/a2a.js';
 import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
 import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './agent-events.js';
+import { latestWaitingParts } from './wire-encoder.js';
 import type { EncodeContext, EncodedEvent, WireEncoder } from './wire-encoder.js';
 import { artifactEvent } from './artifacts.js';
 
@@ -183,14 +184,10 @@ export class LegacyEncoder implements WireEncoder {
   }
 
   waitingCallParts(updates: Iterable<TaskStatusUpdateEvent>): Part[] {
-    const latest = new Map<string, Part>();
-    for (const update of updates) {
-      const id = this.toolCallIdOf(update);
-      const part = update.status?.message?.parts[0];
-      if (id !== undefined && part !== undefined) latest.set(id, part);
-    }
-    return [...latest.values()].filter(
-      (p) => p.content?.$case === 'data' && (p.content.value as { status?: string }).status === 'awaiting_approval',
+    return latestWaitingParts(
+      updates,
+      (u) => this.toolCallIdOf(u),
+      (call) => call.status === 'awaiting_approval',
     );
   }
 

@@ -11,6 +11,7 @@ import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
 import type { AgentEvent, ToolCallSnapshot } from './agent-events.js';
 import { artifactEvent } from './artifacts.js';
+import { latestWaitingParts } from './wire-encoder.js';
 import type { EncodeContext, EncodedEvent, WireEncoder } from './wire-encoder.js';
 import type { Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 
@@ -102,16 +103,11 @@ export class RfcEncoder implements WireEncoder {
   }
 
   waitingCallParts(updates: Iterable<TaskStatusUpdateEvent>): Part[] {
-    const latest = new Map<string, Part>();
-    for (const update of updates) {
-      const id = this.toolCallIdOf(update);
-      const part = update.status?.message?.parts[0];
-      if (id !== undefined && part !== undefined) latest.set(id, part);
-    }
-    return [...latest.values()].filter((p) => {
-      const call = p.content?.$case === 'data' ? (p.content.value as { status?: string; confirmation_request?: unknown }) : undefined;
-      return call?.status === 'PENDING' && call.confirmation_request !== undefined;
-    });
+    return latestWaitingParts(
+      updates,
+      (u) => this.toolCallIdOf(u),
+      (call) => call.status === 'PENDING' && call.confirmation_request !== undefined,
+    );
   }
 
   taskView(task: Task): Task {

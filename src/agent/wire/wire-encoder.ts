@@ -38,3 +38,21 @@ export interface WireEncoder {
 
 /** One encoder per dialect. */
 export type Encoders = Readonly<Record<WireDialect, WireEncoder>>;
+
+/**
+ * The latest card of each tool call among `updates` (by the encoder's reading of the call id),
+ * kept where `waiting` says the card asks for an answer: what an encoder's waitingCallParts returns.
+ */
+export function latestWaitingParts(
+  updates: Iterable<TaskStatusUpdateEvent>,
+  idOf: (update: TaskStatusUpdateEvent) => string | undefined,
+  waiting: (card: Record<string, unknown>) => boolean,
+): Part[] {
+  const latest = new Map<string, Part>();
+  for (const update of updates) {
+    const id = idOf(update);
+    const part = update.status?.message?.parts[0];
+    if (id !== undefined && part !== undefined) latest.set(id, part);
+  }
+  return [...latest.values()].filter((p) => p.content?.$case === 'data' && waiting(p.content.value as Record<string, unknown>));
+}
