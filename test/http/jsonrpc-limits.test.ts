@@ -35,8 +35,17 @@ t.test('notifications (no id member): no answer, HTTP 204, the effect happens', 
 
   const get = await post(srv.app, { jsonrpc: '2.0', method: 'tasks/get', params: { id: task.id } });
   t.same([get.status, get.body], [204, ''], 'tasks/get as a notification: 204, no body');
+  // One that cannot be carried out at all is answered (id null): A2A's conformance suite makes
+  // that a MUST (v0.3 mandatory test_rejects_invalid_json_rpc_requests).
   const unknown = await post(srv.app, { jsonrpc: '2.0', method: 'tasks/frobnicate', params: {} });
-  t.same([unknown.status, unknown.body], [204, ''], 'an unknown method as a notification: no error answered either');
+  t.equal(unknown.status, 200, 'an unknown method as a notification is answered');
+  t.match(JSON.parse(unknown.body), { id: null, error: { code: -32601 } });
+  const unparsable = await post(srv.app, { jsonrpc: '2.0', method: 'message/send', params: { '': 'not_a_dict' } });
+  t.match(JSON.parse(unparsable.body), { id: null, error: { code: -32602 } }, 'so are params that do not parse');
+  const badId = await post(srv.app, { jsonrpc: '2.0', id: { bad: 'type' }, method: 'message/send', params: {} });
+  t.match(JSON.parse(badId.body), { id: null, error: { code: -32600, message: /id must be a string, a number or null/ } });
+  const badVersion = await post(srv.app, { jsonrpc: 'aaa', id: 3, method: 'message/send', params: {} });
+  t.match(JSON.parse(badVersion.body), { id: 3, error: { code: -32600, message: /jsonrpc must be "2.0"/ } }, 'checked before params');
   const bad = await post(srv.app, { jsonrpc: '2.0', method: 'tasks/get', params: { id: 'no-such-task' } });
   t.same([bad.status, bad.body], [204, ''], 'nor a task-not-found');
 

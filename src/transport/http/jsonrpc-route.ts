@@ -157,7 +157,7 @@ export function authenticationHook(
   };
 }
 
-/** The envelope-level refusals, in order: unparsable body, unknown A2A-Version, not one request object. */
+/** The envelope-level refusals, in order: unparsable body, unknown A2A-Version, not one request object, jsonrpc not "2.0", an id of the wrong type. */
 function checkEnvelope(request: FastifyRequest, caller: Caller | undefined): Checked | Envelope {
   const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
   if (body === UNPARSABLE) return rpcError(null, RPC_ERROR_CODE.PARSE_ERROR, 'Parse error: the request body is not valid JSON');
@@ -174,8 +174,12 @@ function checkEnvelope(request: FastifyRequest, caller: Caller | undefined): Che
       'Invalid Request: the body must be one JSON-RPC request object (batches are not supported)',
     );
   }
+  if (body.jsonrpc !== '2.0') return rpcError(id, RPC_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"');
+  if (Object.hasOwn(body, 'id') && body.id !== null && typeof body.id !== 'string' && typeof body.id !== 'number') {
+    return rpcError(null, RPC_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: id must be a string, a number or null');
+  }
   const method = typeof body.method === 'string' ? body.method : '';
-  const notification = !Object.hasOwn(body, 'id') && body.jsonrpc === '2.0' && typeof body.method === 'string';
+  const notification = !Object.hasOwn(body, 'id') && typeof body.method === 'string';
   return { id, version, body, method, caller, notification };
 }
 
@@ -256,13 +260,20 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
   return reply;
 }
 
+/** Errors that mean a notification could not be carried out at all: these are answered. */
+const UNRUNNABLE: ReadonlySet<number> = new Set([
+  RPC_ERROR_CODE.INVALID_REQUEST,
+  RPC_ERROR_CODE.METHOD_NOT_FOUND,
+  RPC_ERROR_CODE.INVALID_PARAMS,
+]);
+
 /**
  * A notification (a request without `id`) is carried out like the request it would be, with the
- * same checks, and its outcome — result or error — is dropped (JSON-RPC 2.0 §4.1: the server
- * MUST NOT reply): HTTP 204 with no body once it took effect. Reads (tasks/get, …) so do
- * nothing visible; tasks/cancel cancels; message/send starts or answers without waiting for the
+ * same checks, and its outcome is dropped (JSON-RPC 2.0 §4.1: the server MUST NOT reply): HTTP 204
+ * with no body once it took effect. Reads (tasks/get, …) so do nothing visible; tasks/cancel cancels; message/send starts or answers without waiting for the
  * pause; a streaming method's stream is opened (so its message is routed, and its task runs)
- * and closed at once, which never stops the task.
+ * and closed at once, which never stops the task. One that cannot be carried out at all (unknown
+ * method, invalid params) is answered with its error and id null, as A2A's conformance suite requires.
  */
 async function notify(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, req: Checked): Promise<FastifyReply> {
   const extension = Object.hasOwn(rpc.extensionMethods, req.method) ? rpc.extensionMethods[req.method] : undefined;
@@ -281,6 +292,9 @@ async function notify(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
     }
   }
   const error = (outcome as Partial<Envelope> | undefined)?.error;
+  // One that could not be carried out at all — no such method, params that do not parse — is
+  // answered with its error and id null, as A2A's conformance suite requires (a MUST there).
+  if (error !== undefined && UNRUNNABLE.has(error.code)) return reply.send(rpcError(null, error.code, error.message));
   if (error) request.log.debug({ method: req.method, error }, 'notification refused (not answered)');
   return reply.code(204).send();
 }
