@@ -1,35 +1,12 @@
-/** v1.0 Messages built for the @a2a-js/sdk client in tests (the SDK's proto-shaped types, every field set). */
-import { randomUUID } from 'node:crypto';
-import { Role } from '@a2a-js/sdk';
+/** v1.0 Messages for the @a2a-js/sdk client in tests: the server's own part and message builders, plus request shapes. */
 import type { Message, Part, SendMessageRequest } from '@a2a-js/sdk';
+import { userMessage } from '../../src/protocol/a2a.js';
 
-export const textPart = (text: string): Part => ({
-  content: { $case: 'text', value: text },
-  metadata: undefined,
-  filename: '',
-  mediaType: '',
-});
-
-export const dataPart = (value: Record<string, unknown>): Part => ({
-  content: { $case: 'data', value },
-  metadata: undefined,
-  filename: '',
-  mediaType: 'application/json',
-});
+export { dataPart, textPart } from '../../src/protocol/a2a.js';
 
 /** A user message with `parts` (a new messageId; no context or task unless `extra` names them). */
 export function sdkMessage(parts: Part[], extra: Partial<Message> = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts,
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
+  return { ...userMessage('', parts), ...extra };
 }
 
 export function sendRequest(msg: Message, configuration?: SendMessageRequest['configuration']): SendMessageRequest {
