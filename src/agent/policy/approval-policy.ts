@@ -13,12 +13,11 @@
  *   `echo b`, not `pwd`; git by subcommand: `git status` trusts `git status -s`, not
  *   `git push`), and only ever for coverable lines; for MCP, one tool or the whole server.
  */
-import path from 'node:path';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { AnyTool } from '../../tools/tool.js';
 import type { ContextSettings } from '../task-store.js';
 import type { OfferedOption } from '../wire/agent-events.js';
-import { isToolConfigPath, judgeLine, matchesPrefix } from './shell-rules.js';
+import { judgeLine, matchesPrefix, writesToolConfig } from './shell-rules.js';
 import type { LineCoverage } from './shell-rules.js';
 
 export type ApprovalMode = NonNullable<ContextSettings['approvalMode']>;
@@ -46,26 +45,33 @@ export const shellGrant = (tool: string, key: string): string => `${tool}(${key}
 /** The grant key for every tool of an MCP server. */
 export const serverGrant = (server: string): string => `mcp_server:${server}`;
 
-function allowedByList(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): boolean {
-  let coverage: LineCoverage | undefined;
+/** A shell call's line is judged once per decision (judging resolves paths on disk), and only if asked for. */
+type LazyCoverage = () => LineCoverage | undefined;
+
+function lazyCoverage(tool: AnyTool, args: Record<string, unknown>, workspace: string): LazyCoverage {
+  let judged: { coverage: LineCoverage | undefined } | undefined;
+  return () => (judged ??= { coverage: coverageOf(tool, args, workspace) }).coverage;
+}
+
+function allowedByList(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage): boolean {
   for (const entry of scope.settings.allowedTools ?? []) {
     if (entry === tool.name) return true;
     const m = SHELL_PREFIX.exec(entry);
     if (m === null || m[1] !== tool.name || tool.commandLine === undefined) continue;
     const prefix = (m[2] ?? '').trim();
     if (prefix === '') continue;
-    coverage ??= coverageOf(tool, args, scope.workspace);
+    const coverage = coverageNow();
     if (coverage?.coverable === true && matchesPrefix(coverage.commands, prefix)) return true;
   }
   return false;
 }
 
-function trusted(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): boolean {
+function trusted(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage): boolean {
   const grants = scope.trustedTools;
   if (grants.has(tool.name)) return true;
   if (tool.mcp !== undefined && grants.has(serverGrant(tool.mcp.serverName))) return true;
   if (tool.commandLine !== undefined) {
-    const coverage = coverageOf(tool, args, scope.workspace);
+    const coverage = coverageNow();
     if (coverage?.coverable !== true || !coverage.alwaysOffered) return false;
     return coverage.grantKeys.every((k) => grants.has(shellGrant(tool.name, k)));
   }
@@ -76,7 +82,7 @@ function trusted(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalSc
 function editsToolConfig(tool: AnyTool, args: Record<string, unknown>, workspace: string): boolean {
   const given = tool.editedPath?.(args);
   if (given === undefined) return false;
-  return isToolConfigPath(path.relative(workspace, path.resolve(workspace, given)));
+  return writesToolConfig(workspace, given);
 }
 
 /** Why a call runs without asking, or undefined when it must wait for a person. */
@@ -85,8 +91,9 @@ export function autoApproval(tool: AnyTool, args: Record<string, unknown>, scope
   const mode = scope.settings.approvalMode ?? 'DEFAULT';
   if (mode === 'YOLO') return 'approval mode YOLO';
   if (mode === 'AUTO_EDIT' && tool.kind === 'edit' && !editsToolConfig(tool, args, scope.workspace)) return 'approval mode AUTO_EDIT';
-  if (allowedByList(tool, args, scope)) return 'allowed_tools';
-  if (trusted(tool, args, scope)) return 'allowed always in this conversation';
+  const coverageNow = lazyCoverage(tool, args, scope.workspace);
+  if (allowedByList(tool, scope, coverageNow)) return 'allowed_tools';
+  if (trusted(tool, scope, coverageNow)) return 'allowed always in this conversation';
   return undefined;
 }
 

@@ -89,6 +89,14 @@ export function isToolConfigPath(rel: string): boolean {
   return rel.split(/[\\/]+/).some((part) => TOOL_CONFIG.has(part.toLowerCase()));
 }
 
+/**
+ * True when `given` (as a tool was given it, relative to the workspace or absolute) really lands
+ * in a tool-config file or folder: symlinks followed, so `link/config` with `link -> .git` counts.
+ */
+export function writesToolConfig(workspace: string, given: string): boolean {
+  return isToolConfigPath(path.relative(workspace, realTarget(path.resolve(workspace, given))));
+}
+
 /** Where a line runs and what it must not touch. */
 export interface LineScope {
   /** Absolute real path of the workspace. */

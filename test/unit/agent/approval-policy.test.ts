@@ -296,6 +296,7 @@ t.test('AUTO_EDIT still asks before writing files that make tools run code', asy
     '.vscode/tasks.json',
     '.envrc',
     '.devcontainer/devcontainer.json',
+    'git-link/config', // a symlink to .git: where the write really lands counts
   ]) {
     t.ok(needsApproval(tool('write_file'), write(p), auto), `write_file ${p}`);
     t.ok(needsApproval(tool('replace'), { file_path: p, old_string: 'a', new_string: 'b' }, auto), `replace ${p}`);
