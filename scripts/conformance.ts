@@ -37,10 +37,16 @@ for (let i = 0; ; i++) {
     () => false,
   );
   if (ok) break;
-  if (i > 300 || server.exitCode !== null) throw new Error(`the server did not start on ${url}`);
+  if (i > 1200 || server.exitCode !== null) {
+    server.kill('SIGTERM');
+    throw new Error(`the server did not start on ${url} within 120 s`);
+  }
   await new Promise((r) => setTimeout(r, 100));
 }
-const suite = spawn('bash', [runner, url, '--suite', process.env.TCK_SUITE ?? 'both'], { stdio: 'inherit' });
+const transports = process.env.TCK_V10_TRANSPORTS ?? 'jsonrpc,http_json';
+const suite = spawn('bash', [runner, url, '--suite', process.env.TCK_SUITE ?? 'both', '--v10-transports', transports], {
+  stdio: 'inherit',
+});
 const code = await new Promise<number>((resolve) => suite.on('exit', (c) => resolve(c ?? 1)));
 server.kill('SIGTERM');
 process.exitCode = code;

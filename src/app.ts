@@ -9,7 +9,7 @@ import type { AgentCard } from '@a2a-js/sdk';
 import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/load-config.js';
 import { McpManager, parseMcpServers, type HttpResolver } from './mcp/index.js';
-import { buildAgentCard } from './protocol/agent-card.js';
+import { buildAgentCard, buildExtendedCard } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
 import { EventHub } from './agent/runtime/event-hub.js';
 import { MessageRouter } from './agent/requests/message-router.js';
@@ -48,7 +48,8 @@ import { createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCo
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
 import { createHostGuard } from './transport/http/host-guard.js';
-import { jsonRpcRoutes, UNPARSABLE } from './transport/http/jsonrpc-route.js';
+import { jsonRpcRoutes } from './transport/http/jsonrpc-route.js';
+import { parseJsonBodies } from './transport/http/json-body.js';
 import type { Authenticate } from './transport/http/jsonrpc-route.js';
 import { legacyRoutes } from './transport/http/legacy-routes.js';
 import { REST_PREFIX, restRoutes } from './transport/http/rest-routes.js';
@@ -145,13 +146,7 @@ function createFastify(options: AppOptions): FastifyInstance {
     bodyLimit: 32 * 1024 * 1024, // 32 MiB: modified file contents ride in confirmations
     forceCloseConnections: true,
   });
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    try {
-      done(null, JSON.parse(body as string));
-    } catch {
-      done(null, UNPARSABLE);
-    }
-  });
+  parseJsonBodies(app);
   return app;
 }
 
@@ -278,8 +273,6 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
   const runs = new TaskRuns(app.log);
-  const { retryBaseDelayMs } = options;
-  const { approvalTimeoutMs } = config;
   const loop = new TurnLoop({
     model,
     toolbox,
@@ -287,12 +280,11 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     runs,
     systemInstruction: SYSTEM_INSTRUCTION,
     logger: app.log,
-    retryBaseDelayMs,
-    approvalTimeoutMs,
+    retryBaseDelayMs: options.retryBaseDelayMs,
+    approvalTimeoutMs: config.approvalTimeoutMs,
   });
   const writes = new WriteQueue(store, app.log);
   const { liveWindowBytes: windowBytes, liveIntervalMs: intervalMs, liveMaxIntervalMs: maxIntervalMs } = config.output;
-  const liveOutput = { windowBytes, intervalMs, maxIntervalMs };
   const cache = new TaskCache({
     store,
     writes,
@@ -304,7 +296,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     leaseMs,
     toolbox,
     runs,
-    liveOutput,
+    liveOutput: { windowBytes, intervalMs, maxIntervalMs },
   });
   const supervisor = new Supervisor({
     store,
@@ -334,7 +326,17 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     leaseMs,
     defaultDialect: config.wireDialect,
   });
-  const handler = new DevtoolRequestHandler({ card, router, hub, store, cache, access: security.access, encoders, push: push.registry });
+  const handler = new DevtoolRequestHandler({
+    card,
+    extendedCard: extendedCardSource(card, toolbox, security),
+    router,
+    hub,
+    store,
+    cache,
+    access: security.access,
+    encoders,
+    push: push.registry,
+  });
   const commands = new SlashCommands({ schema, router, loop });
   const legacyRest = new LegacyRest({
     router,
@@ -347,6 +349,13 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     workspacePolicy,
   });
   return { loop, cache, router, handler, commands, legacyRest, supervisor, runs };
+}
+
+/** The card an authenticated caller reads (the tools listed): only where authentication is on. */
+function extendedCardSource(card: () => AgentCard, toolbox: Toolbox, security: Security): (() => AgentCard) | undefined {
+  if (security.authenticator === undefined) return undefined;
+  const tools = toolbox.builtin.map((tool) => ({ name: tool.name, description: tool.description, asks: tool.kind !== 'read' }));
+  return () => buildExtendedCard(card(), tools);
 }
 
 /**
@@ -391,6 +400,7 @@ function cardSource(app: FastifyInstance, config: Readonly<Config>, description:
       description,
       pushNotifications: true,
       security: security.authenticator?.securitySchemesV1(),
+      extendedCard: security.authenticator !== undefined,
     });
     if (port !== 0) card = built;
     return built;

@@ -19,6 +19,16 @@ export interface AgentCardOptions {
   pushNotifications: boolean;
   /** Security schemes (v1.0 shapes) and requirements when authentication is on. */
   security?: Pick<AgentCard, 'securitySchemes' | 'securityRequirements'>;
+  /** An authenticated caller can read an extended card (GetExtendedAgentCard): only where authentication is on. */
+  extendedCard?: boolean;
+}
+
+/** A built-in tool as the extended card lists it. */
+export interface CardTool {
+  name: string;
+  description: string;
+  /** Runs without asking (a read), or waits for a person's approval. */
+  asks: boolean;
 }
 
 /** The v0.3 card's security fields (OpenAPI-style schemes). */
@@ -44,7 +54,7 @@ export function buildAgentCard(o: AgentCardOptions): AgentCard {
       streaming: true,
       pushNotifications: o.pushNotifications,
       extensions: [{ uri: DEVTOOL_EXTENSION_URI, description: DEVTOOL_EXTENSION_DESCRIPTION, required: true, params: undefined }],
-      extendedAgentCard: false,
+      extendedAgentCard: o.extendedCard ?? false,
     },
     securitySchemes: o.security?.securitySchemes ?? {},
     securityRequirements: o.security?.securityRequirements ?? [],
@@ -64,6 +74,25 @@ export function buildAgentCard(o: AgentCardOptions): AgentCard {
     ],
     signatures: [],
   };
+}
+
+/**
+ * The card an authenticated caller reads (GetExtendedAgentCard): the public card plus one skill
+ * per built-in tool, saying what it does and whether it asks first. The catalogue is left out of
+ * the public card: a stranger learns what the agent is for, not what to aim at.
+ */
+export function buildExtendedCard(card: AgentCard, tools: readonly CardTool[]): AgentCard {
+  const skills = tools.map((tool) => ({
+    id: `tool:${tool.name}`,
+    name: tool.name,
+    description: `${tool.description.split('\n', 1)[0]} (${tool.asks ? 'asks for approval first' : 'runs without asking: it only reads'})`,
+    tags: ['tool', tool.asks ? 'asks' : 'reads'],
+    examples: [],
+    inputModes: [],
+    outputModes: [],
+    securityRequirements: [],
+  }));
+  return { ...card, skills: [...card.skills, ...skills] };
 }
 
 /** The card's v1.0 JSON. */
@@ -93,6 +122,7 @@ export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): Json
       stateTransitionHistory: false,
       extensions: (caps?.extensions ?? []).map((e) => ({ uri: e.uri, description: e.description, required: e.required })),
     },
+    ...(caps?.extendedAgentCard ? { supportsAuthenticatedExtendedCard: true } : {}),
     defaultInputModes: card.defaultInputModes,
     defaultOutputModes: card.defaultOutputModes,
     skills: card.skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: s.tags, examples: s.examples })),

@@ -25,7 +25,14 @@ export class PushRegistry {
   /** Throws invalidParams naming the field when the config cannot be used. */
   async check(config: ConfigIn, at: string): Promise<void> {
     if (!config.url) throw invalidParams(`${at}.url is required`);
-    const checked = await checkPushUrl(config.url, { allowPrivate: this.opts.allowPrivate, lookup: this.opts.lookup, field: `${at}.url` });
+    // A name that does not resolve yet is accepted here; every delivery checks it again and
+    // connects only to the addresses that check approved.
+    const checked = await checkPushUrl(config.url, {
+      allowPrivate: this.opts.allowPrivate,
+      lookup: this.opts.lookup,
+      field: `${at}.url`,
+      acceptUnresolved: true,
+    });
     if (!checked.ok) throw invalidParams(checked.message);
     const auth = config.authentication;
     if (auth && (auth.scheme || auth.credentials)) {

@@ -157,6 +157,13 @@ export interface PushUrlCheckOptions {
    * `mcp` (a client-given MCP server URL) refuses "connecting to MCP servers on private networks".
    */
   purpose?: UrlPurpose;
+  /**
+   * Registration only: a host name that does not resolve NOW is accepted (`unresolved: true`,
+   * no addresses), since a receiver's name may resolve later (or only where deliveries happen).
+   * Nothing connects on this answer: each delivery checks again and pins what it then resolves
+   * to. An IP literal, a refused name, or a name resolving to a refused class is still refused.
+   */
+  acceptUnresolved?: boolean;
 }
 
 /** What a checked URL will be used for; only the wording of refusals depends on it. */
@@ -167,7 +174,8 @@ const PRIVATE_REFUSAL: Record<UrlPurpose, string> = {
   mcp: 'connecting to MCP servers on private networks is refused',
 };
 
-export type PushUrlCheck = { ok: true; url: URL; addresses: string[] } | { ok: false; message: string; addressClass?: AddressClass };
+export type PushUrlCheck =
+  { ok: true; url: URL; addresses: string[]; unresolved?: boolean } | { ok: false; message: string; addressClass?: AddressClass };
 
 const defaultLookup: LookupFn = (host) => dns.lookup(host, { all: true, verbatim: true });
 
@@ -217,10 +225,14 @@ export async function checkPushUrl(raw: string, opts: PushUrlCheckOptions): Prom
     try {
       addresses = [...new Set((await (opts.lookup ?? defaultLookup)(host)).map((a) => a.address))];
     } catch (err) {
+      if (opts.acceptUnresolved) return { ok: true, url, addresses: [], unresolved: true };
       const code = (err as NodeJS.ErrnoException).code ?? 'lookup failed';
       return { ok: false, message: `${field} host ${host} does not resolve (${code})` };
     }
-    if (addresses.length === 0) return { ok: false, message: `${field} host ${host} does not resolve (no addresses)` };
+    if (addresses.length === 0) {
+      if (opts.acceptUnresolved) return { ok: true, url, addresses: [], unresolved: true };
+      return { ok: false, message: `${field} host ${host} does not resolve (no addresses)` };
+    }
   }
 
   for (const address of addresses) {

@@ -127,6 +127,14 @@ function forbidden(t: Test, res: PostResult, ...patterns: RegExp[]): void {
   for (const p of patterns) t.match(res.json?.error?.message, p);
 }
 
+/** A v0.3 resubscription refused: one SSE event carrying the error (v0.3 clients read it only as a stream). */
+function forbiddenInStream(t: Test, res: PostResult): void {
+  t.equal(res.events?.length, 1, 'one SSE event');
+  const error = res.events?.[0]?.data.error;
+  t.equal(error?.code, FORBIDDEN, `-32010: ${error?.message}`);
+  t.match(error?.message, /^Forbidden: /);
+}
+
 /** The call is still waiting: the task is paused and a resubscribe re-sends its PENDING card. */
 async function stillPending(t: Test, srv: TestServer, owner: Who, task: any, card: any): Promise<void> {
   const got = await as(srv, owner)('tasks/get', { id: task.id });
@@ -257,7 +265,7 @@ t.test('a task belongs to its principal', async (t) => {
 
   await t.test('bob may not read, resubscribe to, cancel or push-subscribe alice’s task', async (t) => {
     forbidden(t, await bob('tasks/get', { id: task.id }));
-    forbidden(t, await bob('tasks/resubscribe', { id: task.id }));
+    forbiddenInStream(t, await bob('tasks/resubscribe', { id: task.id }));
     forbidden(t, await bob('tasks/cancel', { id: task.id }));
     forbidden(t, await bob('GetTask', { id: task.id }, '1.0'));
     forbidden(
@@ -518,4 +526,37 @@ t.test('JWTs from a configured issuer', async (t) => {
     const res = await as(srv, 'root')('tasks/get', { id: 'no-such-task' });
     t.equal(res.json?.error?.code, -32001, 'authenticated: the handler answers (task not found)');
   });
+});
+
+t.test('the extended agent card: only where authentication is on, only for an authenticated caller', async (t) => {
+  const srv = await authServer(t, { api_keys: API_KEYS });
+  const v03card: any = await (await fetch(new URL('/.well-known/agent-card.json', srv.url))).json();
+  t.equal(v03card.supportsAuthenticatedExtendedCard, true, 'the v0.3 card says it has one');
+  const v1card: any = await (await fetch(new URL('/.well-known/agent-card.json', srv.url), { headers: { 'A2A-Version': '1.0' } })).json();
+  t.equal(v1card.capabilities.extendedAgentCard, true, 'the v1.0 card says it has one');
+  t.notOk(
+    v1card.skills.some((s: any) => s.id.startsWith('tool:')),
+    'the public card does not list the tools',
+  );
+
+  const v03 = await as(srv, 'vic')('agent/getAuthenticatedExtendedCard', {});
+  const skills = v03.json?.result?.skills ?? [];
+  const byId = new Map(skills.map((s: any) => [s.id, s]));
+  t.match(byId.get('tool:read_file'), { name: 'read_file', description: /runs without asking/ }, 'a read tool');
+  t.match(byId.get('tool:write_file'), { description: /asks for approval first/ }, 'a writing tool');
+  t.match(byId.get('tool:run_shell_command'), { description: /asks for approval first/ });
+  t.ok(byId.has('development'), 'beside the public skill');
+  const v1 = await as(srv, 'vic')('GetExtendedAgentCard', {}, '1.0');
+  t.same(
+    v1.json?.result?.skills?.map((s: any) => s.id),
+    skills.map((s: any) => s.id),
+    'v1.0: the same card',
+  );
+  const rest = await fetch(new URL('/v1/extendedAgentCard', srv.url), { headers: bearer('vic') });
+  t.equal(rest.status, 200, 'HTTP+JSON too');
+  t.equal((await post(srv, {}, 'agent/getAuthenticatedExtendedCard', {})).status, 401, 'never without credentials');
+
+  const open = await startServer(t);
+  const none = await rpc(open.url, 'agent/getAuthenticatedExtendedCard', {});
+  t.equal(none.json?.error?.code, -32007, 'authentication off: no extended card');
 });

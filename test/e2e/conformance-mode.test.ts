@@ -83,3 +83,49 @@ t.test('test-resubscribe-message-id keeps the task working until canceled', asyn
   const canceled = await rpc(app, 'tasks/cancel', { id: task.id });
   t.equal(canceled.json.result.status.state, 'canceled');
 });
+
+t.test('a direct reply: SendMessage answers with a Message; the task behind it is stored', async (t) => {
+  const { app } = await buildServer(t, { script });
+  const v03 = await rpc(app, 'message/send', { message: message('tck-message-response-1') });
+  t.match(v03.json.result, { kind: 'message', role: 'agent', parts: [{ kind: 'text', text: 'Direct message response' }] });
+  const v1 = await rpc(
+    app,
+    'SendMessage',
+    { message: { role: 'ROLE_USER', messageId: 'tck-message-response-2', parts: [{ text: 'Hello' }] } },
+    { version: '1.0' },
+  );
+  t.match(v1.json.result, { message: { role: 'ROLE_AGENT', parts: [{ text: 'Direct message response' }] } });
+  t.notOk(v1.json.result.task, 'not a Task');
+  const stored = await rpc(app, 'tasks/get', { id: v03.json.result.taskId });
+  t.equal(stored.json.result.status.state, 'completed', 'the exchange is kept as a completed task');
+
+  // A stream's first event is already the Task: the reply ends it as the task's final status.
+  const stream = await rpc(app, 'message/stream', { message: message('tck-message-response-3') });
+  const last = stream.events?.at(-1)?.data.result;
+  t.match(last, { kind: 'status-update', status: { state: 'completed', message: { parts: [{ text: 'Direct message response' }] } } });
+  // Only the first step of a task's first message may reply directly: a follow-up is the task's.
+  const followUp = await rpc(app, 'message/send', {
+    message: { ...message('tck-message-response-4'), taskId: v03.json.result.taskId },
+  });
+  t.equal(followUp.json.result.kind, 'task', 'a follow-up to a task answers with the task');
+});
+
+t.test('follow-ups: a question is answered in its task; a completed task continues under v0.3 only', async (t) => {
+  const { app } = await buildServer(t, { script });
+  const asked = (await rpc(app, 'message/send', { message: message('tck-input-required-1') })).json.result;
+  t.equal(asked.status.state, 'input-required');
+  const answered = await rpc(app, 'message/send', { message: { ...message('tck-complete-task-1'), taskId: asked.id } });
+  t.equal(answered.json.result.status.state, 'completed', 'the text answered the model’s question (no contextId needed)');
+  t.equal(answered.json.result.history.filter((m: any) => m.role === 'user').length, 2);
+
+  const v03 = await rpc(app, 'message/send', { message: { ...message('tck-complete-task-2'), taskId: asked.id } });
+  t.equal(v03.json.result.status.state, 'completed', 'v0.3: a completed task continues');
+  const v1 = await rpc(
+    app,
+    'SendMessage',
+    { message: { role: 'ROLE_USER', messageId: 'tck-complete-task-3', taskId: asked.id, parts: [{ text: 'again' }] } },
+    { version: '1.0' },
+  );
+  t.equal(v1.json.error.code, -32004, 'v1.0: a terminal task takes no further message');
+  t.match(v1.json.error.message, `send it with contextId ${asked.contextId} and no taskId to start a new task`);
+});

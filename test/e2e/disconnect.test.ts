@@ -241,9 +241,12 @@ t.test('tasks/resubscribe', async (t) => {
     await confirm;
   });
 
-  t.test('on an unknown task: -32001', async (t) => {
+  t.test('on an unknown task: -32001 (v0.3: as the one event of a stream; v1.0: before any SSE)', async (t) => {
     const res = await rpc(srv.url, 'tasks/resubscribe', { id: 'no-such-task' });
     t.equal(res.status, 200);
-    t.equal(res.json.error.code, -32001);
+    t.equal(res.events?.length, 1);
+    t.equal(res.events?.[0]?.data.error.code, -32001);
+    const v1 = await rpc(srv.url, 'SubscribeToTask', { id: 'no-such-task' }, { version: '1.0' });
+    t.equal(v1.json.error.code, -32001);
   });
 });

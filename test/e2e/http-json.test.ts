@@ -158,7 +158,10 @@ t.test('message:send, list, subscribe and cancel of a paused task', async (t) =>
     'ListTasks by context',
   );
 
-  const again = await collect(client.resubscribeTask({ tenant: '', id: task.id }));
+  // A v1.0 subscription lasts until the task is in a terminal state: here, until it is canceled.
+  const subscription = client.resubscribeTask({ tenant: '', id: task.id });
+  const again: StreamResponse[] = [];
+  for (let i = 0; i < 3; i++) again.push((await subscription.next()).value as StreamResponse);
   t.same(
     summary(again).map((s) => (s as unknown[]).slice(0, 2)),
     [
@@ -166,12 +169,14 @@ t.test('message:send, list, subscribe and cancel of a paused task', async (t) =>
       ['statusUpdate', 'working'],
       ['statusUpdate', 'input-required'],
     ],
-    'subscribe to a paused task: the snapshot, the waiting card and the pause again; then it ends',
+    'subscribe to a paused task: the snapshot, the waiting card and the pause again',
   );
   t.equal(toolCallOf(again[1])?.status, 'PENDING');
 
   const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
   t.equal(stateOf(canceled.status?.state), 'canceled');
+  const rest = summary(await collect(subscription)).map((s) => (s as unknown[]).slice(0, 2));
+  t.same(rest.at(-1), ['statusUpdate', 'canceled'], 'the subscription went on past the pause and ended at the terminal state');
   const got = await client.getTask({ tenant: '', id: task.id });
   t.equal(stateOf(got.status?.state), 'canceled');
 });
@@ -205,12 +210,14 @@ t.test('SSE ids and Last-Event-ID resume on :subscribe (GET, as the proto has it
 
   const resumed = await raw(srv, `/tasks/${taskId}:subscribe`, { headers: { 'last-event-id': ids[1]! } });
   t.equal(resumed.status, 200);
+  // The task is paused: the subscription lasts until it ends (cancel it once the stream is open).
+  const cancel = await raw(srv, `/tasks/${taskId}:cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  t.equal(cancel.status, 200);
   const again = (await resumed.text()).split('\n\n').filter((f) => f.includes('data:'));
-  t.same(
-    again.map((f) => /^id: (\d+)$/m.exec(f)?.[1]),
-    [undefined, ...ids.slice(2)],
-    'the snapshot, then what came after the given id',
-  );
+  const againIds = again.map((f) => /^id: (\d+)$/m.exec(f)?.[1]);
+  t.same(againIds.slice(0, ids.length - 1), [undefined, ...ids.slice(2)], 'the snapshot, then what came after the given id');
+  t.ok(againIds.length > ids.length - 1, 'then what the cancel produced');
+  t.match(JSON.parse(/^data: (.*)$/m.exec(again.at(-1)!)![1]), { statusUpdate: { status: { state: 'TASK_STATE_CANCELED' } } });
   const bad = await raw(srv, `/tasks/${taskId}:subscribe`, { headers: { 'last-event-id': 'x' } });
   t.equal(bad.status, 400, 'a bad Last-Event-ID is a 400 before any SSE byte');
 });

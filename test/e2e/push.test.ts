@@ -394,6 +394,27 @@ t.test('SSRF guard: private, loopback and metadata URLs are refused and nothing 
   });
 });
 
+t.test('a receiver name that does not resolve yet is accepted at registration, with a stable id', async (t) => {
+  // `.invalid` never resolves (RFC 6761). The check that matters runs at each delivery, which
+  // connects only to the addresses it then resolved and approved.
+  const strict = await startServer(t); // no PUSH_ALLOW_PRIVATE
+  const task = results(await rpc(strict.url, 'message/stream', { message: userMessage('hello') }))[0];
+  const url = 'https://hooks.invalid/a2a';
+  const set = await rpc(strict.url, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url } });
+  t.equal(set.json?.result?.pushNotificationConfig?.url, url, 'accepted');
+  const id = set.json?.result?.pushNotificationConfig?.id;
+  t.type(id, 'string', 'a config without an id is given one');
+  const again = await rpc(strict.url, 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: id });
+  t.equal(again.json?.result?.pushNotificationConfig?.url, url, 'and can be read back by it');
+  const v1 = await rpc(strict.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'v1', url }, { version: '1.0' });
+  t.equal(v1.json?.result?.url, url, 'v1.0 registration too');
+  const literal = await rpc(strict.url, 'tasks/pushNotificationConfig/set', {
+    taskId: task.id,
+    pushNotificationConfig: { url: 'http://192.168.0.9/a2a' },
+  });
+  t.equal(literal.json?.error?.code, -32602, 'an address of a refused class is still refused at once');
+});
+
 t.test('a receiver that fails, then is down, then comes back gets everything once, in order', async (t) => {
   const srv = await startServer(t, { env: ENV });
   const store = await sharedStore();

@@ -96,9 +96,12 @@ t.test('replay', async (t) => {
     const none = await rpc(srv.url, 'tasks/resubscribe', { id: task.id });
     t.same(idsOf(none.events), [null], 'without Last-Event-ID a finished task gives only its snapshot');
     const beyond = await rpc(srv.url, 'tasks/resubscribe', { id: task.id }, lastEventId(50));
-    t.equal(beyond.events, undefined, 'an id past the end is refused before any stream');
-    t.equal(beyond.json?.error?.code, -32602);
-    t.match(beyond.json?.error?.message, /Last-Event-ID 50 is beyond the last event/);
+    t.equal(beyond.events?.length, 1, 'an id past the end is refused: a v0.3 resubscription carries the error as its one event');
+    t.equal(beyond.events?.[0]?.data.error?.code, -32602);
+    t.match(beyond.events?.[0]?.data.error?.message, /Last-Event-ID 50 is beyond the last event/);
+    const v1 = await rpc(srv.url, 'SubscribeToTask', { id: task.id }, { version: '1.0', ...lastEventId(50) });
+    t.equal(v1.events, undefined, 'v1.0 refuses it before any stream');
+    t.equal(v1.json?.error?.code, -32602);
   });
 
   await t.test('a client that drops after the first EXECUTING resubscribes from its last id: no gap, no duplicate', async (t) => {

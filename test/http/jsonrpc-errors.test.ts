@@ -187,6 +187,27 @@ t.test('envelope-level errors', async (t) => {
     const res = await rpc(srv.app, 'message/send', { message: userMessage('hello') }, { headers: { 'A2A-Version': '9.9' } });
     rpcError(t, res, -32009, /9\.9/);
   });
+
+  t.test('a body that is not JSON by its Content-Type: -32005, HTTP 415, nothing run', async (t) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'message/send', params: { message: userMessage('hello') } });
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml; charset=utf-8']) {
+      const res = await srv.app.inject({ method: 'POST', url: '/', headers: { 'content-type': type, 'A2A-Version': '1.0' }, body });
+      t.equal(res.statusCode, 415, `${type}: 415`);
+      const json = res.json();
+      t.equal(json.error.code, -32005);
+      t.match(json.error.message, `Unsupported Content-Type "${type}"; send application/json or application/a2a+json`);
+      t.equal(json.id, null, 'the body was not read, so its id is unknown');
+    }
+    const a2a = await srv.app.inject({
+      method: 'POST',
+      url: '/',
+      headers: { 'content-type': 'application/a2a+json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tasks/get', params: { id: 'no-such-task' } }),
+    });
+    t.equal(a2a.json().error.code, -32001, 'application/a2a+json is read as JSON');
+    const broken = await srv.app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/a2a+json' }, body: '{' });
+    t.equal(broken.json().error.code, -32700, 'and an unparsable one is a parse error');
+  });
 });
 
 t.test('task-state errors', async (t) => {

@@ -61,6 +61,15 @@ export interface ModelOutcome {
   state: 'completed' | 'input-required' | 'rejected';
   /** The status message's text. */
   text?: string;
+  /**
+   * `message`: the answer is a direct reply, not the result of a piece of work (A2A lets an
+   * agent answer `SendMessage` with a Message instead of a Task). Honoured for a `completed`
+   * outcome of the first step of a task's first message, before any tool call: a non-streaming
+   * `SendMessage` then answers with the status message (the task is still stored, so the
+   * conversation and the audit keep it); a stream, whose first event is already the Task,
+   * ends with the task completed as usual.
+   */
+  reply?: 'message';
 }
 
 export interface ModelClient {

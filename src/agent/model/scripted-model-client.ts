@@ -244,11 +244,15 @@ const OUTCOMES: ReadonlyArray<ModelOutcome['state']> = ['completed', 'input-requ
 
 function parseOutcome(value: unknown, path: string): ModelOutcome {
   const o = object(value, path);
-  onlyKeys(o, ['state', 'text'], path);
+  onlyKeys(o, ['state', 'text', 'reply'], path);
   if (!OUTCOMES.includes(o.state as ModelOutcome['state']))
     throw new ScriptShapeError(`${path}.state: must be one of ${OUTCOMES.join(', ')}`);
   const out: ModelOutcome = { state: o.state as ModelOutcome['state'] };
   if (o.text !== undefined) out.text = string(o.text, `${path}.text`);
+  if (o.reply !== undefined) {
+    if (o.reply !== 'message') throw new ScriptShapeError(`${path}.reply: must be "message" (a direct reply) when present`);
+    out.reply = 'message';
+  }
   return out;
 }
 

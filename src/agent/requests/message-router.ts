@@ -65,13 +65,40 @@ function userParts(message: Message): ModelPart[] {
   return parts.length > 0 ? parts : [{ text: '(empty message)' }];
 }
 
+/**
+ * Which tasks take a follow-up message that is not an answer to a waiting call: one paused at
+ * `input-required` by the model itself (a question to the user: the text is the answer), and,
+ * except under A2A v1.0 (whose terminal states are final), a `completed` one. Throws
+ * unsupported (-32004) saying what to do instead.
+ */
+function refuseContinuation(task: LiveTask, version: '0.3' | '1.0'): void {
+  const question = task.state === 'input-required' && task.awaiting().length === 0;
+  if (question || (task.state === 'completed' && version !== '1.0')) return;
+  const contextId = task.task.contextId;
+  if (task.state === 'working') {
+    throw unsupported(`Task ${task.id} is still working; send the next message after it pauses or completes, or cancel it`);
+  }
+  if (task.state === 'completed') {
+    throw unsupported(
+      `Task ${task.id} is completed, and under A2A v1.0 a task in a terminal state takes no further message; ` +
+        `send it with contextId ${contextId} and no taskId to start a new task in the same conversation`,
+    );
+  }
+  throw unsupported(`Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${contextId}`);
+}
+
 export class MessageRouter {
   /** Per context: the start in progress (see exclusive). */
   private readonly starting = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: MessageRouterOptions) {}
 
-  async route(params: SendMessageRequest, caller?: Caller): Promise<Routed> {
+  /**
+   * `version` is the A2A version the request speaks: under v1.0 a task in a terminal state takes
+   * no further message (a follow-up starts a new task in the context); under v0.3, as the
+   * development-tool RFC's flow has it, a `completed` task continues.
+   */
+  async route(params: SendMessageRequest, caller?: Caller, version: '0.3' | '1.0' = '0.3'): Promise<Routed> {
     const message = params.message;
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
@@ -82,14 +109,14 @@ export class MessageRouter {
     const task = await this.opts.cache.get(message.taskId);
     if (task === undefined) throw taskNotFound(message.taskId);
     try {
-      return await this.continueTask(task, answers, caller);
+      return await this.continueTask(task, answers, caller, version);
     } catch (err) {
       this.opts.cache.release(task); // a refused message leaves nothing behind in memory
       throw err;
     }
   }
 
-  private async continueTask(task: LiveTask, message: Message, caller: Caller | undefined): Promise<Routed> {
+  private async continueTask(task: LiveTask, message: Message, caller: Caller | undefined, version: '0.3' | '1.0'): Promise<Routed> {
     const { schema, access } = this.opts;
     if (message.contextId && message.contextId !== task.task.contextId) {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
@@ -136,13 +163,7 @@ export class MessageRouter {
       planResume(task, stamped, schema, await this.knownCalls(task, stamped)); // throws the precise reason
       throw invalidParams(`Task ${task.id} is not waiting for a confirmation (state: ${task.state})`);
     }
-    if (task.state !== 'completed') {
-      throw unsupported(
-        task.state === 'working'
-          ? `Task ${task.id} is still working; send the next message after it pauses or completes, or cancel it`
-          : `Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${task.task.contextId}`,
-      );
-    }
+    refuseContinuation(task, version);
     await this.exclusive(task.context.id, async () => {
       await this.checkContextFree(task.context.id, task.id);
       await this.applySettings(task.context, requested);

@@ -19,6 +19,7 @@ import type {
   ListTaskPushNotificationConfigsResponse,
   ListTasksRequest,
   ListTasksResponse,
+  Message,
   SendMessageRequest,
   StreamResponse,
   SubscribeToTaskRequest,
@@ -29,7 +30,15 @@ import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName } from '../../protocol/a2a.js';
 import { callerOf } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
-import { extendedCardUnsupported, forbidden, invalidParams, notCancelable, pushUnsupported, taskNotFound } from '../../protocol/errors.js';
+import {
+  extendedCardUnsupported,
+  forbidden,
+  invalidParams,
+  notCancelable,
+  pushUnsupported,
+  taskNotFound,
+  unsupported,
+} from '../../protocol/errors.js';
 import type { PushConfigRecord, PushWireVersion } from '../../push/push-store.js';
 import type { PushRegistry } from '../../push/push-registry.js';
 import type { EventHub } from '../runtime/event-hub.js';
@@ -45,6 +54,8 @@ import type { TaskStateName } from '../wire/agent-events.js';
 
 export interface DevtoolRequestHandlerOptions {
   card: () => AgentCard;
+  /** The card an authenticated caller reads; absent = none (-32007), as when authentication is off. */
+  extendedCard?: () => AgentCard;
   /** Decides what a message means and sets its task moving (shared with the slash commands). */
   router: MessageRouter;
   hub: EventHub;
@@ -89,6 +100,20 @@ function tagId(ctx: ServerCallContext, seq: number | undefined): void {
   ids.push(seq);
 }
 
+/** Whether a logged event ends a subscription: any final one, or under v1.0 only a terminal state. */
+function endsSubscription(ev: StoredEvent, untilTerminal: boolean): boolean {
+  if (!ev.final) return false;
+  if (!untilTerminal || ev.response.payload?.$case !== 'statusUpdate') return true;
+  return TERMINAL.has(stateName(ev.response.payload.value.status?.state) as TaskStateName);
+}
+
+/** The status message of a final event the model marked as a direct reply (ModelOutcome.reply). */
+function directReply(last: StreamResponse | undefined): Message | undefined {
+  if (last?.payload?.$case !== 'statusUpdate') return undefined;
+  const update = last.payload.value;
+  return update.metadata?.reply === 'message' ? update.status?.message : undefined;
+}
+
 export class DevtoolRequestHandler implements A2ARequestHandler {
   private readonly router: MessageRouter;
 
@@ -100,8 +125,12 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     return this.opts.card();
   }
 
-  async getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
-    throw extendedCardUnsupported();
+  async getAuthenticatedExtendedAgentCard(_params: unknown, ctx?: ServerCallContext): Promise<AgentCard> {
+    const extended = this.opts.extendedCard;
+    if (extended === undefined) throw extendedCardUnsupported();
+    // The authentication hook already refused a request without credentials; a second lock.
+    if (callerOf(ctx) === undefined) throw forbidden('the extended agent card needs an authenticated caller');
+    return extended();
   }
 
   async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -112,14 +141,15 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     }
   }
 
-  async sendMessage(params: SendMessageRequest, ctx?: ServerCallContext): Promise<Task> {
+  async sendMessage(params: SendMessageRequest, ctx?: ServerCallContext): Promise<Task | Message> {
     const { task, afterSeq } = await this.routeWithPush(params, ctx);
     const historyLength = params.configuration?.historyLength;
     // returnImmediately: the task as it was accepted (it goes on; poll or resubscribe).
     const view = (t: Task) => this.opts.encoders[task.dialect].taskView(t);
     if (params.configuration?.returnImmediately) return view(applyHistoryLength(task.task, historyLength));
-    for await (const ev of this.opts.hub.follow(task.id, afterSeq)) void ev; // until the pause or the end
-    return view(applyHistoryLength(await this.snapshot(task.id), historyLength));
+    let last: StreamResponse | undefined;
+    for await (const ev of this.opts.hub.follow(task.id, afterSeq)) last = ev.response; // until the pause or the end
+    return directReply(last) ?? view(applyHistoryLength(await this.snapshot(task.id), historyLength));
   }
 
   /**
@@ -132,7 +162,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     const push = wanted && wanted.url ? this.opts.push : undefined;
     if (wanted?.url && push === undefined) throw pushUnsupported();
     if (push && wanted) await push.check(wanted, 'configuration.pushNotificationConfig');
-    const routed = await this.router.route(params, caller);
+    const routed = await this.router.route(params, caller, version(ctx));
     if (push && wanted) {
       await push.save({ ...wanted, taskId: routed.task.id }, version(ctx), this.opts.access.ownerFor(caller), routed.afterSeq);
     }
@@ -191,10 +221,13 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * tasks/resubscribe: the Task snapshot first (no SSE id), then — with Last-Event-ID —
-   * every logged event after it, then live events until the next pause or end. A paused
-   * task re-sends its waiting cards and the pause event, with its inputSchema (nothing is consumed);
-   * a finished task replays what was missed and ends.
+   * tasks/resubscribe (v1.0 SubscribeToTask): the Task snapshot first (no SSE id), then — with
+   * Last-Event-ID — every logged event after it, then live events. A paused task re-sends its
+   * waiting cards and the pause event, with its inputSchema (nothing is consumed). Under v0.3
+   * the stream ends at the next pause or end, like message/stream's; under v1.0 a subscription
+   * lasts until the task is in a terminal state (its pauses pass through), and a task already in
+   * one cannot be subscribed to (-32004) unless Last-Event-ID asks for what was missed, which is
+   * replayed before the stream ends.
    */
   async *resubscribe(params: SubscribeToTaskRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     await this.opts.cache.peek(params.id)?.flush();
@@ -205,30 +238,42 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     if (lastEventId !== undefined && lastEventId > stored.lastSeq) {
       throw invalidParams(`Last-Event-ID ${lastEventId} is beyond the last event of task ${params.id} (${stored.lastSeq})`);
     }
+    const state = stateName(stored.task.status?.state) as TaskStateName;
+    const untilTerminal = version(ctx) === '1.0';
+    if (untilTerminal && TERMINAL.has(state) && lastEventId === undefined) {
+      throw unsupported(`Task ${params.id} is ${state}: a task in a terminal state has no updates to subscribe to; read it with GetTask`);
+    }
     tagId(ctx, undefined);
     yield { payload: { $case: 'task', value: this.opts.encoders[stored.dialect].taskView(stored.task) } };
-    const state = stateName(stored.task.status?.state);
     const emit = (ev: StoredEvent) => (tagId(ctx, ev.seq), ev.response);
-    if (PAUSED.has(state as TaskStateName)) {
+    let cursor = lastEventId ?? stored.lastSeq;
+    if (PAUSED.has(state)) {
       // What was missed, plus the waiting cards and the pause (always re-sent), in log order.
       const pause = await this.pauseEvents(params.id, stored.dialect);
       const missed = lastEventId === undefined ? [] : await this.opts.store.eventsAfter(params.id, lastEventId);
       const bySeq = new Map([...missed.filter((ev) => !ev.final), ...pause].map((ev) => [ev.seq, ev]));
       for (const ev of [...bySeq.values()].sort((a, b) => a.seq - b.seq)) yield emit(ev);
-      return;
-    }
-    // Replay what is logged now (older pauses included), then follow live until a new pause or end.
-    let cursor = lastEventId ?? stored.lastSeq;
-    let last: StoredEvent | undefined;
-    if (lastEventId !== undefined) {
-      for await (const ev of this.opts.hub.follow(params.id, lastEventId, { untilFinal: false })) {
-        cursor = ev.seq;
-        last = ev;
-        yield emit(ev);
+      if (!untilTerminal) return;
+      cursor = Math.max(cursor, ...bySeq.keys());
+    } else {
+      // Replay what is logged now (older pauses included).
+      let last: StoredEvent | undefined;
+      if (lastEventId !== undefined) {
+        for await (const ev of this.opts.hub.follow(params.id, lastEventId, { untilFinal: false })) {
+          cursor = ev.seq;
+          last = ev;
+          yield emit(ev);
+        }
       }
+      if (TERMINAL.has(state) || (last !== undefined && endsSubscription(last, untilTerminal))) return;
     }
-    if (TERMINAL.has(state as TaskStateName) || last?.final) return;
-    for await (const ev of this.opts.hub.follow(params.id, cursor)) yield emit(ev);
+    // Live, until a pause (v0.3) or a terminal state.
+    for (;;) {
+      let last: StoredEvent | undefined;
+      for await (const ev of this.opts.hub.follow(params.id, cursor)) yield emit((last = ev));
+      if (last === undefined || endsSubscription(last, untilTerminal)) return;
+      cursor = last.seq;
+    }
   }
 
   async createTaskPushNotificationConfig(p: TaskPushNotificationConfig, ctx?: ServerCallContext): Promise<TaskPushNotificationConfig> {

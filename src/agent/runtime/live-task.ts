@@ -5,7 +5,7 @@
  * reaches a stream only after it is committed ("nothing that was sent is lost").
  */
 import { createHash } from 'node:crypto';
-import type { Message, Task } from '@a2a-js/sdk';
+import { Role, type Message, type Task } from '@a2a-js/sdk';
 import { stateName, STATE_TO_V1 } from '../../protocol/a2a.js';
 import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { ModelContent, ModelPart } from '../model/model-client.js';
@@ -187,6 +187,11 @@ export class LiveTask {
   /** Canceled or failed (or detached at shutdown): nothing more runs or is published for it. */
   get halted(): boolean {
     return this.detached || this.state === 'canceled' || this.state === 'failed';
+  }
+
+  /** The task holds one user message: the one that started it. */
+  isFirstMessage(): boolean {
+    return this.task.history.filter((m) => m.role === Role.ROLE_USER).length === 1;
   }
 
   /** Calls still waiting for a person. */

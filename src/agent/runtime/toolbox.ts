@@ -87,12 +87,12 @@ export class Toolbox {
     this.background = new Background((err, what) => opts.logger.warn({ err }, `${what} failed`));
   }
 
-  /** Starts the operator's servers (a failed one is logged and reported to each context once). */
   /** The built-in tools every context has. */
   get builtin(): readonly AnyTool[] {
     return this.opts.builtin;
   }
 
+  /** Starts the operator's servers (a failed one is logged and reported to each context once). */
   async start(): Promise<void> {
     const { mcp, serverMcp } = this.opts;
     if (mcp !== undefined && serverMcp !== undefined && Object.keys(serverMcp).length > 0) {

@@ -173,10 +173,12 @@ export class TurnLoop {
       const { calls, outcome } = await this.streamModel(task, set);
       if (task.halted) return;
       if (calls.length === 0) {
+        const direct = outcome?.reply === 'message' && outcome.state === 'completed' && task.steps === 1 && task.isFirstMessage();
         task.publish({
           type: 'state',
           state: outcome?.state ?? 'completed',
           ...(outcome?.text !== undefined ? { text: outcome.text } : {}),
+          ...(direct ? { reply: 'message' as const } : {}),
         });
         return;
       }

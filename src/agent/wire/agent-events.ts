@@ -53,6 +53,8 @@ export type AgentEvent =
       error?: string;
       /** On a pause: the JSON Schema of the answer it accepts (see runtime/pause.ts). */
       inputSchema?: Record<string, unknown>;
+      /** On `completed`: the text is a direct reply, which a non-streaming send answers as a Message. */
+      reply?: 'message';
     }
   | { type: 'tool-call'; call: ToolCallSnapshot }
   | { type: 'text'; delta: string }

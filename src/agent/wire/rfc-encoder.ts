@@ -127,7 +127,8 @@ export class RfcEncoder implements WireEncoder {
         const msg = event.text !== undefined ? agentMessage(taskId, contextId, [textPart(event.text)]) : undefined;
         const meta = this.meta('STATE_CHANGE', ctx, event.error);
         // A pause describes the answer it accepts (runtime/pause.ts); the cached metadata stays untouched.
-        const metadata = event.inputSchema !== undefined ? { ...meta, inputSchema: event.inputSchema } : meta;
+        let metadata = event.inputSchema !== undefined ? { ...meta, inputSchema: event.inputSchema } : meta;
+        if (event.reply !== undefined) metadata = { ...metadata, reply: event.reply };
         return statusUpdate(taskId, contextId, STATE_TO_V1[event.state], msg, metadata);
       }
       case 'tool-call': {

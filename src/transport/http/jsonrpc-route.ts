@@ -11,12 +11,13 @@ import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
 import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
 import { CallerUser } from '../../protocol/caller.js';
-import { RPC_ERROR_CODE } from '../../protocol/errors.js';
+import { contentTypeUnsupported, RPC_ERROR_CODE } from '../../protocol/errors.js';
 import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
 import type { Caller } from '../../protocol/caller.js';
 import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
+import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
 
 /** A JSON-RPC method outside A2A (extension methods such as `commands/get`), the same under both versions. */
 export type ExtensionMethod = (params: unknown, caller: Caller | undefined) => Promise<unknown>;
@@ -42,7 +43,6 @@ type Envelope = { jsonrpc: '2.0'; id: string | number | null; result?: unknown; 
 const callers = new WeakMap<FastifyRequest, Caller>();
 
 /** Marks a body that was not valid JSON (answered PARSE_ERROR, HTTP 200, as JSON-RPC asks). */
-export const UNPARSABLE = Symbol('unparsable-json');
 
 const PAUSE_STATES = new Set(['input-required', 'auth-required']);
 
@@ -242,7 +242,11 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
     first = await stream.next(); // refusals happen here, before any SSE byte
   } catch (err) {
     request.log.debug({ err }, 'stream refused');
-    return hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
+    const refusal = hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
+    if (!(version === '0.3' && req.method === 'tasks/resubscribe')) return refusal;
+    // v0.3 clients read a resubscription only as a stream (the v0.3 SDKs answer it so): one
+    // event carrying the error, then the end. v1.0 and message/stream refuse before any SSE.
+    first = { done: false, value: refusal };
   }
   await writeSse(reply, stream, first, {
     heartbeatMs: rpc.heartbeatMs,
@@ -323,5 +327,11 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
   };
-  app.post('/', { onRequest: authenticationHook(rpc.authenticate) }, (request, reply) => answer(request, reply, rpc));
+  acceptOnlyJson(app);
+  app.post('/', { onRequest: authenticationHook(rpc.authenticate) }, async (request, reply) => {
+    const type = nonJsonMediaType(request);
+    if (type === undefined) return answer(request, reply, rpc);
+    // Not read at all: its id is unknown, so the answer carries id null.
+    return reply.code(415).send(rpcError(null, RPC_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED, contentTypeUnsupported(type).message));
+  });
 }

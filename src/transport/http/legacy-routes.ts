@@ -7,7 +7,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../../protocol/caller.js';
 import { httpErrorOf } from '../../protocol/errors.js';
-import { authenticationHook, requestCaller, UNPARSABLE } from './jsonrpc-route.js';
+import { authenticationHook, requestCaller } from './jsonrpc-route.js';
+import { UNPARSABLE } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
 
 export interface RestAnswer {

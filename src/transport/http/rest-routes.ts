@@ -32,7 +32,8 @@ import {
   RPC_ERROR_CODE,
   versionUnsupported,
 } from '../../protocol/errors.js';
-import { authenticationHook, requestCaller, UNPARSABLE } from './jsonrpc-route.js';
+import { authenticationHook, requestCaller } from './jsonrpc-route.js';
+import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE, UNSUPPORTED_MEDIA } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
 import { validateParams } from './validate-params.js';
 import { writeSse } from './sse.js';
@@ -47,10 +48,6 @@ export interface RestRoutesOptions {
 
 /** The prefix the binding is mounted under; the card's HTTP+JSON interface URL ends with it. */
 export const REST_PREFIX = '/v1';
-
-/** A body in a media type this binding does not read (answered 415, ContentTypeNotSupportedError). */
-const UNSUPPORTED_MEDIA = Symbol('unsupported-media-type');
-const JSON_TYPES = new Set(['application/json', 'application/a2a+json']);
 
 type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
 
@@ -246,19 +243,11 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
   const { handler } = opts;
   const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
   // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
-  app.addContentTypeParser('application/a2a+json', { parseAs: 'string' }, (_req, body, done) => {
-    try {
-      done(null, JSON.parse(body as string));
-    } catch {
-      done(null, UNPARSABLE);
-    }
-  });
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, UNSUPPORTED_MEDIA));
+  acceptOnlyJson(app);
   app.addHook('preHandler', async (request, reply) => {
     // §11.1: JSON only. Any request that declares another media type is refused, as the SDK's server does.
-    const type = request.headers['content-type'];
-    if (type === undefined || JSON_TYPES.has(type.split(';', 1)[0]?.trim().toLowerCase() ?? '')) return;
-    return sendError(request, reply, contentTypeUnsupported(type));
+    const type = nonJsonMediaType(request);
+    if (type !== undefined) return sendError(request, reply, contentTypeUnsupported(type));
   });
   app.addHook(
     'onRequest',

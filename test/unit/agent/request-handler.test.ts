@@ -35,6 +35,13 @@ function refused(t: Test, res: PostResult, code: number, pattern: RegExp): void 
   t.match(res.json?.error?.message, pattern);
 }
 
+/** A v0.3 resubscription refused: one SSE event carrying the error (v0.3 clients read it only as a stream). */
+function refusedInStream(t: Test, res: PostResult, code: number, pattern: RegExp): void {
+  t.equal(res.events?.length, 1, 'one SSE event');
+  t.equal(res.events?.[0]?.data.error?.code, code, `code ${code}: ${res.events?.[0]?.data.error?.message}`);
+  t.match(res.events?.[0]?.data.error?.message, pattern);
+}
+
 async function newTask(text: string, extra: Record<string, unknown> = {}): Promise<{ id: string; contextId: string; events: SseEvent[] }> {
   const res = await rpc(app, 'message/stream', { message: userMessage(text, extra) });
   const first = results(res.events)[0];
@@ -117,9 +124,15 @@ t.test('tasks/resubscribe', async (t) => {
     t.same(idsOf(from1.events), [null, 2, 3, 4], 'what was missed, then the pause');
     const from4 = await rpc(app, 'tasks/resubscribe', { id: paused.id }, lastEventId(4));
     t.same(idsOf(from4.events), [null, 3, 4], 'the waiting card and the pause are always re-sent');
-    refused(
+    refusedInStream(
       t,
       await rpc(app, 'tasks/resubscribe', { id: paused.id }, lastEventId(5)),
+      -32602,
+      /Last-Event-ID 5 is beyond the last event of task .* \(4\)/,
+    );
+    refused(
+      t,
+      await rpc(app, 'SubscribeToTask', { id: paused.id }, { version: '1.0', ...lastEventId(5) }),
       -32602,
       /Last-Event-ID 5 is beyond the last event of task .* \(4\)/,
     );
@@ -135,7 +148,37 @@ t.test('tasks/resubscribe', async (t) => {
     t.same(results(from2.events).slice(1), results(done.events).slice(2), 'the same events as were streamed live');
     const from0 = await rpc(app, 'tasks/resubscribe', { id: done.id }, lastEventId(0));
     t.same(idsOf(from0.events), [null, 1, 2, 3, 4]);
-    refused(t, await rpc(app, 'tasks/resubscribe', { id: 'no-such-task' }), -32001, /not found/);
+    refusedInStream(t, await rpc(app, 'tasks/resubscribe', { id: 'no-such-task' }), -32001, /not found/);
+    refused(t, await rpc(app, 'SubscribeToTask', { id: 'no-such-task' }, { version: '1.0' }), -32001, /not found/);
+  });
+
+  t.test('v1.0: a task in a terminal state cannot be subscribed to, except to replay what was missed', async (t) => {
+    const done = await newTask('hi again');
+    refused(
+      t,
+      await rpc(app, 'SubscribeToTask', { id: done.id }, { version: '1.0' }),
+      -32004,
+      /is completed: a task in a terminal state has no updates to subscribe to; read it with GetTask/,
+    );
+    const from2 = await rpc(app, 'SubscribeToTask', { id: done.id }, { version: '1.0', ...lastEventId(2) });
+    t.same(idsOf(from2.events), [null, 3, 4], 'with Last-Event-ID: the snapshot and what was missed');
+    t.equal(from2.events?.at(-1)?.data.result.statusUpdate.status.state, 'TASK_STATE_COMPLETED');
+  });
+
+  t.test('v1.0: a subscription to a paused task lasts through the answer to the terminal state', async (t) => {
+    const paused = await newTask('write this');
+    const card = dataOf(results(paused.events)[2]);
+    // Last-Event-ID 4 (the pause): whichever comes first, the subscription or the answer, it ends terminal.
+    const subscribed = rpc(app, 'SubscribeToTask', { id: paused.id }, { version: '1.0', ...lastEventId(4) });
+    const answer = await rpc(app, 'message/stream', {
+      message: confirmMessage(paused.id, paused.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+    });
+    t.equal(results(answer.events).at(-1)?.status.state, 'completed');
+    const sub = await subscribed;
+    const states = (sub.events ?? []).map((e) => e.data.result.statusUpdate?.status.state ?? e.data.result.task?.status.state);
+    t.equal(states.at(-1), 'TASK_STATE_COMPLETED', 'the stream ends at the terminal state');
+    t.ok(states.includes('TASK_STATE_INPUT_REQUIRED') || states[0] === 'TASK_STATE_COMPLETED', 'and passed through the pause');
+    t.equal(sub.events?.at(-1)?.id, answer.events?.at(-1)?.id, 'its last event is the last event of the task');
   });
 
   t.test('a working task without Last-Event-ID: the snapshot, then live events until the end', async (t) => {

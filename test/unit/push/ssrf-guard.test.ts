@@ -148,6 +148,20 @@ t.test('hostnames: every resolved address must pass', async (t) => {
     message: 'pushNotificationConfig.url host nope.example.com does not resolve (ENOTFOUND)',
   });
   t.match(await checkPushUrl('https://empty.example.com/', { allowPrivate: false, lookup }), { ok: false, message: /no addresses/ });
+  // Registration accepts a name that does not resolve yet (no addresses to connect to: each
+  // delivery checks again), but never a refused class, a refused name or a literal.
+  const reg = { allowPrivate: false, lookup, acceptUnresolved: true };
+  t.same(await checkPushUrl('https://nope.example.com/', reg), {
+    ok: true,
+    url: new URL('https://nope.example.com/'),
+    addresses: [],
+    unresolved: true,
+  });
+  t.match(await checkPushUrl('https://empty.example.com/', reg), { ok: true, addresses: [], unresolved: true });
+  t.match(await checkPushUrl('https://mixed.example.com/a2a', reg), { ok: false, addressClass: 'private' });
+  t.match(await checkPushUrl('http://10.0.0.1/', reg), { ok: false, addressClass: 'private' });
+  t.match(await checkPushUrl('http://metadata.google.internal/', reg), { ok: false, addressClass: 'metadata' });
+  t.match(await checkPushUrl('https://hooks.example.com/a2a', reg), { ok: true, addresses: ['93.184.216.34', '2606:2800:220:1::1'] });
   const junk = await checkPushUrl('https://junk.example.com/', {
     allowPrivate: false,
     lookup: async () => [{ address: 'junk', family: 4 }],
