@@ -1,52 +1,98 @@
 /**
  * npm run conformance: starts the server in conformance mode (AGENT_MODEL_SCRIPT=conformance,
  * embedded store in a temp DATA_DIR) on a free port, runs the official A2A suite against it
- * (TCK_RUNNER or the first argument; default ../shared/conformance/run-tck.sh from the repo),
- * stops the server and prints the suite's counts. Exit code: the runner's.
+ * (TCK_RUNNER or the first argument; default ../shared/conformance/run-tck.sh from the repo;
+ * TCK_SUITE=v03|v10|both, TCK_V10_TRANSPORTS=jsonrpc,http_json), stops the server, and judges
+ * the results: every failed test and every failed v1.0 requirement (MUST, SHOULD or MAY) must be
+ * one of the documented exceptions below (README "Conformance"), each with its reason.
+ *
+ * Prints the suite's own report, then the verdict, and last a line
+ * `conformance: N passed, N failed, N known exceptions` (failed = not documented).
+ * Exit code: 0 when nothing failed outside the exceptions; 1 otherwise; 2 when the suite could not run.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
+/** Failures that follow from the A2A specification or the development-tool RFC, not from a defect. */
+const KNOWN_EXCEPTIONS: Record<string, string> = {
+  'tests/compatibility/agent_card/test_agent_card.py::TestAgentCardStructure::test_agent_card_validates_against_schema':
+    'the card read without A2A-Version is the v0.3 card (url, preferredTransport, protocolVersion) that v0.3 clients read, plus supportedInterfaces; the v1.0 schema forbids the v0.3 fields',
+  'CARD-STRUCT-001': 'the same check, as the v1.0 requirement table names it',
+  'tests/optional/quality/test_task_state_quality.py::test_task_state_transitions':
+    'expects a task to be still working after a blocking message/send returns and to take a follow-up while working; a blocking send returns at the pause or the end, and a working task refuses a message (-32004): its conversation has open function calls',
+};
+
 const repo = path.resolve(import.meta.dirname, '..');
 const runner = path.resolve(repo, process.argv[2] ?? process.env.TCK_RUNNER ?? '../shared/conformance/run-tck.sh');
 
-const port = await new Promise<number>((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const p = (probe.address() as { port: number }).port;
-    probe.close(() => resolve(p));
+async function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as { port: number }).port;
+      probe.close(() => resolve(p));
+    });
   });
-});
-const env: NodeJS.ProcessEnv = {
-  ...process.env,
-  AGENT_MODEL_SCRIPT: 'conformance',
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  DATA_DIR: mkdtempSync(path.join(tmpdir(), 'a2a-conformance-data-')),
-  WORKSPACE_DIR: mkdtempSync(path.join(tmpdir(), 'a2a-conformance-ws-')),
-  LOG_LEVEL: 'warn',
-};
-delete env.DATABASE_URL;
-const server = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'src/main.ts')], { env, stdio: 'inherit' });
-const url = `http://localhost:${port}`;
-for (let i = 0; ; i++) {
-  const ok = await fetch(`${url}/.well-known/agent-card.json`).then(
-    (r) => r.ok,
-    () => false,
-  );
-  if (ok) break;
-  if (i > 1200 || server.exitCode !== null) {
-    server.kill('SIGTERM');
-    throw new Error(`the server did not start on ${url} within 120 s`);
-  }
-  await new Promise((r) => setTimeout(r, 100));
 }
+
+async function startServer(port: number) {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    AGENT_MODEL_SCRIPT: 'conformance',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'a2a-conformance-data-')),
+    WORKSPACE_DIR: mkdtempSync(path.join(tmpdir(), 'a2a-conformance-ws-')),
+    LOG_LEVEL: 'warn',
+    // The suite's push receiver listens on localhost: an operator's choice the SSRF guard allows.
+    PUSH_ALLOW_PRIVATE: '1',
+  };
+  delete env.DATABASE_URL;
+  delete env.AUTH_CONFIG;
+  const server = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'src/main.ts')], { env, stdio: 'inherit' });
+  const url = `http://localhost:${port}`;
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`${url}/.well-known/agent-card.json`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return { server, url };
+    if (i > 1200 || server.exitCode !== null) {
+      server.kill('SIGTERM');
+      throw new Error(`the server did not start on ${url} within 120 s`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** What the runner's results.txt says failed: pytest node ids and v1.0 requirement ids. */
+function failuresIn(results: string): { tests: string[]; requirements: string[]; passed: number } {
+  const tests = [...results.matchAll(/^\s+(?:FAILED|ERROR) (tests\/\S+)/gm)].map((m) => m[1]);
+  const requirements = [...results.matchAll(/^\s+(?:MUST|SHOULD|MAY)\s+FAIL\s+(\S+)/gm)].map((m) => m[1]);
+  const passed = [...results.matchAll(/passed=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  return { tests: [...new Set(tests)], requirements: [...new Set(requirements)], passed };
+}
+
+const out = mkdtempSync(path.join(tmpdir(), 'a2a-conformance-results-'));
+const { server, url } = await startServer(await freePort());
 const transports = process.env.TCK_V10_TRANSPORTS ?? 'jsonrpc,http_json';
-const suite = spawn('bash', [runner, url, '--suite', process.env.TCK_SUITE ?? 'both', '--v10-transports', transports], {
-  stdio: 'inherit',
-});
+const args = [runner, url, '--suite', process.env.TCK_SUITE ?? 'both', '--v10-transports', transports, '--out', out];
+const suite = spawn('bash', args, { stdio: 'inherit' });
 const code = await new Promise<number>((resolve) => suite.on('exit', (c) => resolve(c ?? 1)));
 server.kill('SIGTERM');
-process.exitCode = code;
+
+const file = path.join(out, 'results.txt');
+if (code === 2 || !existsSync(file)) {
+  console.log(`conformance: the suite could not run (exit ${code})`);
+  process.exit(2);
+}
+const { tests, requirements, passed } = failuresIn(readFileSync(file, 'utf8'));
+const failed = [...tests, ...requirements];
+const unexpected = failed.filter((id) => KNOWN_EXCEPTIONS[id] === undefined);
+const known = failed.filter((id) => KNOWN_EXCEPTIONS[id] !== undefined);
+for (const id of known) console.log(`known exception: ${id}\n    ${KNOWN_EXCEPTIONS[id]}`);
+for (const id of unexpected) console.log(`FAILED (not a documented exception): ${id}`);
+console.log(`conformance: ${passed} passed, ${unexpected.length} failed, ${known.length} known exceptions`);
+process.exitCode = unexpected.length > 0 ? 1 : 0;

@@ -19,6 +19,13 @@ export interface PushRegistryOptions {
 type ConfigIn = Pick<TaskPushNotificationConfig, 'url' | 'token' | 'authentication'> &
   Partial<Pick<TaskPushNotificationConfig, 'id' | 'taskId'>>;
 
+/**
+ * The id a config registered without one gets, and the config a get or delete without an id
+ * means: "default", the id v0.3 clients ask for. (Configs stored before this had the task's id;
+ * an id-less get or delete still finds those.)
+ */
+export const DEFAULT_CONFIG_ID = 'default';
+
 export class PushRegistry {
   constructor(private readonly opts: PushRegistryOptions) {}
 
@@ -46,14 +53,14 @@ export class PushRegistry {
     if (config.token && /[\r\n]/.test(config.token)) throw invalidParams(`${at}.token must not contain line breaks`);
   }
 
-  /** Creates or replaces a config (id defaults to the task id); a new one starts after event `afterSeq`. */
+  /** Creates or replaces a config (id defaults to DEFAULT_CONFIG_ID); a new one starts after event `afterSeq`. */
   async save(
     config: ConfigIn & { taskId: string },
     wireVersion: PushWireVersion,
     principal: string | undefined,
     afterSeq: number,
   ): Promise<PushConfigRecord> {
-    const id = config.id || config.taskId;
+    const id = config.id || DEFAULT_CONFIG_ID;
     const auth =
       config.authentication && config.authentication.scheme
         ? { scheme: config.authentication.scheme, credentials: config.authentication.credentials ?? '' }
@@ -76,15 +83,19 @@ export class PushRegistry {
     return saved;
   }
 
-  get(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
-    return this.opts.store.getPushConfig(taskId, id);
+  /** One config; without an id, the default one. */
+  async get(taskId: string, id: string | undefined): Promise<PushConfigRecord | undefined> {
+    if (id) return this.opts.store.getPushConfig(taskId, id);
+    return (await this.opts.store.getPushConfig(taskId, DEFAULT_CONFIG_ID)) ?? this.opts.store.getPushConfig(taskId, taskId);
   }
 
   list(taskId: string): Promise<PushConfigRecord[]> {
     return this.opts.store.listPushConfigs(taskId);
   }
 
-  delete(taskId: string, id: string): Promise<boolean> {
-    return this.opts.store.deletePushConfig(taskId, id);
+  /** Deletes one config (without an id, the default one); false when there was none. */
+  async delete(taskId: string, id: string | undefined): Promise<boolean> {
+    if (id) return this.opts.store.deletePushConfig(taskId, id);
+    return (await this.opts.store.deletePushConfig(taskId, DEFAULT_CONFIG_ID)) || this.opts.store.deletePushConfig(taskId, taskId);
   }
 }

@@ -19,6 +19,7 @@ import type { PostResult } from '../support/sse.js';
 import { confirmMessage, dataOf, sharedStore, startServer, textOf, userMessage } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
 import type { Test } from '../support/tool-call-watch.js';
+import { DEFAULT_CONFIG_ID } from '../../src/push/push-registry.js';
 import { WebhookReceiver } from '../support/webhook.js';
 import type { Delivery } from '../support/webhook.js';
 
@@ -258,15 +259,13 @@ t.test('v1.0 registration, and get/list/delete in both versions', async (t) => {
     const left = await rpc(srv.url, 'tasks/pushNotificationConfig/list', { id: task.id });
     t.same(left.json?.result?.map((c: any) => c.pushNotificationConfig.id).sort(), ['cfg-v03', 'cfg-v1'], 'the deleted configs are gone');
     const again = await rpc(srv.url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'cfg-del' }, { version: '1.0' });
-    t.equal(again.json?.error?.code, -32602, 'deleting it again: -32602');
-    t.match(again.json?.error?.message, /has no push notification config "cfg-del"/);
+    t.equal(again.json?.error, undefined, 'deleting it again succeeds: delete is idempotent');
   });
 
-  await t.test('unknown config id → -32602; unknown task → -32001', async (t) => {
+  await t.test('unknown config id → -32602 (get); unknown task → -32001', async (t) => {
     const cases: Array<[string, string, unknown, '0.3' | '1.0', number]> = [
       ['v1.0 get, unknown id', 'GetTaskPushNotificationConfig', { taskId: task.id, id: 'nope' }, '1.0', -32602],
       ['v0.3 get, unknown id', 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: 'nope' }, '0.3', -32602],
-      ['v0.3 delete, unknown id', 'tasks/pushNotificationConfig/delete', { id: task.id, pushNotificationConfigId: 'nope' }, '0.3', -32602],
       ['v1.0 get, unknown task', 'GetTaskPushNotificationConfig', { taskId: 'no-such-task', id: 'x' }, '1.0', -32001],
       ['v0.3 get, unknown task', 'tasks/pushNotificationConfig/get', { id: 'no-such-task' }, '0.3', -32001],
       ['v1.0 list, unknown task', 'ListTaskPushNotificationConfigs', { taskId: 'no-such-task' }, '1.0', -32001],
@@ -403,9 +402,21 @@ t.test('a receiver name that does not resolve yet is accepted at registration, w
   const set = await rpc(strict.url, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url } });
   t.equal(set.json?.result?.pushNotificationConfig?.url, url, 'accepted');
   const id = set.json?.result?.pushNotificationConfig?.id;
-  t.type(id, 'string', 'a config without an id is given one');
+  t.equal(id, 'default', 'a config without an id is given the stable id "default"');
   const again = await rpc(strict.url, 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: id });
   t.equal(again.json?.result?.pushNotificationConfig?.url, url, 'and can be read back by it');
+  const idless = await rpc(strict.url, 'tasks/pushNotificationConfig/get', { id: task.id });
+  t.equal(idless.json?.result?.pushNotificationConfig?.id, 'default', 'a get without an id means the default config');
+  const deleted = await rpc(strict.url, 'tasks/pushNotificationConfig/delete', { id: task.id });
+  t.equal(deleted.json?.result, null, 'so does a delete');
+  const gone = await rpc(strict.url, 'tasks/pushNotificationConfig/get', { id: task.id });
+  t.match(gone.json?.error?.message, /has no push notification config "default"/);
+  // Configs stored before the default id was "default" had the task's id: an id-less get still finds them.
+  await rpc(strict.url, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { id: task.id, url } });
+  const older = await rpc(strict.url, 'tasks/pushNotificationConfig/get', { id: task.id });
+  t.equal(older.json?.result?.pushNotificationConfig?.id, task.id, 'an id-less get falls back to the task-id config');
+  t.equal((await rpc(strict.url, 'tasks/pushNotificationConfig/delete', { id: task.id })).json?.result, null);
+  t.same((await rpc(strict.url, 'tasks/pushNotificationConfig/list', { id: task.id })).json?.result, [], 'and an id-less delete too');
   const v1 = await rpc(strict.url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'v1', url }, { version: '1.0' });
   t.equal(v1.json?.result?.url, url, 'v1.0 registration too');
   const literal = await rpc(strict.url, 'tasks/pushNotificationConfig/set', {
@@ -440,10 +451,10 @@ t.test('a receiver that fails, then is down, then comes back gets everything onc
 
   await hook.stop(); // the port is closed now
   const deadline = Date.now() + 10_000;
-  let config = await store.getPushConfig(taskId, taskId);
+  let config = await store.getPushConfig(taskId, DEFAULT_CONFIG_ID);
   while (!/ECONNREFUSED/.test(config?.lastError ?? '') && Date.now() < deadline) {
     await sleep(25);
-    config = await store.getPushConfig(taskId, taskId);
+    config = await store.getPushConfig(taskId, DEFAULT_CONFIG_ID);
   }
   t.match(config?.lastError, /ECONNREFUSED/, 'a delivery was tried against the closed port');
   t.equal(config?.deliveredSeq, 0, 'nothing counted as delivered');
@@ -475,7 +486,7 @@ t.test('a receiver that fails, then is down, then comes back gets everything onc
     ['PENDING'],
     'the late input-required push still carries the card it paused on',
   );
-  t.equal((await store.getPushConfig(taskId, taskId))?.dropped, 0, 'nothing dropped');
+  t.equal((await store.getPushConfig(taskId, DEFAULT_CONFIG_ID))?.dropped, 0, 'nothing dropped');
 });
 
 t.test('PUSH_MAX_ATTEMPTS: an event that keeps failing is dropped, the next ones go', async (t) => {
@@ -502,7 +513,7 @@ t.test('PUSH_MAX_ATTEMPTS: an event that keeps failing is dropped, the next ones
       'event 1: three attempts, then given up',
     );
     const taskId = results(res)[0].id;
-    const config = await store.getPushConfig(taskId, taskId);
+    const config = await store.getPushConfig(taskId, DEFAULT_CONFIG_ID);
     t.equal(config?.dropped, 1, 'counted as dropped');
     t.match(config?.lastError, /event 1 dropped after 3 attempts: receiver answered HTTP 503/);
   });

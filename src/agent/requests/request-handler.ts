@@ -40,6 +40,7 @@ import {
   unsupported,
 } from '../../protocol/errors.js';
 import type { PushConfigRecord, PushWireVersion } from '../../push/push-store.js';
+import { DEFAULT_CONFIG_ID } from '../../push/push-registry.js';
 import type { PushRegistry } from '../../push/push-registry.js';
 import type { EventHub } from '../runtime/event-hub.js';
 import type { LiveTask } from '../runtime/live-task.js';
@@ -293,11 +294,10 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   ): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
     await this.checkTask(p.taskId, callerOf(ctx));
-    const id = p.id || p.taskId;
-    const found = await push.get(p.taskId, id);
+    const found = await push.get(p.taskId, p.id);
     if (!found) {
       if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
-      throw invalidParams(`task ${p.taskId} has no push notification config "${id}"`);
+      throw invalidParams(`task ${p.taskId} has no push notification config "${p.id || DEFAULT_CONFIG_ID}"`);
     }
     return toWire(found);
   }
@@ -312,13 +312,11 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     return { configs: (await push.list(p.taskId)).map(toWire), nextPageToken: '' };
   }
 
+  /** Idempotent: deleting a config the task does not have (any more) succeeds; an unknown task does not. */
   async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, ctx?: ServerCallContext): Promise<void> {
     const push = this.pushOrThrow();
     await this.checkTask(p.taskId, callerOf(ctx));
-    if (!(await push.delete(p.taskId, p.id || p.taskId))) {
-      if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
-      throw invalidParams(`task ${p.taskId} has no push notification config "${p.id || p.taskId}"`);
-    }
+    if (!(await push.delete(p.taskId, p.id)) && !(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
   }
 
   /** `audit/list` (extension method, admins only): the decisions about a task's or a context's tool calls. */
