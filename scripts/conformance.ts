@@ -71,7 +71,7 @@ async function startServer(port: number) {
 function failuresIn(results: string): { tests: string[]; requirements: string[]; passed: number } {
   const tests = [...results.matchAll(/^\s+(?:FAILED|ERROR) (tests\/\S+)/gm)].map((m) => m[1]);
   const requirements = [...results.matchAll(/^\s+(?:MUST|SHOULD|MAY)\s+FAIL\s+(\S+)/gm)].map((m) => m[1]);
-  const passed = [...results.matchAll(/passed=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  const passed = [...results.matchAll(/\bpassed=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
   return { tests: [...new Set(tests)], requirements: [...new Set(requirements)], passed };
 }
 
