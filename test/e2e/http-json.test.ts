@@ -13,30 +13,14 @@ import t from 'tap';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { TaskState } from '@a2a-js/sdk';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { Client } from '@a2a-js/sdk/client';
 import { startServer, URI } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
 import { dataPart, sdkMessage as message, sendRequest as request, textPart } from '../support/sdk-messages.js';
+import { collect, pathOf, rejection, sdkClient, stateOf, toolCallOf } from '../support/sdk-client.js';
 import { WebhookReceiver } from '../support/webhook.js';
 import type { Test } from '../support/tool-call-watch.js';
-
-const STATES: Record<number, string> = {
-  [TaskState.TASK_STATE_SUBMITTED]: 'submitted',
-  [TaskState.TASK_STATE_WORKING]: 'working',
-  [TaskState.TASK_STATE_INPUT_REQUIRED]: 'input-required',
-  [TaskState.TASK_STATE_COMPLETED]: 'completed',
-  [TaskState.TASK_STATE_CANCELED]: 'canceled',
-};
-const stateOf = (s: TaskState | undefined) => (s === undefined ? 'none' : (STATES[s] ?? `state-${s}`));
-
-function toolCallOf(r: StreamResponse): any {
-  if (r.payload?.$case !== 'statusUpdate') return undefined;
-  const part = r.payload.value.status?.message?.parts.find((p) => p.content?.$case === 'data');
-  return part?.content?.$case === 'data' ? part.content.value : undefined;
-}
 
 function summary(events: StreamResponse[]): unknown[] {
   return events.map((r) => {
@@ -49,28 +33,14 @@ function summary(events: StreamResponse[]): unknown[] {
   });
 }
 
-async function collect(gen: AsyncGenerator<StreamResponse, void, undefined>): Promise<StreamResponse[]> {
-  const out: StreamResponse[] = [];
-  for await (const ev of gen) out.push(ev);
-  return out;
-}
-
 /** A REST client from the card, every request's method and path recorded. */
 async function restClient(srv: TestServer): Promise<{ client: Client; seen: string[] }> {
   const seen: string[] = [];
   const fetchImpl: typeof fetch = (input, init) => {
-    const url = new URL(input instanceof Request ? input.url : String(input));
-    seen.push(`${init?.method ?? 'GET'} ${url.pathname}`);
+    seen.push(`${init?.method ?? 'GET'} ${pathOf(input)}`);
     return fetch(input, init);
   };
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new RestTransportFactory({ fetchImpl })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-      preferredTransports: ['HTTP+JSON'],
-    }),
-  );
-  const client = await factory.createFromUrl(srv.url);
+  const client = await sdkClient(srv.url, 'HTTP+JSON', fetchImpl);
   seen.length = 0; // the card fetch
   return { client, seen };
 }
@@ -80,13 +50,6 @@ async function pausedTask(client: Client, srv: TestServer): Promise<{ task: Task
   const settings = { [URI]: { workspace_path: srv.workspace } };
   const events = await collect(client.sendMessageStream(request(message([textPart('write a greeting')], { metadata: settings }))));
   return { task: events[0].payload!.value as Task, card: toolCallOf(events[2]), events };
-}
-
-async function rejection(p: Promise<unknown>): Promise<any> {
-  return p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
 }
 
 const raw = (srv: TestServer, p: string, init: RequestInit = {}) => fetch(new URL(`v1${p}`, srv.url), init);

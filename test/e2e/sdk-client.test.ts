@@ -22,7 +22,6 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { TaskState } from '@a2a-js/sdk';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
@@ -31,26 +30,10 @@ import { rpc } from '../support/sse.js';
 import { startServer, URI, userMessage } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
 import { dataPart, sdkMessage as message, sendRequest as request, textPart } from '../support/sdk-messages.js';
+import { collect, stateOf, toolCallOf } from '../support/sdk-client.js';
 
 /** The subtest type (the last `t.test` overload takes just the callback). */
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
-
-const stateNames: Record<number, string> = {
-  [TaskState.TASK_STATE_SUBMITTED]: 'submitted',
-  [TaskState.TASK_STATE_WORKING]: 'working',
-  [TaskState.TASK_STATE_INPUT_REQUIRED]: 'input-required',
-  [TaskState.TASK_STATE_COMPLETED]: 'completed',
-  [TaskState.TASK_STATE_CANCELED]: 'canceled',
-  [TaskState.TASK_STATE_FAILED]: 'failed',
-};
-const stateOf = (s: TaskState | undefined) => (s === undefined ? 'none' : (stateNames[s] ?? `state-${s}`));
-
-/** The first DataPart value of a status update (a ToolCall). */
-function toolCallOf(r: StreamResponse): any {
-  if (r.payload?.$case !== 'statusUpdate') return undefined;
-  const part = r.payload.value.status?.message?.parts.find((p) => p.content?.$case === 'data');
-  return part?.content?.$case === 'data' ? part.content.value : undefined;
-}
 
 function textOfUpdate(r: StreamResponse): string {
   if (r.payload?.$case !== 'statusUpdate') return '';
@@ -67,12 +50,6 @@ function summary(events: StreamResponse[]): unknown[] {
     }
     return [r.payload?.$case ?? 'none', null, null, null];
   });
-}
-
-async function collect(gen: AsyncGenerator<StreamResponse, void, undefined>): Promise<StreamResponse[]> {
-  const out: StreamResponse[] = [];
-  for await (const ev of gen) out.push(ev);
-  return out;
 }
 
 /** The flow shared by both wire versions, over anything with the Transport's stream/get/cancel. */
