@@ -364,18 +364,18 @@ async function pushConfigs(t: Test, srv: TestServer, api: Api): Promise<void> {
   const url = 'https://hooks.invalid/a2a';
   const base = { tenant: '', taskId: task.id, url, token: 'tok', authentication: undefined };
   const plain = await api.createTaskPushNotificationConfig({ ...base, id: '' });
-  t.match(plain, { id: task.id, taskId: task.id, url, token: 'tok' }, 'no id given: the stable id (the task id)');
+  t.match(plain, { id: 'default', taskId: task.id, url, token: 'tok' }, 'no id given: the stable id "default"');
   const named = await api.createTaskPushNotificationConfig({ ...base, id: 'cfg-named', url: `${url}/named` });
   t.match(named, { id: 'cfg-named', url: `${url}/named` });
   t.match(await api.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'cfg-named' }), { id: 'cfg-named', taskId: task.id });
-  t.match(await api.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: task.id }), { id: task.id, url });
+  t.match(await api.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'default' }), { id: 'default', url });
   const listed = await api.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
-  t.same(listed.configs.map((c) => c.id).sort(), [task.id, 'cfg-named'].sort(), 'both listed');
+  t.same(listed.configs.map((c) => c.id).sort(), ['cfg-named', 'default'], 'both listed');
   await api.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'cfg-named' });
   const after = await api.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
   t.same(
     after.configs.map((c) => c.id),
-    [task.id],
+    ['default'],
     'deleted',
   );
   await api.cancelTask({ tenant: '', id: task.id, metadata: undefined });
