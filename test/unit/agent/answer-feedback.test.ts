@@ -8,26 +8,20 @@
 import t from 'tap';
 import type { Message } from '@a2a-js/sdk';
 import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
-import { applyResume, planResume } from '../../../src/agent/requests/resume-handler.js';
+import { applyResume } from '../../../src/agent/requests/resume-handler.js';
 import { MAX_FEEDBACK_CHARS } from '../../../src/protocol/answer-feedback.js';
 import type { ModelScript } from '../../../src/agent/model/scripted-model-client.js';
-import { answer, auditOf, FAKE_SCRIPT, fakeTool, fcall, logOf, makeCore, runTurn, say, settled, startTask } from '../../support/core.js';
+import { answer, auditOf, FAKE_SCRIPT, fakeTool, fcall, logOf, makeCore, say, settled } from '../../support/core.js';
 import type { Core } from '../../support/core.js';
+import { confirmation, pausedOn, planFor } from '../../support/resume.js';
 
 async function paused(core: Core, prompt: string): Promise<{ task: LiveTask; ids: string[] }> {
-  const task = await startTask(core, { text: prompt });
-  await runTurn(core, task);
-  if (task.state !== 'input-required') throw new Error(`${prompt}: expected a pause, got ${task.state}`);
-  return { task, ids: task.awaiting().map((c) => c.snapshot.id) };
+  const { task, calls } = await pausedOn(core, prompt);
+  return { task, ids: calls.map((c) => c.snapshot.id) };
 }
 
-const known = (task: LiveTask) => new Map(task.turn.map((c) => [c.snapshot.id, c]));
-const plan = (core: Core, task: LiveTask, message: Message) => planResume(task, message, core.schema, known(task));
-const conf = (id: string, option: string, extra: Record<string, unknown> = {}) => ({
-  tool_call_id: id,
-  selected_option_id: option,
-  ...extra,
-});
+const plan = planFor;
+const conf = confirmation;
 
 /** [call id, option, feedback] of each decision; a re-prompt's reason. */
 function decided(core: Core, task: LiveTask, message: Message) {

@@ -5,29 +5,18 @@
  */
 import t from 'tap';
 import type { Message } from '@a2a-js/sdk';
-import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
+import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from '../../../src/agent/requests/resume-handler.js';
 import type { ClaimFn, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
 import { answer, auditOf, logOf, makeCore, runTurn, settled, shape, startTask, storedState } from '../../support/core.js';
 import type { Core } from '../../support/core.js';
+import { confirmation, pausedOn, planFor } from '../../support/resume.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
-/** A task paused on the calls the prompt's script proposes. */
-async function paused(core: Core, prompt: string): Promise<{ task: LiveTask; calls: TurnCall[] }> {
-  const task = await startTask(core, { text: prompt });
-  await runTurn(core, task);
-  if (task.state !== 'input-required') throw new Error(`${prompt}: expected a pause, got ${task.state}`);
-  return { task, calls: task.awaiting() };
-}
-
-const known = (task: LiveTask) => new Map(task.turn.map((c) => [c.snapshot.id, c]));
-const plan = (core: Core, task: LiveTask, message: Message) => planResume(task, message, core.schema, known(task));
-const conf = (id: string, option: string, extra: Record<string, unknown> = {}) => ({
-  tool_call_id: id,
-  selected_option_id: option,
-  ...extra,
-});
+const paused = pausedOn;
+const plan = planFor;
+const conf = confirmation;
 
 /** The store's claim, recording what was claimed. */
 function storeClaim(core: Core, task: LiveTask, claimed: string[][] = []): ClaimFn {
