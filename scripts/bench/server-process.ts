@@ -135,7 +135,7 @@ function getOnce(url: string): Promise<number> {
 }
 
 /** Polls the agent card every `everyMs` until HTTP 200; returns ms since spawn. */
-export async function waitReady(srv: RunningServer, timeoutMs = 30_000, everyMs = 10): Promise<number> {
+export async function waitReady(srv: RunningServer, timeoutMs = 120_000, everyMs = 10): Promise<number> {
   const card = `${srv.url}.well-known/agent-card.json`;
   const deadline = srv.spawnedAt + timeoutMs;
   while (performance.now() < deadline) {
