@@ -32,7 +32,7 @@
  * `BENCH_RESULT {...}`. Exits 0 whenever it could measure; children are killed and temp
  * directories and databases removed on exit, on error and on SIGINT.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -41,6 +41,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { summarizeProfile } from './bench/cpu-profile.js';
 import { ceiling, longStream, writeCombinedScript } from './bench/long-stream.js';
 import type { CapturedFrames, CeilingResult } from './bench/long-stream.js';
+import { formatComparison, installAnchor, startAnchor, startFakeGemini, tempDir, wirePhases } from './bench/anchor.js';
+import type { AnchorComparison, WireFigures } from './bench/anchor.js';
 import { memoryPhase } from './bench/memory.js';
 import type { MemoryResult } from './bench/memory.js';
 import { perFlow } from './bench/phase-tally.js';
@@ -75,7 +77,9 @@ const SOURCE_DIRS = ['src', 'drizzle'];
 const USAGE =
   'usage: npm run bench -- [--stores pglite,postgres] [--duration s] [--warmup s] [--clients 50,200] [--samples n] [--warmup-samples n]\n' +
   '                        [--min-tasks n] [--long-chunks n] [--long-chunk-chars n] [--no-long] [--memory] [--memory-tasks n]\n' +
-  '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe]\n' +
+  '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe] [--anchor|--anchor-only]\n' +
+  '--anchor: also the same phases over the legacy coderAgent wire against @google/gemini-cli-a2a-server@0.25.2 and this server\n' +
+  '          (PGlite), both on one fake Gemini API, with the ratios ours/anchor (the anchor is npm-installed into the OS temp dir once).\n' +
   'PostgreSQL runs when BENCH_DATABASE_URL or TEST_DATABASE_URL is set (an admin URL; a fresh bench_<random> database is created and dropped).\n';
 
 interface Args {
@@ -100,6 +104,10 @@ interface Args {
   cpuProf: boolean;
   /** Preload the probe into the measured server (phases, statements, round trips); --no-probe turns it off. */
   probe: boolean;
+  /** Also run the side-by-side comparison with gemini-cli's own a2a-server (scripts/bench/anchor.ts). */
+  anchor: boolean;
+  /** Only the comparison (no store legs). */
+  anchorOnly: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -122,6 +130,8 @@ function parseArgs(argv: string[]): Args {
     memoryClients: 50,
     cpuProf: false,
     probe: true,
+    anchor: false,
+    anchorOnly: false,
   };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -155,6 +165,8 @@ function parseArgs(argv: string[]): Args {
     else if (name === '--memory-clients') args.memoryClients = Math.floor(num(name, value(), 1));
     else if (name === '--cpu-prof' || name === '--profile') args.cpuProf = true;
     else if (name === '--no-probe') args.probe = false;
+    else if (name === '--anchor') args.anchor = true;
+    else if (name === '--anchor-only') args.anchor = args.anchorOnly = true;
     else if (name === '--help' || name === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -425,25 +437,65 @@ async function memoryLeg(args: Args, scriptFile: string): Promise<MemoryResult> 
   }
 }
 
+/** Our server on a fresh PGlite store, its model the fake Gemini API, through the legacy-wire phases. */
+async function oursOnWire(geminiUrl: string, workspace: string, args: Args): Promise<WireFigures> {
+  const store = await openStore('pglite');
+  try {
+    const env = { ...store.env, GEMINI_API_KEY: 'anything', GOOGLE_GEMINI_BASE_URL: geminiUrl };
+    log(`anchor comparison: ours (PGlite, ${store.where}), model = the fake Gemini API`);
+    server = await spawnServer({ repoRoot: REPO, scriptFile: '', env });
+    const srv = server;
+    const figures = await wirePhases(srv, await waitReady(srv, 120_000), workspace, args, log);
+    await finishServer(srv);
+    return figures;
+  } finally {
+    await closeStore(store);
+  }
+}
+
+/** The side-by-side run (--anchor): the same wire phases on ours and on gemini-cli's a2a-server. */
+async function anchorLeg(args: Args): Promise<AnchorComparison> {
+  const bin = installAnchor(log);
+  const ws = tempDir('devtool-bench-anchor-ws-');
+  const home = tempDir('devtool-bench-anchor-home-');
+  const workspace = realpathSync(ws.dir);
+  const fake = await startFakeGemini(path.join(workspace, 'bench.txt'));
+  try {
+    const ours = await oursOnWire(fake.url, workspace, args);
+    log(`anchor comparison: the anchor (${bin}), loopback only`);
+    const { srv, readyMs } = await startAnchor(REPO, bin, fake.url, workspace, home.dir);
+    server = srv;
+    const anchor = await wirePhases(srv, readyMs, workspace, args, log);
+    await finishServer(srv);
+    return { ours, anchor };
+  } finally {
+    await fake.close();
+    ws.remove();
+    home.remove();
+  }
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const perLeg = 60 + args.clients.length * (args.warmupS + args.durationS + 40) + (args.long ? longTimeoutMs(args) / 1000 : 0);
-  const watchdogS = 60 + (args.memoryOnly ? 0 : args.stores.length * perLeg) + (args.memory ? 60 + args.memoryTasks * 0.25 : 0);
+  const anchorS = args.anchor ? 600 + 2 * (120 + args.clients.length * (args.durationS + 60)) : 0;
+  const watchdogS = 60 + (args.memoryOnly ? 0 : args.stores.length * perLeg) + (args.memory ? 60 + args.memoryTasks * 0.25 : 0) + anchorS;
   setTimeout(() => {
     log(`watchdog: still running after ${watchdogS} s, giving up`);
     void cleanupAsync().finally(() => process.exit(1));
   }, watchdogS * 1000).unref();
 
   const skipped: Report['skipped'] = [];
-  const kinds = args.memoryOnly
-    ? []
-    : args.stores.filter((k) => {
-        if (k !== 'postgres' || postgresAdminUrl()) return true;
-        const why = 'set BENCH_DATABASE_URL or TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)';
-        if (args.storesExplicit) throw new Error(`--stores postgres: ${why}`);
-        skipped.push({ store: k, why });
-        return false;
-      });
+  const kinds =
+    args.memoryOnly || args.anchorOnly
+      ? []
+      : args.stores.filter((k) => {
+          if (k !== 'postgres' || postgresAdminUrl()) return true;
+          const why = 'set BENCH_DATABASE_URL or TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)';
+          if (args.storesExplicit) throw new Error(`--stores postgres: ${why}`);
+          skipped.push({ store: k, why });
+          return false;
+        });
   const sourceAtStart = sourceFingerprint(REPO, SOURCE_DIRS);
   tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'devtool-bench-'));
   const scriptFile = writeCombinedScript(tmpRoot, BASE_SCRIPT, args.longChunks, args.longChunkChars);
@@ -467,6 +519,8 @@ async function main(): Promise<void> {
       `run \`npm run bench -- --memory\` (or --memory-only) for RSS after ${args.memorySmall} vs ${args.memoryTasks} tasks on PGlite`;
   }
 
+  const anchor = args.anchor ? await anchorLeg(args) : undefined;
+
   rmSync(tmpRoot, { recursive: true, force: true });
   tmpRoot = undefined;
   const report: Report = {
@@ -482,7 +536,8 @@ async function main(): Promise<void> {
     source: { start: sourceAtStart, end: sourceFingerprint(REPO, SOURCE_DIRS) },
   };
   process.stdout.write(formatReport(report));
-  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(resultJson(report))}\n`);
+  if (anchor) process.stdout.write(formatComparison(anchor));
+  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify({ ...resultJson(report), ...(anchor ? { anchor } : {}) })}\n`);
 }
 
 main().catch(async (err) => {

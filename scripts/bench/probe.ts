@@ -2,7 +2,9 @@
  * Preloaded into the server by the bench (`node --import tsx --import scripts/bench/probe.ts
  * src/main.ts`), never by the server itself. It subscribes to the phase channel (which turns
  * the server's hooks on, src/protocol/probe.ts), counts the database's wire traffic — PGlite:
- * every call into its engine (PGlite.prototype.execProtocolRawSync); PostgreSQL: the bytes
+ * every request to its worker thread (PgliteThread, src/store/pglite-thread.ts; a preload does
+ * not run in a worker, so the engine itself is not seen), or every call into its engine when it
+ * runs on this thread (PGlite.prototype.execProtocolRawSync); PostgreSQL: the bytes
  * of every socket to DATABASE_URL's port — and answers `{ probe: 'snapshot' }` on the IPC
  * channel with the cumulative totals.
  */
@@ -11,6 +13,7 @@ import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { PGlite } from '@electric-sql/pglite';
 import { PHASE_CHANNEL } from '../../src/protocol/probe.js';
+import { PgliteThread } from '../../src/store/pglite-thread.js';
 import type { PhaseSample } from '../../src/protocol/probe.js';
 import { PhaseTally } from './phase-tally.js';
 import { countEngineCall, SocketCounter } from './wire-count.js';
@@ -31,6 +34,18 @@ engine.execProtocolRawSync = function (this: PGlite, bytes: Uint8Array): Uint8Ar
   } finally {
     countEngineCall(tally.wire, bytes, performance.now() - t0);
   }
+};
+
+// One request to the worker is one round trip; a query is one statement parsed anew (PGlite's
+// query() sends an unnamed Parse every time), BEGIN and COMMIT/ROLLBACK one statement each.
+type Request = (this: PgliteThread, body: { op: string }) => Promise<unknown>;
+const thread = PgliteThread.prototype as unknown as { request: Request };
+const request = thread.request;
+thread.request = function (this: PgliteThread, body: { op: string }): Promise<unknown> {
+  tally.wire.roundTrips++;
+  if (body.op === 'query') tally.wire.parses++;
+  if (['query', 'exec', 'begin', 'end'].includes(body.op)) tally.wire.statements++;
+  return request.call(this, body);
 };
 
 const dbUrl = process.env.DATABASE_URL;

@@ -27,6 +27,10 @@ export interface ServerOptions {
   env?: Record<string, string>;
   /** Preload scripts/bench/probe.ts (phases, statements, round trips) and open an IPC channel to ask it. */
   probe?: boolean;
+  /** The port the server is told to use (default: a free one, as PORT); for servers that read another variable. */
+  port?: number;
+  /** Working directory of the child (default repoRoot). */
+  cwd?: string;
 }
 
 export interface RunningServer {
@@ -58,7 +62,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'devtool-bench-ws-')));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -99,7 +103,7 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
   const spawnedAt = performance.now();
   const entry = opts.entry ?? ['--import', 'tsx', ...(opts.probe ? ['--import', './scripts/bench/probe.ts'] : []), 'src/main.ts'];
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
-    cwd: opts.repoRoot,
+    cwd: opts.cwd ?? opts.repoRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe', ...(opts.probe ? (['ipc'] as const) : [])],
   });
@@ -131,7 +135,7 @@ function getOnce(url: string): Promise<number> {
 }
 
 /** Polls the agent card every `everyMs` until HTTP 200; returns ms since spawn. */
-export async function waitReady(srv: RunningServer, timeoutMs = 30_000, everyMs = 10): Promise<number> {
+export async function waitReady(srv: RunningServer, timeoutMs = 120_000, everyMs = 10): Promise<number> {
   const card = `${srv.url}.well-known/agent-card.json`;
   const deadline = srv.spawnedAt + timeoutMs;
   while (performance.now() < deadline) {
