@@ -5,7 +5,7 @@
  * its modules (the demo model script). `npm start` runs the result.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
@@ -17,5 +17,5 @@ const tsc = (project: string) =>
 tsc('src/tsconfig.json');
 tsc('src/client/tsconfig.json');
 const cli = `${root}dist/cli/devtool-a2a.js`;
-if (existsSync(cli)) chmodSync(cli, 0o755);
+chmodSync(cli, 0o755);
 for (const asset of ASSETS) cpSync(`${root}src/${asset}`, `${root}dist/${asset}`);
