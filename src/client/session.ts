@@ -103,24 +103,23 @@ export class TaskSession {
    * Answers a waiting card with one of its options (`proceed_once`, `cancel`, …): a new
    * message/stream on the task with one ToolCallConfirmation DataPart
    * `{tool_call_id, selected_option_id, file_details?: {new_content}, feedback?}` (legacy tasks:
-   * `{callId, outcome, newContent?}`), followed like any stream.
+   * `{callId, outcome, newContent?, feedback?}`), followed like any stream.
    */
   answer(cardId: string, optionId: string, opts: AnswerOptions = {}): Promise<TaskView> {
     const v = this.current;
     if (v.taskId === '') return Promise.reject(new Error('answer: the session has no task'));
     const ids = { taskId: v.taskId, contextId: v.contextId };
-    if (v.dialect === 'legacy') {
-      const data = { callId: cardId, outcome: optionId, ...(opts.newContent !== undefined ? { newContent: opts.newContent } : {}) };
-      return this.sendMessage({ ...ids, data: [data] });
-    }
-    const data: JsonObject = {
-      tool_call_id: cardId,
-      selected_option_id: optionId,
-      ...(opts.newContent !== undefined ? { file_details: { new_content: opts.newContent } } : {}),
-    };
+    const data: JsonObject =
+      v.dialect === 'legacy'
+        ? { callId: cardId, outcome: optionId, ...(opts.newContent !== undefined ? { newContent: opts.newContent } : {}) }
+        : {
+            tool_call_id: cardId,
+            selected_option_id: optionId,
+            ...(opts.newContent !== undefined ? { file_details: { new_content: opts.newContent } } : {}),
+          };
     if (opts.feedback === undefined) return this.sendMessage({ ...ids, data: [data] });
     return this.sendMessage({ ...ids, data: [{ ...data, feedback: opts.feedback }] }).catch((err: unknown) => {
-      // A server that predates the confirmation's feedback field takes the note as a text part beside it.
+      // A server that predates the answer's feedback field takes the note as a text part beside it.
       if (!(err instanceof A2AClientError && err.code === RpcCode.invalidParams && /feedback/.test(err.message))) throw err;
       return this.sendMessage({ ...ids, text: opts.feedback, data: [data] });
     });

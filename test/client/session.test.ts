@@ -196,6 +196,10 @@ t.test('TaskSession', async (t) => {
     const done = await session.answer(card?.id ?? '', 'modify_with_editor', { newContent: 'legacy edit\n' });
     t.equal(done.cards.find((c) => c.id === card?.id)?.status, 'SUCCEEDED');
     t.equal(readFileSync(path.join(dir, 'hello.txt'), 'utf8'), 'legacy edit\n');
+    const again = await session.send('write it once more');
+    const next = again.cards.find((c) => c.waiting);
+    const declined = await session.answer(next?.id ?? '', 'cancel', { feedback: 'keep the edit' });
+    t.equal(declined.cards.find((c) => c.id === next?.id)?.status, 'CANCELLED');
   });
 
   t.test('ListTasks pages and filters; the agent card', async (t) => {
