@@ -51,6 +51,7 @@ import { createHostGuard } from './transport/http/host-guard.js';
 import { jsonRpcRoutes, UNPARSABLE } from './transport/http/jsonrpc-route.js';
 import type { Authenticate } from './transport/http/jsonrpc-route.js';
 import { legacyRoutes } from './transport/http/legacy-routes.js';
+import { consoleRoutes } from './transport/http/console-route.js';
 import { REST_PREFIX, restRoutes } from './transport/http/rest-routes.js';
 import { LegacyRest } from './agent/requests/legacy-rest.js';
 
@@ -423,6 +424,7 @@ async function registerTransport(
     securityV03: v03 && { securitySchemes: v03.securitySchemes, security: v03.security },
     jwks: () => push.signer.jwks(),
   });
+  await app.register(consoleRoutes, {});
   const { handler, commands } = agent;
   const authenticate: Authenticate | undefined =
     authenticator &&
