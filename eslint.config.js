@@ -29,7 +29,9 @@ export default defineConfig(
       // `./x.js` specifiers to `x.ts` the way tsc does.
       'import-x/extensions': ['.ts', '.tsx', '.js'],
       'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
-      'import-x/resolver-next': [createTypeScriptImportResolver({ project: ['./tsconfig.json', './src/console/tsconfig.json'] })],
+      'import-x/resolver-next': [
+        createTypeScriptImportResolver({ project: ['./tsconfig.json', './src/console/tsconfig.json'], noWarnOnMultipleProjects: true }),
+      ],
     },
     rules: {
       // A promise nobody awaits loses its rejection (an unhandled rejection kills the process) and

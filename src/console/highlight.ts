@@ -18,9 +18,29 @@ const LANGUAGES = { bash, css, go, java, javascript, json, markdown, python, rus
 for (const [name, language] of Object.entries(LANGUAGES)) hljs.registerLanguage(name, language);
 
 const BY_EXTENSION: Record<string, string> = {
-  sh: 'bash', bash: 'bash', zsh: 'bash', css: 'css', go: 'go', java: 'java', js: 'javascript', mjs: 'javascript', cjs: 'javascript',
-  jsx: 'javascript', json: 'json', md: 'markdown', py: 'python', rs: 'rust', ts: 'typescript', tsx: 'typescript', mts: 'typescript',
-  html: 'xml', htm: 'xml', xml: 'xml', svg: 'xml', yml: 'yaml', yaml: 'yaml',
+  sh: 'bash',
+  bash: 'bash',
+  zsh: 'bash',
+  css: 'css',
+  go: 'go',
+  java: 'java',
+  js: 'javascript',
+  mjs: 'javascript',
+  cjs: 'javascript',
+  jsx: 'javascript',
+  json: 'json',
+  md: 'markdown',
+  py: 'python',
+  rs: 'rust',
+  ts: 'typescript',
+  tsx: 'typescript',
+  mts: 'typescript',
+  html: 'xml',
+  htm: 'xml',
+  xml: 'xml',
+  svg: 'xml',
+  yml: 'yaml',
+  yaml: 'yaml',
 };
 
 /** The highlight.js language for a file name or a Markdown fence's info string; undefined = plain text. */

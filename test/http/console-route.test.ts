@@ -52,7 +52,11 @@ t.test('the bundle: script and style, ETag revalidation, unknown names 404', asy
   t.ok(js.body.length > 1000, 'a bundled script');
   const css = await app.inject({ method: 'GET', url: '/console/console.css', headers: local });
   t.match(css.headers['content-type'], /^text\/css/);
-  const again = await app.inject({ method: 'GET', url: '/console/console.js', headers: { ...local, 'if-none-match': String(js.headers.etag) } });
+  const again = await app.inject({
+    method: 'GET',
+    url: '/console/console.js',
+    headers: { ...local, 'if-none-match': String(js.headers.etag) },
+  });
   t.equal(again.statusCode, 304, 'a current copy is not sent again');
   for (const url of ['/console/nope.js', '/console/..%2Fapp.ts', '/console/main.tsx']) {
     const res = await app.inject({ method: 'GET', url, headers: local });

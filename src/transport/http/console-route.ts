@@ -73,7 +73,10 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleRoutesOpt
       files = await assets();
     } catch (err) {
       request.log.error({ err }, 'the web console could not be bundled');
-      return securityHeaders(reply).code(500).type('text/plain; charset=utf-8').send('The web console could not be built; see the server log.');
+      return securityHeaders(reply)
+        .code(500)
+        .type('text/plain; charset=utf-8')
+        .send('The web console could not be built; see the server log.');
     }
     const file = files?.get(name);
     if (file === undefined) {
