@@ -58,6 +58,8 @@ export type ToolCallConfirmationJson = {
   selected_option_id: string;
   /** Present when the client modified the proposed file content. */
   new_content?: string;
+  /** The user's note on the answer, for the model (an extension field); absent when not given or empty. */
+  feedback?: string;
 };
 export type AgentThoughtJson = {
   subject: string;
@@ -135,7 +137,9 @@ export interface DevtoolSchema {
    * Strictly parses a client's ToolCallConfirmation (snake_case or lowerCamelCase keys at every level).
    * Requires non-empty tool_call_id and selected_option_id. Modified content may come as
    * `file_details: {new_content}` (proto3 JSON of the oneof) or `modified_details: {file_details: {new_content}}`,
-   * not both; new_content must then be present and a string. Errors name the field as `<path>.<key>`.
+   * not both; new_content must then be present and a string. `feedback`, when present, must be a string
+   * ("" counts as absent; its length and characters are the resume handler's check). Errors name the field
+   * as `<path>.<key>`.
    */
   parseToolCallConfirmation(data: unknown, path: string): ParseResult<ToolCallConfirmationJson>;
   /**
@@ -156,7 +160,7 @@ const TO_JSON: protobuf.IConversionOptions = { enums: String, longs: String, def
 const CONFIRMATION_KEYS = ['tool_call_id', 'toolCallId', 'selected_option_id', 'selectedOptionId'];
 /** Field lists the hand-written parsers implement; checked against the proto at load time. */
 const INBOUND_FIELDS = {
-  ToolCallConfirmation: ['tool_call_id', 'selected_option_id', 'file_details'],
+  ToolCallConfirmation: ['tool_call_id', 'selected_option_id', 'file_details', 'feedback'],
   ModifiedFileDetails: ['new_content'],
   AgentSettings: ['workspace_path', 'approval_mode', 'allowed_tools', 'mcp_servers'],
   McpServerConfig: ['command', 'args', 'env', 'cwd', 'url', 'http_url', 'headers', 'timeout'],
@@ -206,6 +210,11 @@ function parseToolCallConfirmation(data: unknown, path: string): ParseResult<Too
     const content = parseModifiedFile(file);
     if (typeof content !== 'string') return fail(content.error);
     value.new_content = content;
+  }
+  const feedback = r.value.get('feedback');
+  if (feedback) {
+    if (typeof feedback.value !== 'string') return fail(`${feedback.path} must be a string`);
+    if (feedback.value !== '') value.feedback = feedback.value;
   }
   return { ok: true, value };
 }

@@ -8,6 +8,8 @@
  *   `modify_with_editor` it is the edited content (this server never opens an editor): both are
  *   `modify_with_editor` here, and the edited content is what gets written.
  * - `proceed_always_tool` / `proceed_always_server` on a built-in tool act as `proceed_always`.
+ * - `feedback` (this server's addition; that server has no place for it) is the user's note for the
+ *   model, as in a ToolCallConfirmation; a text part beside a single answer is its feedback too.
  */
 import type { Message, Part } from '@a2a-js/sdk';
 import { dataPart } from '../../protocol/a2a.js';
@@ -28,12 +30,13 @@ export function looksLikeLegacyAnswer(data: unknown): data is Record<string, unk
 
 /** One legacy answer as a ToolCallConfirmation (JSON). Throws invalidParams naming the field. */
 function confirmationOf(data: Record<string, unknown>, at: string): Record<string, unknown> {
-  const { callId, outcome, newContent } = data;
+  const { callId, outcome, newContent, feedback } = data;
   if (typeof callId !== 'string' || callId === '') throw invalidParams(`${at}.callId must be the callId of a waiting tool call`);
   if (typeof outcome !== 'string' || !OUTCOMES.has(outcome)) {
     throw invalidParams(`${at}.outcome must be one of ${[...OUTCOMES].join(', ')} (got ${JSON.stringify(outcome ?? null)})`);
   }
   if (newContent !== undefined && typeof newContent !== 'string') throw invalidParams(`${at}.newContent must be a string`);
+  if (feedback !== undefined && typeof feedback !== 'string') throw invalidParams(`${at}.feedback must be a string`);
   if (outcome === ConfirmationOptionId.modifyWithEditor && newContent === undefined) {
     throw invalidParams(`${at}.newContent: modify_with_editor needs the edited content (this server opens no editor)`);
   }
@@ -44,6 +47,7 @@ function confirmationOf(data: Record<string, unknown>, at: string): Record<strin
     tool_call_id: callId,
     selected_option_id: newContent !== undefined ? ConfirmationOptionId.modifyWithEditor : outcome,
     ...(newContent !== undefined ? { file_details: { new_content: newContent } } : {}),
+    ...(feedback !== undefined ? { feedback } : {}),
   };
 }
 

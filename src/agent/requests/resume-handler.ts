@@ -4,6 +4,8 @@
  * A message to a paused task is read as answers to its pending tool calls:
  * ToolCallConfirmation DataParts (one or several), a `{"confirmation":"yes"|"no"}` DataPart,
  * or the exact text token `yes` / `no` when exactly one call waits. Anything else re-prompts.
+ * An answer may carry the user's feedback for the model (answer-feedback.ts): in its DataPart,
+ * or as the message's text beside a single answer.
  *
  * `planResume` only reads and throws `invalidParams` before anything changes, so a bad
  * answer leaves the task waiting. `applyResume` claims every answered call synchronously
@@ -20,11 +22,14 @@ import { approveCall, declineCall } from '../runtime/call-lifecycle.js';
 import { pauseEvent } from '../runtime/pause.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { AgentEvent } from '../wire/agent-events.js';
+import { attachTextFeedback, checkFeedback } from '../../protocol/answer-feedback.js';
 
 export interface Decision {
   call: TurnCall;
   option: string;
   newContent?: string;
+  /** The user's note on this answer, for the model. */
+  feedback?: string;
 }
 
 export type ResumePlan = { kind: 'decisions'; decisions: Decision[] } | { kind: 'reprompt'; reason: string };
@@ -91,6 +96,7 @@ export function namedCallIds(message: Message, schema: DevtoolSchema): string[] 
 export function planResume(task: LiveTask, message: Message, schema: DevtoolSchema, known: KnownCalls): ResumePlan {
   const waiting = task.awaiting();
   const decisions: Decision[] = [];
+  let firstAt = '';
   let yesNo: { token: string; at: string } | undefined;
   for (const { index, data } of messageData(message)) {
     const at = `message.parts[${index}].data`;
@@ -103,33 +109,41 @@ export function planResume(task: LiveTask, message: Message, schema: DevtoolSche
     if (!schema.looksLikeToolCallConfirmation(data)) continue;
     const parsed = schema.parseToolCallConfirmation(data, at);
     if (!parsed.ok) throw invalidParams(parsed.message);
-    const { tool_call_id: id, selected_option_id: option, new_content: newContent } = parsed.value;
+    const { tool_call_id: id, selected_option_id: option, new_content: newContent, feedback } = parsed.value;
     if (decisions.some((d) => d.call.snapshot.id === id)) {
       throw invalidParams(`${at}.tool_call_id: ${id} is answered twice in this message`);
     }
-    decisions.push(decide(task, known, at, id, option, newContent));
+    const decision = decide(task, known, at, id, option, newContent);
+    if (feedback !== undefined) decision.feedback = checkFeedback(feedback, `${at}.feedback`);
+    if (decisions.length === 0) firstAt = at;
+    decisions.push(decision);
   }
+  const text = messageText(message).trim();
   if (decisions.length > 0) {
     if (yesNo) throw invalidParams(`${yesNo.at}: send either ToolCallConfirmations or a yes/no answer, not both`);
+    attachTextFeedback(decisions, text, firstAt);
     return { kind: 'decisions', decisions };
   }
-  const token = yesNo?.token ?? messageText(message).trim();
+  const token = yesNo?.token ?? text;
   if (YES_NO.has(token)) {
     if (waiting.length === 1) {
       const option = YES_NO.get(token) as string;
-      return { kind: 'decisions', decisions: [decide(task, known, 'message', (waiting[0] as TurnCall).snapshot.id, option, undefined)] };
+      const decision = decide(task, known, 'message', (waiting[0] as TurnCall).snapshot.id, option, undefined);
+      // Beside a {"confirmation": …} DataPart, the text is that answer's feedback; a text token is the answer itself.
+      if (yesNo) attachTextFeedback([decision], text, yesNo.at);
+      return { kind: 'decisions', decisions: [decision] };
     }
     return { kind: 'reprompt', reason: `"${token}" is ambiguous: ${waiting.length} tool calls are waiting.` };
   }
   return { kind: 'reprompt', reason: 'That reply is not an answer to the waiting tool call.' };
 }
 
-type Answers = Map<TurnCall, { option: string; newContent?: string }>;
+type Answers = Map<TurnCall, { option: string; newContent?: string; feedback?: string }>;
 
 /** The decisions, plus the waiting calls that an "always" answer among them covers (they run too). */
 function withCoveredSiblings(task: LiveTask, decisions: Decision[]): Answers {
   const answers: Answers = new Map();
-  for (const { call, option, newContent } of decisions) answers.set(call, { option, newContent });
+  for (const { call, option, newContent, feedback } of decisions) answers.set(call, { option, newContent, feedback });
   const grants = new Set(task.context.trustedTools);
   let granting: string | undefined;
   for (const { call, option } of decisions) {
@@ -221,7 +235,7 @@ export async function applyResume(
 
 function startApproved(
   task: LiveTask,
-  answers: ReadonlyMap<TurnCall, { option: string }>,
+  answers: ReadonlyMap<TurnCall, { option: string; feedback?: string }>,
   edited: ReadonlyMap<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>,
   message: Message,
   principal: string | undefined,
@@ -235,13 +249,13 @@ function startApproved(
   task.addUserMessage(message);
   task.setState('working');
   const toRun: TurnCall[] = [];
-  for (const [call, { option }] of answers) {
+  for (const [call, { option, feedback }] of answers) {
     if (option === ConfirmationOptionId.cancel) {
       call.answer = option;
-      declineCall(task, call, { principal });
+      declineCall(task, call, { principal, feedback });
       continue;
     }
-    approveCall(task, call, option, principal);
+    approveCall(task, call, option, principal, feedback);
     toRun.push(call);
   }
   loop.runApproved(task, toRun);

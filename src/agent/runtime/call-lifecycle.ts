@@ -101,22 +101,42 @@ export function showCall(task: LiveTask, call: TurnCall): void {
   if (call.phase === 'awaiting') task.audit({ toolCallId: call.snapshot.id, decision: 'proposed', shownHash: call.shownHash });
 }
 
-/** A person approved `call` with `option` (already claimed in the store): audited, "always" grants kept, ready to run. */
-export function approveCall(task: LiveTask, call: TurnCall, option: string, principal: string | undefined): void {
+/**
+ * A person approved `call` with `option` (already claimed in the store): audited, "always" grants kept, ready to run.
+ * Their `feedback`, if any, is audited with the answer and goes to the model with the call's result.
+ */
+export function approveCall(task: LiveTask, call: TurnCall, option: string, principal: string | undefined, feedback?: string): void {
   move(call, 'ready');
   call.answer = option;
-  task.audit({ toolCallId: call.snapshot.id, decision: 'authorized', principal, optionId: option, shownHash: call.shownHash });
+  if (feedback !== undefined) call.feedback = feedback;
+  const entry = { toolCallId: call.snapshot.id, principal, optionId: option, shownHash: call.shownHash, ...feedbackDetail(feedback) };
+  task.audit({ decision: 'authorized', ...entry });
   for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context.workspace) : []) {
     if (!task.context.trustedTools.has(grant)) task.trust(grant);
   }
 }
 
-/** Closes a call that will not run (declined, expired, or its task canceled). The model is told, and the turn goes on. */
-export function declineCall(task: LiveTask, call: TurnCall, how: { reason?: string; type?: DeclineType; principal?: string } = {}): void {
-  const { reason = 'The user declined this tool call.', type = 'declined', principal } = how;
-  closeWithoutResult(task, call, 'CANCELLED', { message: reason, type }, `${reason} Do not retry it unless the user asks.`);
+/**
+ * Closes a call that will not run (declined, expired, or its task canceled). The model is told, and the turn goes on.
+ * The user's `feedback` on a decline tells the model why (the card keeps the plain reason); it is audited with the answer.
+ */
+export function declineCall(
+  task: LiveTask,
+  call: TurnCall,
+  how: { reason?: string; type?: DeclineType; principal?: string; feedback?: string } = {},
+): void {
+  const { reason = 'The user declined this tool call.', type = 'declined', principal, feedback } = how;
+  const toModel = feedback !== undefined ? `${reason} Their feedback: ${feedback}` : `${reason} Do not retry it unless the user asks.`;
+  closeWithoutResult(task, call, 'CANCELLED', { message: reason, type }, toModel);
   const decision = DECLINE_DECISION[type];
-  task.audit({ toolCallId: call.snapshot.id, decision, principal, optionId: call.answer, shownHash: call.shownHash });
+  task.audit({
+    toolCallId: call.snapshot.id,
+    decision,
+    principal,
+    optionId: call.answer,
+    shownHash: call.shownHash,
+    ...feedbackDetail(feedback),
+  });
 }
 
 /**
@@ -188,15 +208,25 @@ function finishCall(task: LiveTask, call: TurnCall, result: ToolResult): void {
     // The model gets the reason (timed out, exit code, …) and whatever output there was.
     const response: Record<string, unknown> = { error: result.error.message, error_type: result.error.type };
     if (result.llmContent !== undefined && result.llmContent !== result.error.message) response.output = result.llmContent;
-    call.response = responsePart(call, response);
+    call.response = responsePart(call, withFeedback(call, response));
   } else {
     snap.status = 'SUCCEEDED';
     snap.output = result.display;
-    call.response = responsePart(call, { output: result.llmContent });
+    call.response = responsePart(call, withFeedback(call, { output: result.llmContent }));
   }
   task.publishCall(call);
   const detail = result.isError ? { error: result.error } : undefined;
   task.audit({ toolCallId: snap.id, decision: result.isError ? 'failed' : 'succeeded', detail });
+}
+
+/** The audit entry's detail for an answer with feedback (none without). */
+function feedbackDetail(feedback: string | undefined): { detail?: { feedback: string } } {
+  return feedback !== undefined ? { detail: { feedback } } : {};
+}
+
+/** The user's note on an approved call goes to the model beside its result. */
+function withFeedback(call: TurnCall, response: Record<string, unknown>): Record<string, unknown> {
+  return call.feedback !== undefined ? { ...response, user_feedback: call.feedback } : response;
 }
 
 /** Closes a call that ends without a result of its own (declined, interrupted, its task ended): card, and what the model is told. */

@@ -64,6 +64,8 @@ export interface TurnCall {
   args?: Record<string, unknown>;
   /** The option the user chose, once answered. */
   answer?: string;
+  /** The user's feedback with an approving answer: told to the model with the call's result. */
+  feedback?: string;
   /** What the model is told about this call once it is done. */
   response?: ModelPart;
   shownHash?: string;

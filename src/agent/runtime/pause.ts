@@ -11,6 +11,7 @@
  * schema offers `cancel` alone and the text names the role that approving needs.
  */
 import { ConfirmationOptionId } from '../../protocol/extension.js';
+import { FEEDBACK_PATTERN, MAX_FEEDBACK_CHARS } from '../../protocol/answer-feedback.js';
 import type { AgentEvent, ToolCallSnapshot } from '../wire/agent-events.js';
 import { pausePrompt } from './call-lifecycle.js';
 import type { LiveTask, TurnCall } from './live-task.js';
@@ -26,10 +27,18 @@ type Waiting = ReadonlyArray<Pick<TurnCall, 'snapshot'>>;
 
 const MODIFY = ConfirmationOptionId.modifyWithEditor;
 
+/** The optional note for the model that any answer may carry (protocol/answer-feedback.ts checks the same). */
+const FEEDBACK: Schema = {
+  type: 'string',
+  maxLength: MAX_FEEDBACK_CHARS,
+  pattern: FEEDBACK_PATTERN,
+  description: 'Optional: a note for the model — why a call is declined, or what to keep in mind with its result.',
+};
+
 function confirmation(id: string, option: Schema, extra: Schema = {}, required: string[] = []): Schema {
   return {
     type: 'object',
-    properties: { tool_call_id: { const: id }, selected_option_id: option, ...extra },
+    properties: { tool_call_id: { const: id }, selected_option_id: option, ...extra, feedback: FEEDBACK },
     required: ['tool_call_id', 'selected_option_id', ...required],
     additionalProperties: false,
   };
@@ -68,7 +77,8 @@ export function answerSchema(waiting: readonly ToolCallSnapshot[], declineOnly =
     title: 'ToolCallConfirmation',
     description:
       'The data of each DataPart of the answer: one ToolCallConfirmation (proto field names) per waiting call it answers. ' +
-      'A single waiting call may also be answered with the text "yes" or "no".',
+      'A single waiting call may also be answered with the text "yes" or "no". ' +
+      'A text part beside a single confirmation is its feedback.',
     type: 'object',
     properties: { tool_call_id: { enum: ids }, selected_option_id: { enum: options } },
     required: ['tool_call_id', 'selected_option_id'],

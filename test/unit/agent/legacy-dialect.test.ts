@@ -156,6 +156,15 @@ t.test('legacy answers become ToolCallConfirmations', async (t) => {
   t.throws(() => fromLegacyAnswers(msg({ outcome: 'cancel' })), /callId must be/);
   t.throws(() => fromLegacyAnswers(msg({ callId: 'a' })), /outcome must be one of/);
   t.throws(() => fromLegacyAnswers(msg({ callId: 'a', outcome: 'proceed_once', newContent: 3 })), /newContent must be a string/);
+  t.same(dataOf(fromLegacyAnswers(msg({ callId: 'a', outcome: 'cancel', feedback: 'not now' }))), {
+    tool_call_id: 'a',
+    selected_option_id: 'cancel',
+    feedback: 'not now',
+  });
+  t.throws(
+    () => fromLegacyAnswers(msg({ callId: 'a', outcome: 'cancel', feedback: 3 })),
+    /^message\.parts\[0\]\.data\.feedback must be a string$/,
+  );
   const call = (options: string[]) =>
     ({ snapshot: { confirmation: { options: options.map((id) => ({ id, name: id })) } } }) as unknown as TurnCall;
   const known: KnownCalls = new Map([

@@ -1,7 +1,7 @@
 /**
  * A pause's inputSchema (runtime/pause.ts) and the resume handler agree: over a corpus of
  * ToolCallConfirmations (real ids and made-up ones, every option, with and without edited
- * content, extra keys, wrong types), the JSON Schema validator (ajv, draft 2020-12) accepts
+ * content, with and without feedback of every kind, extra keys, wrong types), the JSON Schema validator (ajv, draft 2020-12) accepts
  * exactly the answers planResume accepts. An auth-required pause accepts only declines,
  * which is what the router lets a principal without an approver role send.
  */
@@ -25,6 +25,18 @@ const EXTRAS: Array<Record<string, unknown>> = [
   { file_details: {} },
   { file_details: { new_content: 'x', other: 1 } },
   { note: 'an unknown key' },
+  { feedback: 'use src/ instead' },
+  { feedback: '' },
+  { feedback: 5 },
+  { feedback: null },
+  { feedback: 'two lines\r\nand a\ttab' },
+  { feedback: 'a bell \u0007' },
+  { feedback: 'a C1 control \u0085' },
+  { feedback: 'DEL \u007f' },
+  { feedback: 'x'.repeat(4096) },
+  { feedback: 'x'.repeat(4097) },
+  { feedback: '\u{1F600}'.repeat(4096) },
+  { file_details: { new_content: 'edited' }, feedback: 'tidied the edit' },
 ];
 
 /** Every candidate answer: the waiting ids and made-up ones × every option × every extra. */
@@ -77,7 +89,7 @@ t.test('input-required: the schema accepts exactly what the resume handler accep
     const schemaSays = validate(data);
     const handler = handlerAccepts(core, task, data);
     if (schemaSays) valid++;
-    t.equal(handler.ok, schemaSays, `${JSON.stringify(data)}: schema ${schemaSays}, handler ${handler.ok}`);
+    t.equal(handler.ok, schemaSays, `${label(data)}: schema ${schemaSays}, handler ${handler.ok}`);
   }
   // edit: proceed_once, proceed_always, cancel and modify_with_editor (2 contents); exec: its offered options
   t.ok(valid >= 6, `${valid} valid answers in the corpus`);
@@ -96,10 +108,17 @@ t.test('auth-required: the schema accepts exactly the declines the handler accep
     // The router refuses a non-approver's decisions other than cancel (-32010).
     const routerAccepts = handler.ok && handler.options.every((o) => o === ConfirmationOptionId.cancel);
     if (schemaSays) valid++;
-    t.equal(routerAccepts, schemaSays, `${JSON.stringify(data)}: schema ${schemaSays}, handler ${routerAccepts}`);
+    t.equal(routerAccepts, schemaSays, `${label(data)}: schema ${schemaSays}, handler ${routerAccepts}`);
   }
-  t.equal(valid, 2, 'one cancel per waiting call');
+  // Per waiting call: cancel without feedback, and with each of the 5 acceptable feedbacks of EXTRAS.
+  t.equal(valid, 12, 'cancels only, with and without feedback');
 });
+
+/** The answer as JSON, long strings cut short. */
+function label(data: Record<string, unknown>): string {
+  const json = JSON.stringify(data);
+  return json.length > 200 ? `${json.slice(0, 200)}… (${json.length} characters)` : json;
+}
 
 function schemaOf(event: ReturnType<typeof pauseEvent>): Record<string, unknown> {
   if (event.type !== 'state' || event.inputSchema === undefined) throw new Error('not a pause with a schema');

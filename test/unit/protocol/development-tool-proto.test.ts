@@ -65,6 +65,8 @@ const RFC: Record<string, string[]> = {
 
 /** This server's additions (not in RFC v0); the RFC's own field numbers above are untouched. */
 const EXTENSION: Record<string, string[]> = {
+  // The RFC's three fields, then the user's optional feedback on the answer.
+  ToolCallConfirmation: [...(RFC.ToolCallConfirmation ?? []), 'optional string feedback = 4'],
   McpServerConfig: [
     'string command = 1',
     'repeated string args = 2',

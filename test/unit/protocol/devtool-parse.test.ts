@@ -33,6 +33,17 @@ t.test('ToolCallConfirmation: every accepted shape', async (t) => {
       { ok: true, value: { tool_call_id: 'tc-1', selected_option_id: 'proceed_once', new_content: '' } },
     ],
     ['undefined counts as absent', { tool_call_id: 'tc-1', selected_option_id: 'proceed_once', file_details: undefined }, plain],
+    [
+      'feedback',
+      { tool_call_id: 'tc-1', selected_option_id: 'cancel', feedback: 'use src/, not lib/' },
+      { ok: true, value: { tool_call_id: 'tc-1', selected_option_id: 'cancel', feedback: 'use src/, not lib/' } },
+    ],
+    [
+      'feedback beside edited content, camel',
+      { toolCallId: 'tc-1', selectedOptionId: 'proceed_once', fileDetails: { newContent: 'x' }, feedback: 'tidied it' },
+      { ok: true, value: { tool_call_id: 'tc-1', selected_option_id: 'proceed_once', new_content: 'x', feedback: 'tidied it' } },
+    ],
+    ['empty feedback counts as absent', { tool_call_id: 'tc-1', selected_option_id: 'proceed_once', feedback: '' }, plain],
   ];
   for (const [name, data, want] of cases) t.strictSame(schema.parseToolCallConfirmation(data, P), want, name);
 });
@@ -43,14 +54,17 @@ t.test('ToolCallConfirmation: every rejection names the field', async (t) => {
     [null, `${P} must be a JSON object (ToolCallConfirmation)`],
     ['tc-1', `${P} must be a JSON object (ToolCallConfirmation)`],
     [[ok], `${P} must be a JSON object (ToolCallConfirmation)`],
-    [{ ...ok, foo: 1 }, `${P}.foo is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`],
+    [
+      { ...ok, foo: 1 },
+      `${P}.foo is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details, feedback)`,
+    ],
     [
       { ...ok, 'new content': 'x' },
-      `${P}["new content"] is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`,
+      `${P}["new content"] is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details, feedback)`,
     ],
     [
       { ...ok, ToolCallId: 'x' },
-      `${P}.ToolCallId is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details)`,
+      `${P}.ToolCallId is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details, feedback)`,
     ],
     [{ selected_option_id: 'cancel' }, `${P}.tool_call_id must be a non-empty string`],
     [{ tool_call_id: '', selected_option_id: 'cancel' }, `${P}.tool_call_id must be a non-empty string`],
@@ -76,6 +90,12 @@ t.test('ToolCallConfirmation: every rejection names the field', async (t) => {
     ],
     [{ ...ok, modified_details: { fileDetails: [] } }, `${P}.modified_details.fileDetails must be a JSON object (ModifiedFileDetails)`],
     [{ ...ok, modifiedDetails: { fileDetails: { newContent: 1 } } }, `${P}.modifiedDetails.fileDetails.newContent must be a string`],
+    [{ ...ok, feedback: 7 }, `${P}.feedback must be a string`],
+    [{ ...ok, feedback: null }, `${P}.feedback must be a string`],
+    [
+      { ...ok, feedback: 'a', Feedback: 'b' },
+      `${P}.Feedback is not a field of ToolCallConfirmation (expected tool_call_id, selected_option_id, file_details, feedback)`,
+    ],
   ];
   for (const [data, message] of cases) {
     t.strictSame(schema.parseToolCallConfirmation(data, P), { ok: false, message }, message);
