@@ -39,6 +39,18 @@ function Terminal({ text }: { text: string }): JSX.Element {
   );
 }
 
+/** A read's result: shown when short, folded (with its line count) when long. */
+function Output({ text }: { text: string }): JSX.Element {
+  const lines = text.split('\n').length;
+  if (lines <= 8) return <pre class="output">{text}</pre>;
+  return (
+    <details>
+      <summary class="hint">output ({lines} lines)</summary>
+      <pre class="output">{text}</pre>
+    </details>
+  );
+}
+
 function CardHead({ card }: { card: ToolCardView }): JSX.Element {
   const name = card.mcp ? `${card.mcp.server} › ${card.mcp.tool}` : card.toolName;
   return (
@@ -76,7 +88,7 @@ function Details({ card }: { card: ToolCardView }): JSX.Element {
           <pre class="args">{JSON.stringify(card.args, null, 2)}</pre>
         </details>
       )}
-      {output !== undefined && output !== '' && (shell ? <Terminal text={output} /> : <pre class="output">{output}</pre>)}
+      {output !== undefined && output !== '' && (shell ? <Terminal text={output} /> : <Output text={output} />)}
       {card.failureReason !== undefined && <div class="failure">{card.failureReason}</div>}
     </>
   );

@@ -47,6 +47,10 @@ const SCRIPT: ModelScript = {
     { when: '^survive reload', steps: [write('reload.txt', 'reload\n'), say('Wrote reload.txt.')] },
     { when: '^survive restart', steps: [write('restart.txt', 'restart\n'), say('Wrote restart.txt.')] },
     {
+      when: '^colours',
+      steps: [{ chunks: [[call('run_shell_command', { command: "printf '\\033[31mred\\033[0m <b>plain</b>\\n'" })]] }, say('Printed.')],
+    },
+    {
       when: '^hostile',
       steps: [{ chunks: [[{ text: HOSTILE_TEXT }], [call('write_file', { file_path: 'page.html', content: HOSTILE_FILE })]] }],
     },
@@ -126,6 +130,19 @@ t.test('the web console in Chromium', { skip: skip ?? false }, async (t) => {
     await page.waitForSelector('text=Wrote reload.txt.', WAIT);
     t.equal(readFileSync(path.join(server.workspace, 'reload.txt'), 'utf8'), 'reload\n');
     t.match(await page.textContent('.task-list'), /survive reload/, 'the task is in the sidebar');
+    await page.close();
+  });
+
+  t.test('shell output: ANSI colours as classes, markup as text', async (t) => {
+    const { page, trouble } = await watchedPage(browser);
+    await startTask(page, server.url, server.workspace, 'colours');
+    t.match(await page.textContent(`${pendingCard} .command`), /printf/, 'the command to approve');
+    await page.click(`${pendingCard} button[data-option="proceed_once"]`);
+    await page.waitForSelector('section.card[data-status="SUCCEEDED"] .terminal', WAIT);
+    t.equal(await page.textContent('.terminal .ansi-red-fg'), 'red', 'red text in a red span');
+    t.match(await page.textContent('.terminal'), /red <b>plain<\/b>/, 'the markup it printed is text');
+    t.equal(await page.locator('.terminal b').count(), 0, 'no element from the output');
+    t.same(trouble, { errors: [], dialogs: [] });
     await page.close();
   });
 
