@@ -9,7 +9,7 @@
  * README's picture: test/browser/console.png).
  */
 import t from 'tap';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import type { ModelChunk, ModelClient, ModelRequest } from '../../src/agent/model/model-client.js';
@@ -23,6 +23,8 @@ import { startServer, tempDir } from '../support/server.js';
 const call = (name: string, args: Record<string, unknown>) => ({ functionCall: { name, args } });
 const say = (...texts: string[]) => ({ chunks: texts.map((text) => [{ text }]) });
 const write = (file: string, content: string) => ({ chunks: [[call('write_file', { file_path: file, content })]] });
+
+const API_KEY = 'console-key-0123456789abcdef';
 
 const HOSTILE_TEXT = 'Look: <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> done';
 const HOSTILE_FILE = '<script>window.__pwned=3</script>\n<img src=x onerror="window.__pwned=4">\n';
@@ -44,6 +46,7 @@ const SCRIPT: ModelScript = {
       ],
     },
     { when: '^deny me', steps: [write('denied.txt', 'no\n'), say('Understood, I will not write it.')] },
+    { when: '^modify me', steps: [write('modify.txt', 'proposed\n'), say('Wrote your version.')] },
     { when: '^survive reload', steps: [write('reload.txt', 'reload\n'), say('Wrote reload.txt.')] },
     { when: '^survive restart', steps: [write('restart.txt', 'restart\n'), say('Wrote restart.txt.')] },
     {
@@ -130,6 +133,44 @@ t.test('the web console in Chromium', { skip: skip ?? false }, async (t) => {
     await page.waitForSelector('text=Wrote reload.txt.', WAIT);
     t.equal(readFileSync(path.join(server.workspace, 'reload.txt'), 'utf8'), 'reload\n');
     t.match(await page.textContent('.task-list'), /survive reload/, 'the task is in the sidebar');
+    await page.close();
+  });
+
+  t.test('Modify opens an editor with the proposal; the edited version is written', async (t) => {
+    const { page } = await watchedPage(browser);
+    await startTask(page, server.url, server.workspace, 'modify me');
+    await page.click(`${pendingCard} button[data-option="modify_with_editor"]`);
+    t.equal(await page.inputValue(`${pendingCard} textarea.editor`), 'proposed\n', 'the editor holds the proposed content');
+    await page.fill(`${pendingCard} textarea.editor`, 'mine instead\n');
+    await page.click(`${pendingCard} button:has-text("Write my version")`);
+    await page.waitForSelector('text=Wrote your version.', WAIT);
+    t.equal(readFileSync(path.join(server.workspace, 'modify.txt'), 'utf8'), 'mine instead\n');
+    await page.close();
+  });
+
+  t.test('with AUTH_CONFIG the console asks for a key, keeps it for the tab, and works with it', async (t) => {
+    const dir = tempDir('console-auth-');
+    const file = path.join(dir, 'auth.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ api_keys: [{ key: API_KEY, principal: 'ada', roles: ['approver'] }], approver_roles: ['approver'] }),
+    );
+    const guarded = await startServer(t, { model, env: { AUTH_CONFIG: file } });
+    const { page } = await watchedPage(browser);
+    await page.goto(guarded.url);
+    await page.waitForSelector('form.login', WAIT);
+    await page.fill('#credential', API_KEY);
+    await page.click('form.login button[type="submit"]');
+    await page.fill('#workspace', ''); // the server's WORKSPACE_DIR: with authentication, workspaces stay under it
+    await page.fill('#prompt', 'approve me');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector(`${pendingCard} button[data-option="proceed_once"]`, WAIT);
+    await page.reload();
+    await page.waitForSelector(pendingCard, WAIT);
+    t.equal(await page.locator('form.login').count(), 0, 'the key is remembered for the tab');
+    await page.click(`${pendingCard} button[data-option="proceed_once"]`);
+    await page.waitForSelector('section.card[data-status="SUCCEEDED"]', WAIT);
+    t.equal(readFileSync(path.join(guarded.workspace, 'approved.txt'), 'utf8'), 'approved\n');
     await page.close();
   });
 
