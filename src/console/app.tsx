@@ -54,6 +54,11 @@ function Banner({ state }: { state: ConsoleState }): JSX.Element | null {
 export function App({ controller }: { controller: ConsoleController }): JSX.Element {
   const [state, setState] = useState(controller.state);
   useEffect(() => controller.onChange(setState), [controller]);
+  // The tab's title counts the cards waiting for an answer, so a waiting task shows from another tab.
+  const waiting = state.view.cards.filter((c) => c.waiting).length;
+  useEffect(() => {
+    document.title = waiting > 0 ? `(${waiting}) waiting · devtool-a2a` : 'devtool-a2a console';
+  }, [waiting]);
   if (state.needCredential) return <Login controller={controller} />;
   const { view } = state;
   const busy = view.connection === 'live' && !view.final;

@@ -81,13 +81,20 @@ export class ConsoleController {
 
   /** Lists the tasks, opens the one in the URL and starts probing the server. */
   start(): void {
+    // Tasks started elsewhere (another tab, a terminal client) appear when the tab is looked at again.
+    document.addEventListener('visibilitychange', this.onVisible);
     this.refreshTasks();
     const taskId = taskFromHash();
     if (taskId !== undefined) this.select(taskId);
     this.probe();
   }
 
+  private readonly onVisible = (): void => {
+    if (document.visibilityState === 'visible') this.refreshTasks();
+  };
+
   stop(): void {
+    document.removeEventListener('visibilitychange', this.onVisible);
     clearTimeout(this.probeTimer);
     this.stopSession();
     this.session.detach();
