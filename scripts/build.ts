@@ -6,7 +6,7 @@
  * code) into dist/console/ with esbuild. `npm start` runs the result.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleConsole } from '../src/transport/http/console-assets.js';
 
@@ -19,6 +19,6 @@ const tsc = (project: string) =>
 tsc('src/tsconfig.json');
 tsc('src/client/tsconfig.json');
 const cli = `${root}dist/cli/devtool-a2a.js`;
-if (existsSync(cli)) chmodSync(cli, 0o755);
+chmodSync(cli, 0o755);
 for (const asset of ASSETS) cpSync(`${root}src/${asset}`, `${root}dist/${asset}`);
 await bundleConsole(`${root}src/console`, `${root}dist/console`);

@@ -6,7 +6,7 @@
  */
 import type { A2AConnection, OutgoingMessage } from './connection.js';
 import { buildMessage } from './connection.js';
-import { A2AClientError, StreamDroppedError } from './errors.js';
+import { A2AClientError, RpcCode, StreamDroppedError } from './errors.js';
 import { emptyView, foldEvent } from './view.js';
 import type { ConnectionState, StreamItem, TaskView } from './view.js';
 import { TERMINAL_STATES } from './wire.js';
@@ -101,21 +101,29 @@ export class TaskSession {
 
   /**
    * Answers a waiting card with one of its options (`proceed_once`, `cancel`, …): a new
-   * message/stream on the task with one ToolCallConfirmation DataParts, followed like any stream.
+   * message/stream on the task with one ToolCallConfirmation DataPart
+   * `{tool_call_id, selected_option_id, file_details?: {new_content}, feedback?}` (legacy tasks:
+   * `{callId, outcome, newContent?}`), followed like any stream.
    */
   answer(cardId: string, optionId: string, opts: AnswerOptions = {}): Promise<TaskView> {
     const v = this.current;
     if (v.taskId === '') return Promise.reject(new Error('answer: the session has no task'));
-    const data: JsonObject =
-      v.dialect === 'legacy'
-        ? { callId: cardId, outcome: optionId, ...(opts.newContent !== undefined ? { newContent: opts.newContent } : {}) }
-        : {
-            tool_call_id: cardId,
-            selected_option_id: optionId,
-            ...(opts.newContent !== undefined ? { file_details: { new_content: opts.newContent } } : {}),
-            ...(opts.feedback !== undefined ? { feedback: opts.feedback } : {}),
-          };
-    return this.sendMessage({ taskId: v.taskId, contextId: v.contextId, data: [data] });
+    const ids = { taskId: v.taskId, contextId: v.contextId };
+    if (v.dialect === 'legacy') {
+      const data = { callId: cardId, outcome: optionId, ...(opts.newContent !== undefined ? { newContent: opts.newContent } : {}) };
+      return this.sendMessage({ ...ids, data: [data] });
+    }
+    const data: JsonObject = {
+      tool_call_id: cardId,
+      selected_option_id: optionId,
+      ...(opts.newContent !== undefined ? { file_details: { new_content: opts.newContent } } : {}),
+    };
+    if (opts.feedback === undefined) return this.sendMessage({ ...ids, data: [data] });
+    return this.sendMessage({ ...ids, data: [{ ...data, feedback: opts.feedback }] }).catch((err: unknown) => {
+      // A server that predates the confirmation's feedback field takes the note as a text part beside it.
+      if (!(err instanceof A2AClientError && err.code === RpcCode.invalidParams && /feedback/.test(err.message))) throw err;
+      return this.sendMessage({ ...ids, text: opts.feedback, data: [data] });
+    });
   }
 
   /** Follows an existing task: replays its whole event log (Last-Event-ID 0), then live events. */

@@ -42,6 +42,8 @@ const internalAreas = (s: Source) =>
     .filter((i) => !i.startsWith('node:') && !i.startsWith('@') && i.includes('/') && !i.startsWith('..'))
     .map((i) => i.split('/')[0]);
 
+const PROCESS_ENTRIES = ['main.ts', 'cli/devtool-a2a.ts'];
+
 const rules: Array<[string, (s: Source) => string[]]> = [
   [
     'config/ and protocol/ are leaves',
@@ -49,8 +51,19 @@ const rules: Array<[string, (s: Source) => string[]]> = [
   ],
   ['only protocol/ imports protobufjs', (s) => (s.area !== 'protocol' ? s.imports.filter((i) => i.startsWith('protobufjs')) : [])],
   [
-    'only config/ and main.ts read process.env',
-    (s) => (s.area !== 'config' && s.rel !== 'main.ts' && /process\.env/.test(s.text) ? ['process.env'] : []),
+    'only config/ and the process entries (main.ts, cli/devtool-a2a.ts) read process.env',
+    (s) => (s.area !== 'config' && !PROCESS_ENTRIES.includes(s.rel) && /process\.env/.test(s.text) ? ['process.env'] : []),
+  ],
+  [
+    'client/ runs in browsers: it imports only itself, eventsource-parser and protocol/extension.ts (no node:)',
+    (s) =>
+      s.area === 'client'
+        ? s.imports.filter((i) => !i.startsWith('client/') && i !== 'eventsource-parser' && i !== 'protocol/extension.js')
+        : [],
+  ],
+  [
+    'cli/ is a client of the server: it imports client/ and node:, nothing else of src/',
+    (s) => (s.area === 'cli' ? internalAreas(s).filter((a) => !['cli', 'client'].includes(a)) : []),
   ],
   [
     'tools/ knows nothing of agent, transport, store, protocol',

@@ -47,7 +47,9 @@ export function artifactEvent(artifact: AgentArtifact, ctx: EncodeContext): Enco
 export function applyArtifact(task: Task, artifact: Artifact, append: boolean): void {
   const at = task.artifacts.findIndex((a) => a.artifactId === artifact.artifactId);
   const known = at >= 0 ? task.artifacts[at] : undefined;
-  if (known === undefined) task.artifacts.push(artifact);
+  // The task keeps copies: appending to a kept artifact must not change the event it came from.
+  const copy = { ...artifact, parts: [...artifact.parts] };
+  if (known === undefined) task.artifacts.push(copy);
   else if (append) known.parts.push(...artifact.parts);
-  else task.artifacts[at] = artifact;
+  else task.artifacts[at] = copy;
 }
