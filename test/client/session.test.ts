@@ -28,7 +28,7 @@ function watch(session: TaskSession) {
   };
 }
 
-const strictlyIncreasing = (ids: number[]) => ids.every((id, i) => i === 0 || id > (ids[i - 1] as number));
+const strictlyIncreasing = (ids: number[]) => ids.every((id, i) => i === 0 || id > ids[i - 1]);
 
 /** A view's content without the fields a second reader of the same task sees differently. */
 const content = (v: TaskView) => ({
