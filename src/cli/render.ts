@@ -90,6 +90,8 @@ export class Renderer {
   }
 
   update(view: TaskView): void {
+    // A view built from a snapshot alone is redrawn by the replay that follows it (attach).
+    if (view.lastEventId === undefined) return;
     if (view.taskId !== this.taskId && view.taskId !== '') this.startTask(view);
     this.transcript(view.transcript);
     for (const card of view.cards) this.card(card);

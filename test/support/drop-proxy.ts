@@ -37,7 +37,10 @@ export async function dropProxy(t: Teardown, target: string): Promise<DropProxy>
   const server = net.createServer((client) => {
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
-    if (refusing) return client.destroy();
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = net.connect(Number(port), hostname);
     sockets.add(upstream);
     upstream.on('close', () => sockets.delete(upstream));
