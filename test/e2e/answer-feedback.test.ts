@@ -3,7 +3,8 @@
  * write with a note (in the ToolCallConfirmation's `feedback` field, or as a text part beside
  * it; in the legacy dialect beside `{callId, outcome}`), and the model's next request carries
  * the note in that call's functionResponse, `audit/list` shows it on the answer's entry, and
- * the cards on the stream and in the replay stay as they are without feedback.
+ * the cards on the stream and in the replay stay as they are without feedback. Through the real
+ * @google/genai adapter, the note is in the functionResponse of the HTTP request to Gemini.
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { confirmMessage, dataOf, startServer, userMessage } from '../support/ser
 import type { TestServer } from '../support/server.js';
 import { coderAgent, legacyCard, legacyMessage, stream } from '../support/legacy-client.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
+import { answer, functionResponses, results, scenario, send, startGeminiServer } from '../support/gemini-server.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -156,4 +158,29 @@ t.test('legacy dialect: feedback beside {callId, outcome}, in the answer or as a
       { detail: { feedback: 'Legacy says no.' } },
     );
   }
+});
+
+t.test('through @google/genai: the functionResponse on the HTTP request to Gemini carries the feedback', async (t) => {
+  const srv = await startGeminiServer(t);
+  scenario(srv.fake)
+    .calls(['write_file', { file_path: 'a.txt', content: 'A\n' }, 'w-a'], ['write_file', { file_path: 'b.txt', content: 'B\n' }, 'w-b'])
+    .say('Done.');
+  const first = results(await send(srv, 'write two files'));
+  const [a, b] = first.map(dataOf).filter((d) => d?.confirmation_request !== undefined);
+  const before = srv.fake.requests.length;
+  const second = results(
+    await answer(
+      srv,
+      first[0].id,
+      first[0].contextId,
+      { tool_call_id: a.tool_call_id, selected_option_id: 'cancel', feedback: 'No a.txt, please.' },
+      { tool_call_id: b.tool_call_id, selected_option_id: 'proceed_once', feedback: 'b.txt is fine.' },
+    ),
+  );
+  t.equal(second.at(-1)?.status?.state, 'completed');
+  t.equal(srv.fake.requests.length, before + 1, 'one more request to Gemini');
+  t.same(functionResponses(srv.fake, before), [
+    { id: 'w-a', name: 'write_file', response: { error: 'The user declined this tool call. Their feedback: No a.txt, please.' } },
+    { id: 'w-b', name: 'write_file', response: { output: 'Wrote 1 line to b.txt (created)', user_feedback: 'b.txt is fine.' } },
+  ]);
 });
