@@ -33,6 +33,7 @@ interface CardState {
 
 /** The lines of a unified diff, coloured: additions green, removals red, hunks cyan. */
 export function formatDiff(diff: FileDiffView, style: Style): string {
+  if (diff.unified.trim() === '') return style.dim('    (no change)\n');
   const lines = diff.unified.replace(/\n$/, '').split('\n');
   return lines
     .map((line) => {

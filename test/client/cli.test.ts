@@ -221,6 +221,8 @@ t.test('the renderer: states, reconnection, failures, results', async (t) => {
   t.match(out, /\[connection lost; reconnecting…\]\n$/);
   renderer.update(view({ state: 'working', connection: 'live' }));
   t.match(out, /\[reconnected\]\n$/);
+  renderer.update(view({ cards: [card({ id: 'tc3', waiting: true, diff: { unified: '', newContent: '' } })] }));
+  t.match(out, / {4}\(no change\)\n$/, 'an edit that changes nothing');
   const long = Array.from({ length: 20 }, (_, i) => `row${i}`).join('\n');
   renderer.update(
     view({ cards: [card({ status: 'SUCCEEDED', history: [{ status: 'PENDING' }, { status: 'SUCCEEDED' }], result: { text: long } })] }),
@@ -295,6 +297,40 @@ t.test('the program over pipes', async (t) => {
   t.equal(declined.output().match(/write_file CANCELLED/g)?.length, 2, declined.output());
   t.match(declined.output(), /Both answered\./);
   t.notOk(existsSync(path.join(dir, 'a.txt')));
+
+  t.test(
+    'under a pseudo-terminal: colours, the prompt, the typed lines not echoed by the client',
+    { skip: existsSync('/usr/bin/script') ? false : 'util-linux script is missing' },
+    async (t) => {
+      const ws = t.testdir({});
+      const child = spawn(
+        '/usr/bin/script',
+        ['-qfec', `${process.execPath} --import tsx src/cli/devtool-a2a.ts chat ${srv.url} --workspace ${ws}`, '/dev/null'],
+        {
+          cwd: REPO,
+          env: { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0', NO_COLOR: '', TERM: 'xterm' },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      t.teardown(() => child.kill('SIGKILL'));
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      const until = async (pattern: RegExp) => {
+        while (!pattern.test(out)) await new Promise((r) => child.stdout.once('data', r));
+      };
+      await until(/^>/m);
+      child.stdin.write('write on a terminal\r');
+      await until(/Allow write_file/);
+      child.stdin.write('y\r');
+      await until(/\[completed\]/);
+      child.stdin.end('\u0004');
+      t.equal(await exited, 0);
+      t.match(out, `write_file ${ESC}33mPENDING${ESC}0m`);
+      t.match(out, `    ${ESC}32m+hello world${ESC}0m`);
+      t.equal(readFileSync(path.join(ws, 'hello.txt'), 'utf8'), 'hello world\n');
+    },
+  );
 
   const hang = program([], 'shell hang\ny\n', true);
   await until(hang, /run_shell_command EXECUTING/);

@@ -186,6 +186,18 @@ t.test('TaskSession', async (t) => {
     await t.rejects(connection.cancel(paused.taskId), { code: -32002 });
   });
 
+  t.test('a legacy-dialect task: its cards and its answers', async (t) => {
+    const dir = t.testdir({});
+    const session = new TaskSession(new A2AConnection({ baseUrl: srv.url }));
+    const paused = await session.send('write the legacy way', { metadata: { coderAgent: { kind: 'agent-settings', workspacePath: dir } } });
+    t.equal(paused.dialect, 'legacy');
+    const card = paused.cards.find((c) => c.waiting);
+    t.equal(card?.toolName, 'write_file');
+    const done = await session.answer(card?.id ?? '', 'modify_with_editor', { newContent: 'legacy edit\n' });
+    t.equal(done.cards.find((c) => c.id === card?.id)?.status, 'SUCCEEDED');
+    t.equal(readFileSync(path.join(dir, 'hello.txt'), 'utf8'), 'legacy edit\n');
+  });
+
   t.test('ListTasks pages and filters; the agent card', async (t) => {
     const connection = new A2AConnection({ baseUrl: srv.url });
     const a = await new TaskSession(connection).send('list me one', settings);
