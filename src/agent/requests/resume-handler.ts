@@ -4,7 +4,7 @@
  * A message to a paused task is read as answers to its pending tool calls:
  * ToolCallConfirmation DataParts (one or several), a `{"confirmation":"yes"|"no"}` DataPart,
  * or the exact text token `yes` / `no` when exactly one call waits. Anything else re-prompts.
- * An answer may carry the user's feedback for the model (answer-feedback.ts): in its DataPart,
+ * An answer may carry the user's feedback for the model (protocol/answer-feedback.ts): in its DataPart,
  * or as the message's text beside a single answer.
  *
  * `planResume` only reads and throws `invalidParams` before anything changes, so a bad
