@@ -5,8 +5,6 @@
  * sources, and what a missing or broken bundle answers.
  */
 import t from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
@@ -81,13 +79,14 @@ async function consoleOnly(t: { teardown(fn: () => unknown): void }, load: () =>
 }
 
 t.test('a built console (npm run build) is read from its directory', async (t) => {
-  const out = path.join(mkdtempSync(path.join(tmpdir(), 'console-build-')), 'console');
+  const dir = t.testdir({ empty: {} });
+  const out = path.join(dir, 'console');
   const built = await bundleConsole(SOURCES, out);
   const read = readConsole(out);
   t.same([...read.keys()].sort(), ['console.css', 'console.js', 'index.html']);
   t.same(read.get('console.js')?.etag, built.get('console.js')?.etag, 'the written files are the bundle');
   t.equal((await loadConsole(out))?.get('index.html')?.etag, read.get('index.html')?.etag, 'loadConsole prefers the built files');
-  t.equal(await loadConsole(mkdtempSync(path.join(tmpdir(), 'console-none-'))), undefined, 'neither built nor sources');
+  t.equal(await loadConsole(path.join(dir, 'empty')), undefined, 'neither built nor sources');
   const app = await consoleOnly(t, async () => read);
   const page = await app.inject({ method: 'GET', url: '/' });
   t.equal(page.statusCode, 200);
@@ -98,10 +97,11 @@ t.test('no console, or one that fails to bundle: a plain answer, and the next re
   const none = await missing.inject({ method: 'GET', url: '/' });
   t.equal(none.statusCode, 404);
   t.match(none.body, /npm run build/);
+  const absent = path.join(t.testdir({}), 'absent');
   let calls = 0;
   const flaky = await consoleOnly(t, async () => {
     if (++calls === 1) throw new Error('syntax error in main.tsx');
-    return readConsole(path.join(mkdtempSync(path.join(tmpdir(), 'console-x-')), 'absent'));
+    return readConsole(absent);
   });
   const failed = await flaky.inject({ method: 'GET', url: '/' });
   t.equal(failed.statusCode, 500);
