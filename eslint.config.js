@@ -20,16 +20,18 @@ export default defineConfig(
   js.configs.recommended,
 
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     plugins: { 'import-x': importX, local },
     settings: {
       // import-x reads the imports of every module it reaches: let it parse .ts files, and resolve
       // `./x.js` specifiers to `x.ts` the way tsc does.
-      'import-x/extensions': ['.ts', '.js'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
-      'import-x/resolver-next': [createTypeScriptImportResolver({ project: ['./tsconfig.json'] })],
+      'import-x/extensions': ['.ts', '.tsx', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
+      'import-x/resolver-next': [
+        createTypeScriptImportResolver({ project: ['./tsconfig.json', './src/console/tsconfig.json'], noWarnOnMultipleProjects: true }),
+      ],
     },
     rules: {
       // A promise nobody awaits loses its rejection (an unhandled rejection kills the process) and

@@ -52,6 +52,7 @@ import { jsonRpcRoutes } from './transport/http/jsonrpc-route.js';
 import { parseJsonBodies } from './transport/http/json-body.js';
 import type { Authenticate } from './transport/http/jsonrpc-route.js';
 import { legacyRoutes } from './transport/http/legacy-routes.js';
+import { consoleRoutes } from './transport/http/console-route.js';
 import { REST_PREFIX, restRoutes } from './transport/http/rest-routes.js';
 import { LegacyRest } from './agent/requests/legacy-rest.js';
 
@@ -433,6 +434,7 @@ async function registerTransport(
     securityV03: v03 && { securitySchemes: v03.securitySchemes, security: v03.security },
     jwks: () => push.signer.jwks(),
   });
+  await app.register(consoleRoutes, {});
   const { handler, commands } = agent;
   const authenticate: Authenticate | undefined =
     authenticator &&

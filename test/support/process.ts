@@ -77,6 +77,8 @@ export interface SpawnOptions {
   script?: ModelScript;
   /** How long to wait for the agent card, ms (default 30 s; a fresh PGlite data directory takes 15 s or more to create). */
   readyTimeoutMs?: number;
+  /** Listen on this port (a restart that clients must find at the same address, e.g. a browser page); default: a free one. */
+  port?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -113,7 +115,7 @@ export async function spawnServer(t: Teardown, opts: SpawnOptions = {}): Promise
 }
 
 async function spawnOnce(t: Teardown, workspace: string, scriptFile: string, opts: SpawnOptions): Promise<ServerProcess> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const env: Record<string, string | undefined> = { ...process.env };
   for (const name of SERVER_VARS) delete env[name];
   Object.assign(env, {

@@ -9,7 +9,7 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = path.join(dir, name);
-    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+    return statSync(p).isDirectory() ? files(p) : /\.tsx?$/.test(p) ? [p] : [];
   });
 }
 
@@ -34,6 +34,8 @@ const sources: Source[] = files(SRC).map((file) => {
   });
   return { rel, area: rel.includes('/') ? rel.split('/')[0] : rel, imports, text };
 });
+
+const SRC_AREAS = new Set(readdirSync(SRC).filter((name) => statSync(path.join(SRC, name)).isDirectory()));
 
 const internalAreas = (s: Source) =>
   s.imports
@@ -103,6 +105,19 @@ const rules: Array<[string, (s: Source) => string[]]> = [
   [
     'agent/runtime/ runs tasks and never reaches into request handling',
     (s) => (s.rel.startsWith('agent/runtime/') ? s.imports.filter((i) => i.startsWith('agent/requests/')) : []),
+  ],
+  [
+    'console/ is browser code: it reaches the server only through client/ (no node:, no other src/ folder)',
+    (s) =>
+      s.area === 'console'
+        ? s.imports.filter(
+            (i) => i.startsWith('node:') || (SRC_AREAS.has(i.split('/')[0]) && !['console', 'client'].includes(i.split('/')[0])),
+          )
+        : [],
+  ],
+  [
+    'no server module imports console/ (the route serves it as files)',
+    (s) => s.imports.filter((i) => i.startsWith('console/') && s.area !== 'console'),
   ],
   ['only main.ts calls listen()', (s) => (s.rel !== 'main.ts' && /\.listen\(\{/.test(s.text) ? ['listen()'] : [])],
 ];
