@@ -177,8 +177,12 @@ export interface WriteBatch {
   audit: AuditEntry[];
 }
 
-/** A notification of appended events: the task, its newest seq, and whether any of them was final. */
-export type EventListener = (taskId: string, seq: number, final: boolean) => void;
+/**
+ * A notification of appended events: the task, its newest seq, whether any of them was final,
+ * and `local`: true when the commit was made through this same store object (this process),
+ * which then knows the events already. An implementation that cannot tell leaves it undefined.
+ */
+export type EventListener = (taskId: string, seq: number, final: boolean, local?: boolean) => void;
 
 export interface TaskStore {
   createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void>;

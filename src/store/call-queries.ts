@@ -5,7 +5,7 @@
  */
 import { and, asc, eq, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
 import type { CallClaim, ClaimResult, StoredCall, WriteBatch } from '../agent/task-store.js';
-import { commitBatch } from './commit.js';
+import { commitBatch, type NotifyTo } from './commit.js';
 import { anyOf, type StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
 import { closedTurns, tasks, toolCalls } from './schema.js';
@@ -83,7 +83,7 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
  */
 export async function commitWhileAwaiting(
   db: StoreDb,
-  channel: string,
+  notify: NotifyTo,
   batch: WriteBatch,
   taskId: string,
   callIds: string[],
@@ -98,7 +98,7 @@ export async function commitWhileAwaiting(
       .orderBy(asc(toolCalls.id))
       .for('share');
     if (still.length !== ids.length) return undefined;
-    return commitBatch(tx, channel, batch);
+    return commitBatch(tx, notify, batch);
   });
 }
 

@@ -5,6 +5,7 @@
  * every process about new events. Every write of events, calls, history, grants and audit
  * goes through the group commit (commit.ts); the single-item methods are one-item batches.
  */
+import { randomBytes } from 'node:crypto';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { and, asc, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { ModelContent } from '../agent/model/model-client.js';
@@ -29,7 +30,7 @@ import * as push_ from './push-queries.js';
 import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
 import type { StoredSigningKey } from '../push/push-signer.js';
 import { parseNotification } from './batch-plan.js';
-import { commitBatch } from './commit.js';
+import { commitBatch, type NotifyTo } from './commit.js';
 import { stateName } from '../protocol/a2a.js';
 import { auditFromRow, eventFromRow, taskFromJson, taskToJson } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
@@ -43,9 +44,12 @@ export class PgTaskStore implements TaskStore, PushStore {
   private readonly listeners = new Set<EventListener>();
   private listening?: Promise<() => Promise<void>>;
   private closed?: Promise<void>;
+  /** This store's commits notify with its own origin token: their listeners hear them as local. */
+  private readonly notify: NotifyTo;
 
   constructor(private readonly database: Database) {
     this.db = database.db;
+    this.notify = { channel: database.notifyChannel, origin: randomBytes(6).toString('hex') };
   }
 
   /** Idempotent: a context that exists keeps its first workspace (two processes may race here). */
@@ -152,11 +156,11 @@ export class PgTaskStore implements TaskStore, PushStore {
    * nothing) when any task or context of the batch does not exist.
    */
   commit(batch: WriteBatch): Promise<number[]> {
-    return commitBatch(this.db, this.database.notifyChannel, batch);
+    return commitBatch(this.db, this.notify, batch);
   }
 
   commitWhileAwaiting(batch: WriteBatch, taskId: string, callIds: string[]): Promise<number[] | undefined> {
-    return calls_.commitWhileAwaiting(this.db, this.database.notifyChannel, batch, taskId, callIds);
+    return calls_.commitWhileAwaiting(this.db, this.notify, batch, taskId, callIds);
   }
 
   async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
@@ -170,8 +174,9 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /**
-   * Listeners hear once per task per commit: the task, its newest seq, and whether any of
-   * its events in that commit was final (payload `<taskId>:<seq>:<0|1>`, parseNotification).
+   * Listeners hear once per task per commit: the task, its newest seq, whether any of its
+   * events in that commit was final, and whether this store made the commit (payload
+   * `<taskId>:<seq>:<0|1>:<origin>`, parseNotification).
    * One LISTEN per store, opened on first use and kept until close(); listeners share it.
    * With postgres.js, notifications sent while its listen connection reconnects are lost:
    * readers should re-read eventsAfter(lastSeen) when they wake, not trust the payload alone.
@@ -196,7 +201,7 @@ export class PgTaskStore implements TaskStore, PushStore {
     if (!note) return;
     for (const l of [...this.listeners]) {
       try {
-        l(note.taskId, note.seq, note.final);
+        l(note.taskId, note.seq, note.final, note.origin === this.notify.origin);
       } catch {
         // One listener's bug must not starve the others of notifications.
       }

@@ -63,16 +63,24 @@ export class WriteQueue {
     private readonly logger: AgentLogger,
   ) {}
 
-  /** Queues a write; resolves with its seq (events) or 0 once committed. */
+  /**
+   * Queues a write; resolves with its seq (events) or 0 once committed. An idle queue starts
+   * its commit after the current turn of the event loop (setImmediate), not at once: the
+   * writes of one step (a call's row and its card, an event and its audit entry, the events
+   * of a pause) are queued in the same turn and share one commit.
+   */
   push(op: WriteOp): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       this.pending.push({ op, resolve, reject, queuedAt: phaseStart() });
-      if (!this.draining) void this.drain();
+      if (!this.draining) {
+        this.draining = true;
+        // drain() never rejects: a failed commit rejects its writes' promises instead.
+        setImmediate(() => void this.drain());
+      }
     });
   }
 
   private async drain(): Promise<void> {
-    this.draining = true;
     try {
       while (this.pending.length > 0) {
         const items = this.pending;
