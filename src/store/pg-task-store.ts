@@ -22,9 +22,10 @@ import type {
   StoredEvent,
   StoredTask,
   TaskStore,
+  TaskVersion,
   WriteBatch,
 } from '../agent/task-store.js';
-import type { Database, StoreDb } from './db.js';
+import { anyOf, rowsOf, type Database, type StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
 import * as push_ from './push-queries.js';
 import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
@@ -34,6 +35,11 @@ import { commitBatch, type NotifyTo } from './commit.js';
 import { stateName } from '../protocol/a2a.js';
 import { auditFromRow, eventFromRow, taskFromJson, taskToJson } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
+
+/** A jsonb value of a raw query: parsed by both drivers, but kept as text when a driver did not. */
+function jsonValue(value: unknown): unknown {
+  return typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+}
 
 /** A batch with nothing in it, to spread the one-kind writes over. */
 const NOTHING: WriteBatch = Object.freeze({ events: [], calls: [], history: [], trust: [], audit: [] });
@@ -64,25 +70,21 @@ export class PgTaskStore implements TaskStore, PushStore {
     await this.db.update(contexts).set({ settings, updatedAt: new Date() }).where(eq(contexts.id, id));
   }
 
+  /** One statement: the context row with its history and grants aggregated in order. */
   async loadContext(id: string): Promise<StoredContext | undefined> {
-    const [row] = await this.db.select().from(contexts).where(eq(contexts.id, id));
+    const [row] = rowsOf<{ id: string; workspace: string; settings: unknown; principal: string | null; history: unknown; trust: unknown }>(
+      await this.db.execute(sql`select c.id, c.workspace, c.settings, c.principal,
+          coalesce((select jsonb_agg(h.content order by h.idx) from ${contextHistory} h where h.context_id = c.id), '[]'::jsonb) as history,
+          coalesce((select jsonb_agg(g.tool_name order by g.created_at, g.tool_name) from ${trustGrants} g where g.context_id = c.id), '[]'::jsonb) as trust
+        from ${contexts} c where c.id = ${id}`),
+    );
     if (!row) return undefined;
-    const history = await this.db
-      .select({ content: contextHistory.content })
-      .from(contextHistory)
-      .where(eq(contextHistory.contextId, id))
-      .orderBy(asc(contextHistory.idx));
-    const trust = await this.db
-      .select({ toolName: trustGrants.toolName })
-      .from(trustGrants)
-      .where(eq(trustGrants.contextId, id))
-      .orderBy(asc(trustGrants.createdAt), asc(trustGrants.toolName));
     return {
       id: row.id,
       workspace: row.workspace,
-      history: history.map((h) => h.content as ModelContent),
-      trustedTools: trust.map((g) => g.toolName),
-      settings: row.settings as ContextSettings,
+      history: jsonValue(row.history) as ModelContent[],
+      trustedTools: jsonValue(row.trust) as string[],
+      settings: jsonValue(row.settings) as ContextSettings,
       ...(row.principal !== null ? { principal: row.principal } : {}),
     };
   }
@@ -119,10 +121,28 @@ export class PgTaskStore implements TaskStore, PushStore {
     return stored;
   }
 
-  /** Most recently updated first. `state` is an A2A name ('working') or 'TASK_STATE_WORKING'. */
+  /**
+   * One statement: the task's last seq and its context row's xmin (the transaction that last
+   * wrote the row: every history append and settings change updates it).
+   */
+  async loadVersion(id: string): Promise<TaskVersion | undefined> {
+    const [row] = rowsOf<{ last_seq: number; context: string }>(
+      await this.db.execute(
+        sql`select t.last_seq, c.xmin::text as context from ${tasks} t join ${contexts} c on c.id = t.context_id where t.id = ${id}`,
+      ),
+    );
+    return row && { lastSeq: Number(row.last_seq), context: row.context };
+  }
+
+  /**
+   * Most recently updated first. `state` (and each of `states`) is an A2A name ('working') or
+   * 'TASK_STATE_WORKING'. One statement (the total is a window count over the same rows),
+   * a second only for a page past the end.
+   */
   async listTasks(q: {
     contextId?: string;
     state?: string;
+    states?: readonly string[];
     principal?: string;
     limit: number;
     offset: number;
@@ -131,17 +151,21 @@ export class PgTaskStore implements TaskStore, PushStore {
     if (q.principal !== undefined) filters.push(eq(tasks.principal, q.principal));
     if (q.contextId !== undefined) filters.push(eq(tasks.contextId, q.contextId));
     if (q.state !== undefined) filters.push(eq(tasks.state, stateName(q.state)));
+    if (q.states !== undefined) filters.push(sql`${tasks.state} = ${anyOf(q.states.map((s) => stateName(s)))}`);
     const where = filters.length ? and(...filters) : undefined;
-    const [counted] = await this.db.select({ total: count() }).from(tasks).where(where);
-    const total = counted?.total ?? 0; // count() answers one row
     const rows = await this.db
-      .select({ task: tasks.task })
+      .select({ task: tasks.task, total: sql<number>`(count(*) over ())::int` })
       .from(tasks)
       .where(where)
       .orderBy(desc(tasks.updatedAt), asc(tasks.id))
       .limit(q.limit)
       .offset(q.offset);
-    return { tasks: rows.map((r) => taskFromJson(r.task)), total };
+    let total = rows[0]?.total;
+    if (total === undefined) {
+      const [counted] = q.offset > 0 ? await this.db.select({ total: count() }).from(tasks).where(where) : [];
+      total = counted?.total ?? 0;
+    }
+    return { tasks: rows.map((r) => taskFromJson(r.task)), total: Number(total) };
   }
 
   /** Throws when the task was never created. One statement: as cheap as a commit gets. */

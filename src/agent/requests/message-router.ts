@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest } from '@a2a-js/sdk';
-import { messageData, messageText, newTask } from '../../protocol/a2a.js';
+import { messageData, messageText, newTask, stateName } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { Access } from '../policy/access.js';
@@ -65,6 +65,9 @@ function userParts(message: Message): ModelPart[] {
   return parts.length > 0 ? parts : [{ text: '(empty message)' }];
 }
 
+/** The states in which a task holds its conversation (see checkContextFree). */
+const BUSY_STATES = ['input-required', 'auth-required', 'working', 'submitted'] as const;
+
 export class MessageRouter {
   /** Per context: the start in progress (see exclusive). */
   private readonly starting = new Map<string, Promise<void>>();
@@ -84,7 +87,7 @@ export class MessageRouter {
     try {
       return await this.continueTask(task, answers, caller);
     } catch (err) {
-      this.opts.cache.release(task); // a refused message leaves nothing behind in memory
+      this.opts.cache.release(task, false); // a refused message leaves nothing behind in memory
       throw err;
     }
   }
@@ -183,15 +186,14 @@ export class MessageRouter {
    * there would break it. Throws unsupported (-32004) naming the busy task.
    */
   async checkContextFree(contextId: string, except?: string): Promise<void> {
-    for (const state of ['input-required', 'auth-required', 'working', 'submitted'] as const) {
-      const { tasks } = await this.opts.store.listTasks({ contextId, state, limit: 2, offset: 0 });
-      const busy = tasks.find((t) => t.id !== except);
-      if (busy) {
-        throw unsupported(
-          `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' || state === 'submitted' ? 'still working' : 'waiting for approval'}; ` +
-            `${state === 'working' ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
-        );
-      }
+    const { tasks } = await this.opts.store.listTasks({ contextId, states: BUSY_STATES, limit: 2, offset: 0 });
+    const busy = tasks.find((t) => t.id !== except);
+    if (busy) {
+      const state = stateName(busy.status?.state);
+      throw unsupported(
+        `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' || state === 'submitted' ? 'still working' : 'waiting for approval'}; ` +
+          `${state === 'working' ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
+      );
     }
   }
 
@@ -201,7 +203,7 @@ export class MessageRouter {
    * store before the task (and its context's MCP servers) is loaded here.
    */
   private async refuseStranger(taskId: string, message: Message, caller: Caller | undefined): Promise<void> {
-    const live = this.opts.cache.peek(taskId);
+    const live = this.opts.cache.known(taskId);
     const stored = live ? undefined : await this.opts.store.loadTask(taskId);
     if (!live && !stored) throw taskNotFound(taskId);
     const owner = live ? live.principal : stored?.principal;
@@ -290,7 +292,7 @@ export class MessageRouter {
 
   /** The dialect of a stored task (the cached copy's when there is one). Throws taskNotFound. */
   private async dialectOf(taskId: string): Promise<WireDialect> {
-    const live = this.opts.cache.peek(taskId);
+    const live = this.opts.cache.known(taskId);
     if (live) return live.dialect;
     const stored = await this.opts.store.loadTask(taskId);
     if (!stored) throw taskNotFound(taskId);
