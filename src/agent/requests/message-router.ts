@@ -311,22 +311,34 @@ export class MessageRouter {
     }
   }
 
-  /** Loads a context (the caller's own), or creates it with the requested settings; applies changed settings. */
-  async openContext(contextId: string, requested: RequestedSettings | undefined, caller: Caller | undefined): Promise<ContextState> {
+  /**
+   * Loads a context (the caller's own), or creates it with the requested settings; applies changed
+   * settings. `fresh`: the id was just made up here (a random UUID), so no context has it: it is
+   * created without looking it up first, and taken as created.
+   */
+  async openContext(
+    contextId: string,
+    requested: RequestedSettings | undefined,
+    caller: Caller | undefined,
+    fresh = false,
+  ): Promise<ContextState> {
     const { store, cache, access } = this.opts;
     access.checkSettings(caller, requested);
     await this.checkMcpUrls(requested);
     // The owner is checked before the context's tools (its MCP servers) start.
     const ownerCheck = (c: { principal?: string }) => access.checkOwner(caller, c.principal, `context ${contextId}`);
-    let context = await cache.loadContext(contextId, ownerCheck);
+    let context = fresh ? undefined : await cache.loadContext(contextId, ownerCheck);
     if (context) {
       checkSameWorkspace(requested, context.workspace);
       await this.applySettings(context, requested);
       return context;
     }
     const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
-    await store.createContext({ id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) });
-    context = await cache.loadContext(contextId, ownerCheck); // another process may have created it first
+    const created = { id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) };
+    await store.createContext(created);
+    context = fresh
+      ? await cache.contextOf({ ...created, settings: structuredClone(created.settings), history: [], trustedTools: [] })
+      : await cache.loadContext(contextId, ownerCheck); // another process may have created it first
     if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
     checkSameWorkspace(requested, context.workspace);
     return context;
@@ -348,7 +360,7 @@ export class MessageRouter {
       throw invalidParams('message.taskId is required to answer a tool call (the answer names no task)');
     }
     const contextId = message.contextId || randomUUID();
-    const context = await this.openContext(contextId, this.requestedSettings(message, dialect), caller);
+    const context = await this.openContext(contextId, this.requestedSettings(message, dialect), caller, !message.contextId);
     const task = await this.exclusive(context.id, async () => {
       await this.checkContextFree(context.id);
       return this.createTask(context, message, caller, { dialect });

@@ -108,6 +108,11 @@ export class TaskCache {
     const ctx = await this.opts.store.loadContext(id);
     if (ctx === undefined) return undefined;
     check?.(ctx); // may throw: nothing is started for a refused caller
+    return this.contextOf(ctx);
+  }
+
+  /** The context state of a stored context, with its tools (its own MCP servers are started here on first use). */
+  async contextOf(ctx: StoredContext): Promise<ContextState> {
     const tools = await this.opts.toolbox.forContext(ctx);
     return {
       id: ctx.id,

@@ -65,9 +65,10 @@ export class WriteQueue {
 
   /**
    * Queues a write; resolves with its seq (events) or 0 once committed. An idle queue starts
-   * its commit after the current turn of the event loop (setImmediate), not at once: the
-   * writes of one step (a call's row and its card, an event and its audit entry, the events
-   * of a pause) are queued in the same turn and share one commit.
+   * its commit once the code that queued the write has run to its end (a microtask), not at
+   * once: the writes one step queues together (a call's row and its card, an event and its
+   * audit entry) share one commit. (A microtask, not a later turn of the event loop: what
+   * goes into which commit depends only on the order of the code, never on I/O timing.)
    */
   push(op: WriteOp): Promise<number> {
     return new Promise<number>((resolve, reject) => {
@@ -75,7 +76,7 @@ export class WriteQueue {
       if (!this.draining) {
         this.draining = true;
         // drain() never rejects: a failed commit rejects its writes' promises instead.
-        setImmediate(() => void this.drain());
+        queueMicrotask(() => void this.drain());
       }
     });
   }

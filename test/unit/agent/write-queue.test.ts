@@ -37,7 +37,7 @@ const audit = (decision: string): WriteOp => ({ kind: 'audit', entry: { taskId: 
 /** Resolves after the queue has started the commit of what was pushed before. */
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
-t.test('the writes of one turn share a commit; what arrives while it runs goes in the next', async (t) => {
+t.test('the writes queued together share a commit; what arrives while it runs goes in the next', async (t) => {
   const { store, batches } = recordingStore({ delayMs: 5 });
   const q = new WriteQueue(store, logger);
   const step = [q.push(event('a')), q.push(event('a')), q.push(event('b'))];
@@ -48,7 +48,7 @@ t.test('the writes of one turn share a commit; what arrives while it runs goes i
   t.same(
     batches.map((b) => b.events.length),
     [3, 2],
-    'one commit per turn while idle, then what queued meanwhile',
+    'one commit for what was queued together, then what queued meanwhile',
   );
   t.same(q.stats, { commits: 2, writes: 5 });
 });
