@@ -40,8 +40,13 @@ t.test('a change of the context elsewhere makes the next message reload the task
 t.test('a claim elsewhere (no event logged yet) makes the next message reload the task', async (t) => {
   const core = await makeCore(t);
   const task = await parkedTask(core);
-  const call = task.awaiting()[0]!;
-  const claimed = await core.store.claimCalls(task.id, [{ id: call.snapshot.id, answer: 'proceed_once' }], 'other', new Date(Date.now() + 60_000));
+  const call = task.awaiting()[0];
+  const claimed = await core.store.claimCalls(
+    task.id,
+    [{ id: call.snapshot.id, answer: 'proceed_once' }],
+    'other',
+    new Date(Date.now() + 60_000),
+  );
   t.ok(claimed.ok);
   const again = await core.cache.get(task.id);
   t.not(again, task, 'reloaded');
