@@ -72,11 +72,14 @@ interface Tail {
   bytes: number;
 }
 
-/** Tasks whose tail is kept (the least recently touched is dropped first). */
-const TAILS_KEPT = 4096;
-/** Events and bytes of one task's tail. */
+/**
+ * Tasks whose tail is kept (the least recently touched is dropped first), and the events and
+ * bytes of one task's tail: at most 16 MB in all. A tail only has to bridge a request's own
+ * commits and the start of its stream (a new task's snapshot and `working`, a few KB).
+ */
+const TAILS_KEPT = 1024;
 const TAIL_EVENTS = 8;
-const TAIL_BYTES = 64 * 1024;
+const TAIL_BYTES = 16 * 1024;
 
 export class EventHub {
   private readonly watchers = new Map<string, Set<Watcher>>();
