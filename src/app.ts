@@ -133,7 +133,11 @@ function legacyToolInfo(tools: readonly AnyTool[]): (name: string) => LegacyTool
 
 /** Opens the configured database (migrating it) and closes it with the app. */
 async function openStore(app: FastifyInstance, config: Readonly<Config>): Promise<TaskStore & PushStore> {
-  const database = await openDatabase({ databaseUrl: config.store.databaseUrl, dataDir: config.store.dataDir });
+  const database = await openDatabase({
+    databaseUrl: config.store.databaseUrl,
+    dataDir: config.store.dataDir,
+    durability: config.store.durability,
+  });
   app.log.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.store.dataDir } : {}) }, 'store open');
   const store = timedStore(new PgTaskStore(database)); // the store itself unless the bench probes
   app.addHook('onClose', async () => store.close());

@@ -134,7 +134,10 @@ function getOnce(url: string): Promise<number> {
   });
 }
 
-/** Polls the agent card every `everyMs` until HTTP 200; returns ms since spawn. */
+/**
+ * Polls the agent card every `everyMs` until HTTP 200; returns ms since spawn. The default
+ * wait is long: a first PGlite start (initdb) on a busy 2-core machine can take over 30 s.
+ */
 export async function waitReady(srv: RunningServer, timeoutMs = 120_000, everyMs = 10): Promise<number> {
   const card = `${srv.url}.well-known/agent-card.json`;
   const deadline = srv.spawnedAt + timeoutMs;

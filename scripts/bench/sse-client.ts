@@ -100,7 +100,10 @@ export interface FlowResult {
 
 /** `kind/state/devtool kind/ToolCall status/final` of one v0.3 result. */
 export function signature(r: V03Result | undefined): string {
-  const meta = r?.metadata ? (Object.values(r.metadata)[0] as { kind?: string } | undefined) : undefined;
+  // The extension's own entry (a pause's metadata also carries its `inputSchema`).
+  const meta = r?.metadata
+    ? (Object.values(r.metadata).find((v) => typeof (v as { kind?: unknown } | null)?.kind === 'string') as { kind?: string } | undefined)
+    : undefined;
   const data = dataPartOf(r);
   return `${r?.kind}/${r?.status?.state}/${meta?.kind ?? ''}/${data?.status ?? ''}/${r?.final ? 'final' : ''}`;
 }

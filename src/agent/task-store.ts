@@ -43,6 +43,13 @@ export interface StoredTask {
   dialect: WireDialect;
 }
 
+/** See TaskStore.loadVersion. */
+export interface TaskVersion {
+  lastSeq: number;
+  /** Opaque; equal while the context's history and settings did not change. */
+  context: string;
+}
+
 /** How a new task is stored. */
 export interface NewTaskOptions {
   /**
@@ -177,8 +184,12 @@ export interface WriteBatch {
   audit: AuditEntry[];
 }
 
-/** A notification of appended events: the task, its newest seq, and whether any of them was final. */
-export type EventListener = (taskId: string, seq: number, final: boolean) => void;
+/**
+ * A notification of appended events: the task, its newest seq, whether any of them was final,
+ * and `local`: true when the commit was made through this same store object (this process),
+ * which then knows the events already. An implementation that cannot tell leaves it undefined.
+ */
+export type EventListener = (taskId: string, seq: number, final: boolean, local?: boolean) => void;
 
 export interface TaskStore {
   createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void>;
@@ -192,10 +203,17 @@ export interface TaskStore {
   /** Stores a new task, with its wire dialect and optionally leased (see NewTaskOptions). */
   createTask(task: Task, principal?: string, opts?: NewTaskOptions): Promise<void>;
   loadTask(id: string): Promise<StoredTask | undefined>;
-  /** `principal` limits the list to that principal's tasks. */
+  /**
+   * What a copy of the task kept in memory must match to be current: the task's last seq and a
+   * version of its context that changes with every change of the context's history or settings.
+   * Undefined when no such task.
+   */
+  loadVersion(id: string): Promise<TaskVersion | undefined>;
+  /** `principal` limits the list to that principal's tasks; `states` to tasks in any of these states (with `state`: in both). */
   listTasks(q: {
     contextId?: string;
     state?: string;
+    states?: readonly string[];
     principal?: string;
     limit: number;
     offset: number;

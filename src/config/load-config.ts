@@ -152,6 +152,11 @@ export interface StoreConfig {
   instanceId: string;
   /** How long a running call's lease lasts without renewal, ms. */
   leaseMs: number;
+  /**
+   * DURABILITY: `relaxed` (default) commits without waiting for the database's WAL flush
+   * (synchronous_commit = off), except an answer's claim; `strict` waits for every commit.
+   */
+  durability: 'relaxed' | 'strict';
 }
 
 export class ConfigError extends Error {
@@ -232,7 +237,11 @@ function loadStoreConfig(env: Env, cwd: string): StoreConfig {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
   }
   const instanceId = str(env, 'INSTANCE_ID') ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const durability = str(env, 'DURABILITY') ?? 'relaxed';
+  if (durability !== 'relaxed' && durability !== 'strict')
+    throw new ConfigError(`DURABILITY="${durability}" is not one of relaxed, strict`);
   return {
+    durability,
     databaseUrl,
     dataDir: path.resolve(cwd, str(env, 'DATA_DIR') ?? '.data'),
     instanceId,

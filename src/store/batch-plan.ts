@@ -184,10 +184,21 @@ export function seqsOf(plan: BatchPlan, lastSeq: Map<string, number>): number[] 
 }
 
 /**
- * Parses a pg_notify payload `<taskId>:<lastSeq>:<0|1 any final>` (commit.ts writes it, one
- * per task per commit); task ids may contain ':'. Undefined when malformed.
+ * Parses a pg_notify payload `<taskId>:<lastSeq>:<0|1 any final>:<origin>` (commit.ts writes
+ * it, one per task per commit; `origin` is the committing store's token, [0-9a-z] only, and
+ * may be absent); task ids may contain ':'. Undefined when malformed.
  */
-export function parseNotification(payload: string): { taskId: string; seq: number; final: boolean } | undefined {
+export function parseNotification(payload: string): { taskId: string; seq: number; final: boolean; origin?: string } | undefined {
+  const last = payload.lastIndexOf(':');
+  const tail = payload.slice(last + 1);
+  if (last > 0 && /^[0-9a-z]{2,}$/.test(tail)) {
+    const note = parseBare(payload.slice(0, last));
+    return note && { ...note, origin: tail };
+  }
+  return parseBare(payload);
+}
+
+function parseBare(payload: string): { taskId: string; seq: number; final: boolean } | undefined {
   const flagAt = payload.lastIndexOf(':');
   const seqAt = flagAt > 0 ? payload.lastIndexOf(':', flagAt - 1) : -1;
   if (seqAt <= 0) return undefined;

@@ -5,8 +5,8 @@
  */
 import { and, asc, eq, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
 import type { CallClaim, ClaimResult, StoredCall, WriteBatch } from '../agent/task-store.js';
-import { commitBatch } from './commit.js';
-import { anyOf, type StoreDb } from './db.js';
+import { commitBatch, type NotifyTo } from './commit.js';
+import { anyOf, rowsOf, type StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
 import { closedTurns, tasks, toolCalls } from './schema.js';
 
@@ -66,8 +66,13 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
       }
       if (lost.length > 0) throw new ClaimLost(lost);
       // A new statement, so it sees whatever committed while the updates waited for row locks.
-      const [row] = await tx.select({ lastSeq: tasks.lastSeq }).from(tasks).where(eq(tasks.id, taskId));
-      return { ok: true as const, lastSeq: row?.lastSeq ?? 0 };
+      // The claim commits synchronously whatever the connection's synchronous_commit: an
+      // approval is on disk before its call can run, so no crash of the database can undo it
+      // and let the call be approved (and run) a second time.
+      const [row] = rowsOf<{ last_seq: number }>(
+        await tx.execute(sql`select last_seq, set_config('synchronous_commit', 'on', true) from ${tasks} where id = ${taskId}`),
+      );
+      return { ok: true as const, lastSeq: Number(row?.last_seq ?? 0) };
     });
   } catch (e) {
     if (e instanceof ClaimLost) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => e.notAwaiting.includes(id)) };
@@ -83,7 +88,7 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
  */
 export async function commitWhileAwaiting(
   db: StoreDb,
-  channel: string,
+  notify: NotifyTo,
   batch: WriteBatch,
   taskId: string,
   callIds: string[],
@@ -98,7 +103,7 @@ export async function commitWhileAwaiting(
       .orderBy(asc(toolCalls.id))
       .for('share');
     if (still.length !== ids.length) return undefined;
-    return commitBatch(tx, channel, batch);
+    return commitBatch(tx, notify, batch);
   });
 }
 

@@ -33,6 +33,12 @@ function rejected(message: string): Error {
 
 type Columns = Record<string, PgColumn>;
 
+/** Where a commit's notifications go, and the committing store's origin token (parseNotification). */
+export interface NotifyTo {
+  channel: string;
+  origin: string;
+}
+
 const CALL_REPLACED = [
   'taskId',
   'turn',
@@ -122,7 +128,7 @@ function compaction(plan: BatchPlan): SQL {
 }
 
 /** The events of the batch (one task): the row lock, the bump, compaction, the events, the notification. */
-function appendOneTask(plan: BatchPlan, t: TaskBump, channel: string): SQL {
+function appendOneTask(plan: BatchPlan, t: TaskBump, notify: NotifyTo): SQL {
   const json = JSON.stringify(plan.stored.map(({ back, payload, final, key }) => ({ back, payload, final, key })));
   return sql`with bumped as (
       update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${snapshotOf(t)},
@@ -132,7 +138,7 @@ function appendOneTask(plan: BatchPlan, t: TaskBump, channel: string): SQL {
       select b.id, b.last_seq - x.back, x.payload, x.final, x.key
       from bumped b, jsonb_to_recordset(${json}::jsonb) as x(back integer, payload jsonb, final boolean, key text)
     )
-    select id, last_seq, pg_notify(${channel}::text, id || ':' || last_seq || ':' || ${t.final ? 1 : 0}::int) from bumped`;
+    select id, last_seq, pg_notify(${notify.channel}::text, id || ':' || last_seq || ':' || ${t.final ? 1 : 0}::int || ':' || ${notify.origin}::text) from bumped`;
 }
 
 /**
@@ -147,10 +153,10 @@ function appendOneTask(plan: BatchPlan, t: TaskBump, channel: string): SQL {
  *   (EvalPlanQual), so last_seq is the newest, and the lock keeps it so until commit;
  * - compacted: the stored events the batch's keyed events supersede are deleted;
  * - logged: every event to store, seq = new last_seq - back (its distance from the task's last);
- * - one pg_notify per task `<taskId>:<lastSeq>:<0|1>` (parseNotification), sent at commit.
+ * - one pg_notify per task `<taskId>:<lastSeq>:<0|1>:<origin>` (parseNotification), sent at commit.
  * Returns (id, last_seq) per task found; a missing task has no row and no events.
  */
-function appendManyTasks(plan: BatchPlan, channel: string): SQL {
+function appendManyTasks(plan: BatchPlan, notify: NotifyTo): SQL {
   // An absent task (status-only) or status (whole snapshot) is NULL in x.
   const bumps = JSON.stringify(
     plan.tasks.map((t) => ({ id: t.id, n: t.count, task: t.snapshot, status: t.status, state: t.state, f: t.final ? 1 : 0 })),
@@ -169,7 +175,7 @@ function appendManyTasks(plan: BatchPlan, channel: string): SQL {
       from jsonb_to_recordset(${JSON.stringify(plan.stored)}::jsonb) as e(task_id text, back integer, payload jsonb, final boolean, key text)
       join bumped b on b.id = e.task_id
     )
-    select id, last_seq, pg_notify(${channel}::text, id || ':' || last_seq || ':' || f) from bumped`;
+    select id, last_seq, pg_notify(${notify.channel}::text, id || ':' || last_seq || ':' || f || ':' || ${notify.origin}::text) from bumped`;
 }
 
 /**
@@ -218,10 +224,10 @@ function upsertCalls(plan: BatchPlan): SQL {
 }
 
 /** The statements of a plan, in lock order; the events' one (if any) first. */
-function statements(plan: BatchPlan, channel: string): { list: SQL[]; lockAt: number } {
+function statements(plan: BatchPlan, notify: NotifyTo): { list: SQL[]; lockAt: number } {
   const [onlyTask, ...moreTasks] = plan.tasks;
   const list =
-    onlyTask === undefined ? [] : [moreTasks.length === 0 ? appendOneTask(plan, onlyTask, channel) : appendManyTasks(plan, channel)];
+    onlyTask === undefined ? [] : [moreTasks.length === 0 ? appendOneTask(plan, onlyTask, notify) : appendManyTasks(plan, notify)];
   const lockAt = plan.history.length > 0 ? list.push(lockContexts(plan), insertHistory(plan)) - 2 : -1;
   if (plan.calls.length > 0) list.push(upsertCalls(plan));
   if (plan.trust.length > 0) list.push(sql`${insertRows(trustGrants, TRUST_FIELDS, plan.trust)} on conflict do nothing`);
@@ -242,10 +248,10 @@ function lastSeqs(plan: BatchPlan, rows: Array<Record<string, unknown>>): Map<st
  * events in batch order; an empty batch does nothing. An unknown task or context fails
  * the whole batch (nothing is written), like the single-item methods.
  */
-export async function commitBatch(db: StoreDb, channel: string, batch: WriteBatch): Promise<number[]> {
+export async function commitBatch(db: StoreDb, notify: NotifyTo, batch: WriteBatch): Promise<number[]> {
   const plan = planBatch(batch);
   if (plan.empty) return [];
-  const { list, lockAt } = statements(plan, channel);
+  const { list, lockAt } = statements(plan, notify);
   // One statement is its own transaction — unless it must fail as a whole when one of
   // several tasks is missing: only a transaction can undo what it wrote for the others.
   const [single, ...more] = list;

@@ -25,6 +25,13 @@ export interface OpenOptions {
   dataDir?: string;
   /** PostgreSQL only: the search_path schema, created when missing (tests isolate with it). */
   schema?: string;
+  /**
+   * PostgreSQL only: `relaxed` (default) opens the store's connections with synchronous_commit
+   * off — a commit returns before its WAL is flushed to disk (the claim of an answer still
+   * waits, see claimCalls); `strict` keeps the server's setting. (PGlite never fsyncs: its
+   * commits reach the operating system's files at once, whatever this says.)
+   */
+  durability?: 'relaxed' | 'strict';
 }
 
 export interface Database {
@@ -154,12 +161,41 @@ async function migratePostgres(url: string, schema: string | undefined) {
   }
 }
 
-async function openPostgres(url: string, schema: string | undefined): Promise<Database> {
+/**
+ * The client drizzle is given: the same, but every query with parameters is a prepared
+ * statement (drizzle's postgres-js driver asks postgres.js for one only for `.prepare(name)`).
+ * postgres.js keeps them per connection by statement text; the store's texts are fixed (rows
+ * travel as JSON parameters), so each is parsed and planned once per connection, and its
+ * Parse/Describe round trip is skipped from then on. Transactions' clients are wrapped alike.
+ */
+function preparing(client: postgres.Sql): postgres.Sql {
+  const wrapTx = (fn: unknown) => (tx: postgres.Sql) => (fn as (tx: postgres.Sql) => unknown)(preparing(tx));
+  return new Proxy(client, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (key === 'unsafe') {
+        return (query: string, args?: unknown[], options?: Record<string, unknown>) =>
+          target.unsafe(query, args as postgres.ParameterOrJSON<never>[], { ...options, prepare: (args?.length ?? 0) > 0 });
+      }
+      if (key === 'begin' || key === 'savepoint') {
+        // begin(fn) or begin(options, fn): the callback is the last argument.
+        return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, [...args.slice(0, -1), wrapTx(args.at(-1))]);
+      }
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+async function openPostgres(url: string, schema: string | undefined, durability: 'relaxed' | 'strict'): Promise<Database> {
   const counts = await migratePostgres(url, schema);
-  const client = postgres(url, { max: 10, onnotice: () => {}, ...(schema ? { connection: { search_path: schema } } : {}) });
+  const connection = {
+    ...(schema ? { search_path: schema } : {}),
+    ...(durability === 'relaxed' ? { synchronous_commit: 'off' } : {}),
+  };
+  const client = postgres(url, { max: 10, onnotice: () => {}, connection });
   const database: Database = {
     kind: 'postgres',
-    db: drizzlePostgres({ client, schema: tables }),
+    db: drizzlePostgres({ client: preparing(client), schema: tables }),
     notifyChannel: channelFor(schema),
     listen: async (channel, cb) => {
       // A dedicated connection that postgres.js re-LISTENs on after a reconnect.
@@ -175,7 +211,9 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Da
 /** Opens (and migrates) the database the options name; `migrations` says what ran. */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   checkSchema(opts.schema);
-  return opts.databaseUrl !== undefined ? openPostgres(opts.databaseUrl, opts.schema) : openPglite(opts.dataDir);
+  return opts.databaseUrl !== undefined
+    ? openPostgres(opts.databaseUrl, opts.schema, opts.durability ?? 'relaxed')
+    : openPglite(opts.dataDir);
 }
 
 /** Opens, migrates and closes: for `npm run db:migrate`. Reports what it did. */

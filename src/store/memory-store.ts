@@ -27,6 +27,7 @@ import type {
   StoredEvent,
   StoredTask,
   TaskStore,
+  TaskVersion,
   WriteBatch,
 } from '../agent/task-store.js';
 import type { WireDialect } from '../agent/wire/wire-encoder.js';
@@ -462,20 +463,31 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     return stored;
   }
 
+  async loadVersion(id: string): Promise<TaskVersion | undefined> {
+    const db = this.use('loadVersion');
+    const row = db.tasks.get(id);
+    const context = row && db.contexts.get(row.contextId);
+    if (!row || !context) return undefined;
+    return { lastSeq: row.lastSeq, context: `${context.history.length}:${JSON.stringify(context.settings)}` };
+  }
+
   /** Most recently updated first, then by id. `state` is an A2A name ('working') or 'TASK_STATE_WORKING'. */
   async listTasks(q: {
     contextId?: string;
     state?: string;
+    states?: readonly string[];
     principal?: string;
     limit: number;
     offset: number;
   }): Promise<{ tasks: Task[]; total: number }> {
     const state = q.state === undefined ? undefined : stateName(q.state);
+    const states = q.states === undefined ? undefined : new Set(q.states.map((s) => stateName(s)));
     const rows = [...this.use('listTasks').tasks.values()].filter(
       (r) =>
         (q.principal === undefined || r.principal === q.principal) &&
         (q.contextId === undefined || r.contextId === q.contextId) &&
-        (state === undefined || r.state === state),
+        (state === undefined || r.state === state) &&
+        (states === undefined || states.has(r.state)),
     );
     rows.sort((a, b) => b.updatedAt - a.updatedAt || byCodeUnits(a.id, b.id));
     const page = rows.slice(Math.max(0, q.offset), Math.max(0, q.offset) + Math.max(0, q.limit));

@@ -5,6 +5,7 @@
  * every process about new events. Every write of events, calls, history, grants and audit
  * goes through the group commit (commit.ts); the single-item methods are one-item batches.
  */
+import { randomBytes } from 'node:crypto';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { and, asc, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { ModelContent } from '../agent/model/model-client.js';
@@ -21,18 +22,24 @@ import type {
   StoredEvent,
   StoredTask,
   TaskStore,
+  TaskVersion,
   WriteBatch,
 } from '../agent/task-store.js';
-import type { Database, StoreDb } from './db.js';
+import { anyOf, rowsOf, type Database, type StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
 import * as push_ from './push-queries.js';
 import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
 import type { StoredSigningKey } from '../push/push-signer.js';
 import { parseNotification } from './batch-plan.js';
-import { commitBatch } from './commit.js';
+import { commitBatch, type NotifyTo } from './commit.js';
 import { stateName } from '../protocol/a2a.js';
 import { auditFromRow, eventFromRow, taskFromJson, taskToJson } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
+
+/** A jsonb value of a raw query: parsed by both drivers, but kept as text when a driver did not. */
+function jsonValue(value: unknown): unknown {
+  return typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+}
 
 /** A batch with nothing in it, to spread the one-kind writes over. */
 const NOTHING: WriteBatch = Object.freeze({ events: [], calls: [], history: [], trust: [], audit: [] });
@@ -43,9 +50,12 @@ export class PgTaskStore implements TaskStore, PushStore {
   private readonly listeners = new Set<EventListener>();
   private listening?: Promise<() => Promise<void>>;
   private closed?: Promise<void>;
+  /** This store's commits notify with its own origin token: their listeners hear them as local. */
+  private readonly notify: NotifyTo;
 
   constructor(private readonly database: Database) {
     this.db = database.db;
+    this.notify = { channel: database.notifyChannel, origin: randomBytes(6).toString('hex') };
   }
 
   /** Idempotent: a context that exists keeps its first workspace (two processes may race here). */
@@ -60,25 +70,21 @@ export class PgTaskStore implements TaskStore, PushStore {
     await this.db.update(contexts).set({ settings, updatedAt: new Date() }).where(eq(contexts.id, id));
   }
 
+  /** One statement: the context row with its history and grants aggregated in order. */
   async loadContext(id: string): Promise<StoredContext | undefined> {
-    const [row] = await this.db.select().from(contexts).where(eq(contexts.id, id));
+    const [row] = rowsOf<{ id: string; workspace: string; settings: unknown; principal: string | null; history: unknown; trust: unknown }>(
+      await this.db.execute(sql`select c.id, c.workspace, c.settings, c.principal,
+          coalesce((select jsonb_agg(h.content order by h.idx) from ${contextHistory} h where h.context_id = c.id), '[]'::jsonb) as history,
+          coalesce((select jsonb_agg(g.tool_name order by g.created_at, g.tool_name) from ${trustGrants} g where g.context_id = c.id), '[]'::jsonb) as trust
+        from ${contexts} c where c.id = ${id}`),
+    );
     if (!row) return undefined;
-    const history = await this.db
-      .select({ content: contextHistory.content })
-      .from(contextHistory)
-      .where(eq(contextHistory.contextId, id))
-      .orderBy(asc(contextHistory.idx));
-    const trust = await this.db
-      .select({ toolName: trustGrants.toolName })
-      .from(trustGrants)
-      .where(eq(trustGrants.contextId, id))
-      .orderBy(asc(trustGrants.createdAt), asc(trustGrants.toolName));
     return {
       id: row.id,
       workspace: row.workspace,
-      history: history.map((h) => h.content as ModelContent),
-      trustedTools: trust.map((g) => g.toolName),
-      settings: row.settings as ContextSettings,
+      history: jsonValue(row.history) as ModelContent[],
+      trustedTools: jsonValue(row.trust) as string[],
+      settings: jsonValue(row.settings) as ContextSettings,
       ...(row.principal !== null ? { principal: row.principal } : {}),
     };
   }
@@ -115,10 +121,28 @@ export class PgTaskStore implements TaskStore, PushStore {
     return stored;
   }
 
-  /** Most recently updated first. `state` is an A2A name ('working') or 'TASK_STATE_WORKING'. */
+  /**
+   * One statement: the task's last seq and its context row's xmin (the transaction that last
+   * wrote the row: every history append and settings change updates it).
+   */
+  async loadVersion(id: string): Promise<TaskVersion | undefined> {
+    const [row] = rowsOf<{ last_seq: number; context: string }>(
+      await this.db.execute(
+        sql`select t.last_seq, c.xmin::text as context from ${tasks} t join ${contexts} c on c.id = t.context_id where t.id = ${id}`,
+      ),
+    );
+    return row && { lastSeq: Number(row.last_seq), context: row.context };
+  }
+
+  /**
+   * Most recently updated first. `state` (and each of `states`) is an A2A name ('working') or
+   * 'TASK_STATE_WORKING'. One statement (the total is a window count over the same rows),
+   * a second only for a page past the end.
+   */
   async listTasks(q: {
     contextId?: string;
     state?: string;
+    states?: readonly string[];
     principal?: string;
     limit: number;
     offset: number;
@@ -127,17 +151,21 @@ export class PgTaskStore implements TaskStore, PushStore {
     if (q.principal !== undefined) filters.push(eq(tasks.principal, q.principal));
     if (q.contextId !== undefined) filters.push(eq(tasks.contextId, q.contextId));
     if (q.state !== undefined) filters.push(eq(tasks.state, stateName(q.state)));
+    if (q.states !== undefined) filters.push(sql`${tasks.state} = ${anyOf(q.states.map((s) => stateName(s)))}`);
     const where = filters.length ? and(...filters) : undefined;
-    const [counted] = await this.db.select({ total: count() }).from(tasks).where(where);
-    const total = counted?.total ?? 0; // count() answers one row
     const rows = await this.db
-      .select({ task: tasks.task })
+      .select({ task: tasks.task, total: sql<number>`(count(*) over ())::int` })
       .from(tasks)
       .where(where)
       .orderBy(desc(tasks.updatedAt), asc(tasks.id))
       .limit(q.limit)
       .offset(q.offset);
-    return { tasks: rows.map((r) => taskFromJson(r.task)), total };
+    let total = rows[0]?.total;
+    if (total === undefined) {
+      const [counted] = q.offset > 0 ? await this.db.select({ total: count() }).from(tasks).where(where) : [];
+      total = counted?.total ?? 0;
+    }
+    return { tasks: rows.map((r) => taskFromJson(r.task)), total: Number(total) };
   }
 
   /** Throws when the task was never created. One statement: as cheap as a commit gets. */
@@ -152,11 +180,11 @@ export class PgTaskStore implements TaskStore, PushStore {
    * nothing) when any task or context of the batch does not exist.
    */
   commit(batch: WriteBatch): Promise<number[]> {
-    return commitBatch(this.db, this.database.notifyChannel, batch);
+    return commitBatch(this.db, this.notify, batch);
   }
 
   commitWhileAwaiting(batch: WriteBatch, taskId: string, callIds: string[]): Promise<number[] | undefined> {
-    return calls_.commitWhileAwaiting(this.db, this.database.notifyChannel, batch, taskId, callIds);
+    return calls_.commitWhileAwaiting(this.db, this.notify, batch, taskId, callIds);
   }
 
   async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
@@ -170,8 +198,9 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /**
-   * Listeners hear once per task per commit: the task, its newest seq, and whether any of
-   * its events in that commit was final (payload `<taskId>:<seq>:<0|1>`, parseNotification).
+   * Listeners hear once per task per commit: the task, its newest seq, whether any of its
+   * events in that commit was final, and whether this store made the commit (payload
+   * `<taskId>:<seq>:<0|1>:<origin>`, parseNotification).
    * One LISTEN per store, opened on first use and kept until close(); listeners share it.
    * With postgres.js, notifications sent while its listen connection reconnects are lost:
    * readers should re-read eventsAfter(lastSeen) when they wake, not trust the payload alone.
@@ -196,7 +225,7 @@ export class PgTaskStore implements TaskStore, PushStore {
     if (!note) return;
     for (const l of [...this.listeners]) {
       try {
-        l(note.taskId, note.seq, note.final);
+        l(note.taskId, note.seq, note.final, note.origin === this.notify.origin);
       } catch {
         // One listener's bug must not starve the others of notifications.
       }

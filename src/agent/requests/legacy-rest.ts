@@ -78,7 +78,7 @@ export class LegacyRest {
    */
   private async createIdleTask(requested: RequestedSettings | undefined, contextId: string | undefined, caller: Caller | undefined) {
     const { router, store, cache, access } = this.opts;
-    const context = await router.openContext(contextId || randomUUID(), requested, caller);
+    const context = await router.openContext(contextId || randomUUID(), requested, caller, !contextId);
     return router.exclusive(context.id, async () => {
       await router.checkContextFree(context.id);
       const principal = access.ownerFor(caller);

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest } from '@a2a-js/sdk';
-import { messageData, messageText, newTask } from '../../protocol/a2a.js';
+import { messageData, messageText, newTask, stateName } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { Access } from '../policy/access.js';
@@ -87,6 +87,9 @@ function refuseContinuation(task: LiveTask, version: '0.3' | '1.0'): void {
   throw unsupported(`Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${contextId}`);
 }
 
+/** The states in which a task holds its conversation (see checkContextFree). */
+const BUSY_STATES = ['input-required', 'auth-required', 'working', 'submitted'] as const;
+
 export class MessageRouter {
   /** Per context: the start in progress (see exclusive). */
   private readonly starting = new Map<string, Promise<void>>();
@@ -111,7 +114,7 @@ export class MessageRouter {
     try {
       return await this.continueTask(task, answers, caller, version);
     } catch (err) {
-      this.opts.cache.release(task); // a refused message leaves nothing behind in memory
+      this.opts.cache.release(task, false); // a refused message leaves nothing behind in memory
       throw err;
     }
   }
@@ -204,15 +207,14 @@ export class MessageRouter {
    * there would break it. Throws unsupported (-32004) naming the busy task.
    */
   async checkContextFree(contextId: string, except?: string): Promise<void> {
-    for (const state of ['input-required', 'auth-required', 'working', 'submitted'] as const) {
-      const { tasks } = await this.opts.store.listTasks({ contextId, state, limit: 2, offset: 0 });
-      const busy = tasks.find((t) => t.id !== except);
-      if (busy) {
-        throw unsupported(
-          `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' || state === 'submitted' ? 'still working' : 'waiting for approval'}; ` +
-            `${state === 'working' ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
-        );
-      }
+    const { tasks } = await this.opts.store.listTasks({ contextId, states: BUSY_STATES, limit: 2, offset: 0 });
+    const busy = tasks.find((t) => t.id !== except);
+    if (busy) {
+      const state = stateName(busy.status?.state);
+      throw unsupported(
+        `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' || state === 'submitted' ? 'still working' : 'waiting for approval'}; ` +
+          `${state === 'working' ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
+      );
     }
   }
 
@@ -222,7 +224,7 @@ export class MessageRouter {
    * store before the task (and its context's MCP servers) is loaded here.
    */
   private async refuseStranger(taskId: string, message: Message, caller: Caller | undefined): Promise<void> {
-    const live = this.opts.cache.peek(taskId);
+    const live = this.opts.cache.known(taskId);
     const stored = live ? undefined : await this.opts.store.loadTask(taskId);
     if (!live && !stored) throw taskNotFound(taskId);
     const owner = live ? live.principal : stored?.principal;
@@ -311,7 +313,7 @@ export class MessageRouter {
 
   /** The dialect of a stored task (the cached copy's when there is one). Throws taskNotFound. */
   private async dialectOf(taskId: string): Promise<WireDialect> {
-    const live = this.opts.cache.peek(taskId);
+    const live = this.opts.cache.known(taskId);
     if (live) return live.dialect;
     const stored = await this.opts.store.loadTask(taskId);
     if (!stored) throw taskNotFound(taskId);
@@ -330,22 +332,34 @@ export class MessageRouter {
     }
   }
 
-  /** Loads a context (the caller's own), or creates it with the requested settings; applies changed settings. */
-  async openContext(contextId: string, requested: RequestedSettings | undefined, caller: Caller | undefined): Promise<ContextState> {
+  /**
+   * Loads a context (the caller's own), or creates it with the requested settings; applies changed
+   * settings. `fresh`: the id was just made up here (a random UUID), so no context has it: it is
+   * created without looking it up first, and taken as created.
+   */
+  async openContext(
+    contextId: string,
+    requested: RequestedSettings | undefined,
+    caller: Caller | undefined,
+    fresh = false,
+  ): Promise<ContextState> {
     const { store, cache, access } = this.opts;
     access.checkSettings(caller, requested);
     await this.checkMcpUrls(requested);
     // The owner is checked before the context's tools (its MCP servers) start.
     const ownerCheck = (c: { principal?: string }) => access.checkOwner(caller, c.principal, `context ${contextId}`);
-    let context = await cache.loadContext(contextId, ownerCheck);
+    let context = fresh ? undefined : await cache.loadContext(contextId, ownerCheck);
     if (context) {
       checkSameWorkspace(requested, context.workspace);
       await this.applySettings(context, requested);
       return context;
     }
     const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
-    await store.createContext({ id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) });
-    context = await cache.loadContext(contextId, ownerCheck); // another process may have created it first
+    const created = { id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) };
+    await store.createContext(created);
+    context = fresh
+      ? await cache.contextOf({ ...created, settings: structuredClone(created.settings), history: [], trustedTools: [] })
+      : await cache.loadContext(contextId, ownerCheck); // another process may have created it first
     if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
     checkSameWorkspace(requested, context.workspace);
     return context;
@@ -367,7 +381,7 @@ export class MessageRouter {
       throw invalidParams('message.taskId is required to answer a tool call (the answer names no task)');
     }
     const contextId = message.contextId || randomUUID();
-    const context = await this.openContext(contextId, this.requestedSettings(message, dialect), caller);
+    const context = await this.openContext(contextId, this.requestedSettings(message, dialect), caller, !message.contextId);
     const task = await this.exclusive(context.id, async () => {
       await this.checkContextFree(context.id);
       return this.createTask(context, message, caller, { dialect });

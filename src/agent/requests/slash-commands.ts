@@ -159,7 +159,7 @@ export class SlashCommands {
     }
     const at = `params.metadata["${DEVTOOL_EXTENSION_URI}"]`;
     const requested = router.requestedSettings({ metadata }, 'rfc', at);
-    const context = await router.openContext(contextId ?? randomUUID(), requested, caller);
+    const context = await router.openContext(contextId ?? randomUUID(), requested, caller, contextId === undefined);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
     const message = userMessage(context.id, [textPart(text)]);

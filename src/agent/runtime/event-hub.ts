@@ -59,8 +59,31 @@ function coalesce(events: StoredEvent[]): StoredEvent[] {
     .reverse();
 }
 
+/**
+ * What this process knows of a task's log: the newest seq it learned of (committed here, or
+ * notified from another process), and the tail of it committed here, when that tail is
+ * gapless up to `known` (a stream that starts after a commit of this process takes it from
+ * here instead of reading the log back).
+ */
+interface Tail {
+  known: number;
+  /** Gapless, ending at `known` when not empty. */
+  recent: StoredEvent[];
+  bytes: number;
+}
+
+/**
+ * Tasks whose tail is kept (the least recently touched is dropped first), and the events and
+ * bytes of one task's tail: at most 16 MB in all. A tail only has to bridge a request's own
+ * commits and the start of its stream (a new task's snapshot and `working`, a few KB).
+ */
+const TAILS_KEPT = 1024;
+const TAIL_EVENTS = 8;
+const TAIL_BYTES = 16 * 1024;
+
 export class EventHub {
   private readonly watchers = new Map<string, Set<Watcher>>();
+  private readonly tails = new Map<string, Tail>();
   private readonly listeners: HubListener[] = [];
   private unsubscribe?: () => Promise<void>;
   private stopped = false;
@@ -82,7 +105,7 @@ export class EventHub {
 
   /** Starts listening to store notifications. */
   async start(): Promise<void> {
-    this.unsubscribe = await this.store.subscribe((taskId, seq, final) => this.notified(taskId, seq, final));
+    this.unsubscribe = await this.store.subscribe((taskId, seq, final, local) => this.notified(taskId, seq, final, local === true));
   }
 
   /** Ends every follower (the app is closing) and stops listening. */
@@ -100,13 +123,52 @@ export class EventHub {
   /** This process committed `ev`: hand it to local followers without a read. */
   published(taskId: string, ev: StoredEvent): void {
     for (const l of this.listeners) l.event?.(taskId, ev.seq);
+    const size = approxBytes(ev.response);
+    this.remember(taskId, ev, size);
     const set = this.watchers.get(taskId);
     if (set === undefined) return;
-    const size = approxBytes(ev.response);
     for (const w of set) {
       this.hold(w, ev, size);
       w.wake?.();
     }
+  }
+
+  /** The task's tail, touched (kept longest). */
+  private tailOf(taskId: string): Tail {
+    const tail = this.tails.get(taskId) ?? { known: 0, recent: [], bytes: 0 };
+    this.tails.delete(taskId);
+    this.tails.set(taskId, tail);
+    if (this.tails.size > TAILS_KEPT) this.tails.delete(this.tails.keys().next().value as string);
+    return tail;
+  }
+
+  /** Adds an event committed here to its task's tail (see Tail). */
+  private remember(taskId: string, ev: StoredEvent, size: number): void {
+    const tail = this.tailOf(taskId);
+    if (ev.seq <= tail.known) return; // older than what is known: the tail stays as it is
+    if (ev.seq !== tail.known + 1) {
+      tail.recent = [];
+      tail.bytes = 0;
+    }
+    tail.known = ev.seq;
+    tail.recent.push(ev);
+    tail.bytes += size;
+    while (tail.recent.length > TAIL_EVENTS || (tail.bytes > TAIL_BYTES && tail.recent.length > 0)) {
+      tail.bytes -= approxBytes(tail.recent.shift()!.response);
+    }
+  }
+
+  /**
+   * The task's events after `afterSeq` as this process knows them, when it knows all of them up
+   * to the newest it heard of; undefined when only the log can tell.
+   */
+  private knownAfter(taskId: string, afterSeq: number): StoredEvent[] | undefined {
+    const tail = this.tails.get(taskId);
+    if (tail === undefined || afterSeq > tail.known) return undefined;
+    if (afterSeq === tail.known) return [];
+    const first = tail.recent[0];
+    if (first === undefined || first.seq > afterSeq + 1) return undefined;
+    return tail.recent.filter((ev) => ev.seq > afterSeq);
   }
 
   /** Adds `ev` to what `w` holds — or, past the budget, drops it all: `w` reads the (compacted) log instead. */
@@ -122,7 +184,19 @@ export class EventHub {
     w.stale = true;
   }
 
-  private notified(taskId: string, seq: number, final: boolean): void {
+  /**
+   * A store notification. One of this process's own commits (`local`) changes nothing: its
+   * events are handed over by published() — every event this process commits goes through it.
+   * Another process's commit makes the followers of its task read the log.
+   */
+  private notified(taskId: string, seq: number, final: boolean, local: boolean): void {
+    if (local) return;
+    const tail = this.tailOf(taskId);
+    if (seq > tail.known) {
+      tail.known = seq;
+      tail.recent = [];
+      tail.bytes = 0;
+    }
     for (const l of this.listeners) {
       l.event?.(taskId, seq);
       if (final) l.final?.(taskId, seq);
@@ -158,7 +232,10 @@ export class EventHub {
     afterSeq: number,
     opts: { signal?: AbortSignal; untilFinal?: boolean } = {},
   ): AsyncGenerator<StoredEvent, void, undefined> {
-    const w: Watcher = { taskId, buffer: [], stale: true, bytes: 0 };
+    // Started right after this process's own commits (a new task, an answer): what it knows
+    // of the log is handed over at once; the log is read only when something is not known here.
+    const known = this.knownAfter(taskId, afterSeq);
+    const w: Watcher = { taskId, buffer: known ?? [], stale: known === undefined, bytes: 0 };
     let set = this.watchers.get(taskId);
     if (!set) this.watchers.set(taskId, (set = new Set()));
     set.add(w);

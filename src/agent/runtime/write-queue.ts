@@ -63,16 +63,25 @@ export class WriteQueue {
     private readonly logger: AgentLogger,
   ) {}
 
-  /** Queues a write; resolves with its seq (events) or 0 once committed. */
+  /**
+   * Queues a write; resolves with its seq (events) or 0 once committed. An idle queue starts
+   * its commit once the code that queued the write has run to its end (a microtask), not at
+   * once: the writes one step queues together (a call's row and its card, an event and its
+   * audit entry) share one commit. (A microtask, not a later turn of the event loop: what
+   * goes into which commit depends only on the order of the code, never on I/O timing.)
+   */
   push(op: WriteOp): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       this.pending.push({ op, resolve, reject, queuedAt: phaseStart() });
-      if (!this.draining) void this.drain();
+      if (!this.draining) {
+        this.draining = true;
+        // drain() never rejects: a failed commit rejects its writes' promises instead.
+        queueMicrotask(() => void this.drain());
+      }
     });
   }
 
   private async drain(): Promise<void> {
-    this.draining = true;
     try {
       while (this.pending.length > 0) {
         const items = this.pending;

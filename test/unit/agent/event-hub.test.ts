@@ -115,3 +115,73 @@ t.test('a long log is replayed page by page, every event once, in order', async 
   t.ok(reads.length >= 4, `read in pages (${reads.length} reads)`);
   await hub.stop();
 });
+
+/** A store whose log the test writes and whose notifications the test sends. */
+function notifyingStore(log: StoredEvent[]) {
+  const reads: number[] = [];
+  let listener: ((taskId: string, seq: number, final: boolean, local?: boolean) => void) | undefined;
+  const store = {
+    subscribe: async (l: typeof listener) => {
+      listener = l;
+      return async () => {};
+    },
+    eventsAfter: async (_taskId: string, after: number) => {
+      reads.push(after);
+      return log.filter((e) => e.seq > after);
+    },
+  } as unknown as TaskStore;
+  return { store, reads, notify: (seq: number, final: boolean, local: boolean) => listener?.('t1', seq, final, local) };
+}
+
+/** Commits `ev` as this process does: into the log, handed over, and notified back as local. */
+function commitHere(hub: EventHub, log: StoredEvent[], notify: (seq: number, final: boolean, local: boolean) => void, ev: StoredEvent) {
+  log.push(ev);
+  notify(ev.seq, ev.final, true);
+  hub.published('t1', ev);
+}
+
+t.test("events this process committed reach its followers without a read; another process's make them read", async (t) => {
+  const log: StoredEvent[] = [];
+  const { store, reads, notify } = notifyingStore(log);
+  const hub = new EventHub(store, 60_000);
+  await hub.start();
+  commitHere(hub, log, notify, big(1, 1));
+  commitHere(hub, log, notify, big(2, 1));
+  const follower = hub.follow('t1', 0);
+  t.same([(await follower.next()).value?.seq, (await follower.next()).value?.seq], [1, 2], 'started after local commits: from memory');
+  commitHere(hub, log, notify, big(3, 1));
+  t.equal((await follower.next()).value?.seq, 3);
+  t.same(reads, [], 'no read of the log for events committed here, their own notifications included');
+  log.push(big(4, 1, undefined, true));
+  notify(4, true, false); // committed by another process
+  t.equal((await follower.next()).value?.seq, 4, "another process's event, read from the log");
+  t.same(reads, [3]);
+  t.ok((await follower.next()).done, 'ended at the final event');
+  await hub.stop();
+});
+
+t.test('a follower starts from the log when this process does not know the whole tail', async (t) => {
+  const log: StoredEvent[] = [];
+  const { store, reads, notify } = notifyingStore(log);
+  const hub = new EventHub(store, 60_000);
+  await hub.start();
+  for (let seq = 1; seq <= 12; seq++) commitHere(hub, log, notify, big(seq, 1));
+  const early = hub.follow('t1', 0, { untilFinal: false });
+  t.equal((await early.next()).value?.seq, 1, 'older than the kept tail: read');
+  t.same(reads, [0]);
+  await early.return();
+  log.push(big(13, 1));
+  notify(13, false, false); // another process's event: the tail here is no longer whole
+  commitHere(hub, log, notify, big(14, 1));
+  const late = hub.follow('t1', 12, { untilFinal: false });
+  t.same([(await late.next()).value?.seq, (await late.next()).value?.seq], [13, 14]);
+  t.same(reads, [0, 12], 'read, because seq 13 was never committed here');
+  await late.return();
+  const current = hub.follow('t1', 14, { untilFinal: false });
+  t.ok((await current.next()).done, 'nothing after the newest known seq: no read for a replay that has nothing to send');
+  const unknown = hub.follow('t1', 20, { untilFinal: false });
+  t.ok((await unknown.next()).done);
+  t.same(reads, [0, 12, 20], 'a cursor past what this process knows reads the log');
+  commitHere(hub, log, notify, big(13, 1)); // older than what is known (a late hand-over): the tail stays
+  await hub.stop();
+});

@@ -34,17 +34,23 @@ const logger = { warn() {}, error() {} };
 const event = (taskId: string): WriteOp => ({ kind: 'event', taskId, status: undefined, response: { payload: undefined }, final: false });
 const audit = (decision: string): WriteOp => ({ kind: 'audit', entry: { taskId: 't', contextId: 'c', decision } }) as unknown as WriteOp;
 
-t.test('a quiet queue commits the first write alone, then groups what arrived meanwhile', async (t) => {
+/** Resolves after the queue has started the commit of what was pushed before. */
+const nextTurn = () => new Promise((r) => setImmediate(r));
+
+t.test('the writes queued together share a commit; what arrives while it runs goes in the next', async (t) => {
   const { store, batches } = recordingStore({ delayMs: 5 });
   const q = new WriteQueue(store, logger);
-  const results = await Promise.all([q.push(event('a')), q.push(event('a')), q.push(event('b')), q.push(event('a'))]);
-  t.same(results, [1, 2, 1, 3], 'seqs come back to each write, per task, in order');
+  const step = [q.push(event('a')), q.push(event('a')), q.push(event('b'))];
+  await nextTurn();
+  const later = [q.push(event('a')), q.push(event('b'))];
+  const results = await Promise.all([...step, ...later]);
+  t.same(results, [1, 2, 1, 3, 2], 'seqs come back to each write, per task, in order');
   t.same(
     batches.map((b) => b.events.length),
-    [1, 3],
-    'first alone, the rest in one commit',
+    [3, 2],
+    'one commit for what was queued together, then what queued meanwhile',
   );
-  t.same(q.stats, { commits: 2, writes: 4 });
+  t.same(q.stats, { commits: 2, writes: 5 });
 });
 
 t.test('kinds go to their batch fields in order', async (t) => {
@@ -63,6 +69,7 @@ t.test('one bad write fails alone; the others of its batch still commit', async 
   const { store, batches } = recordingStore({ delayMs: 5, failOn: 'bad' });
   const q = new WriteQueue(store, logger);
   const first = q.push(event('a')); // commits alone while the next three queue up
+  await nextTurn();
   const rest = [q.push(event('a')), q.push(audit('bad')), q.push(event('a'))].map((p) =>
     p.then(
       (v) => ({ ok: v }),
@@ -78,6 +85,7 @@ t.test('a batch whose outcome is unknown (connection lost) is not retried: no ev
   const { store, batches } = recordingStore({ delayMs: 5, dropOn: 'drop' });
   const q = new WriteQueue(store, logger);
   const first = q.push(event('a'));
+  await nextTurn();
   const rest = [q.push(event('a')), q.push(audit('drop')), q.push(event('a'))].map((p) =>
     p.then(
       (v) => ({ ok: v }),

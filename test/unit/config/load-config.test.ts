@@ -201,3 +201,11 @@ t.test('security defaults: no unauthenticated remote bind; shell commands never 
   t.same(loadConfig({ WORKSPACE_ROOTS: `ws${path.delimiter}other` }, dir).workspaceRoots, [path.join(dir, 'ws'), path.join(dir, 'other')]);
   t.throws(() => loadConfig({ WORKSPACE_ROOTS: 'missing' }, dir), /WORKSPACE_ROOTS: missing is not an existing directory/);
 });
+
+t.test('DURABILITY: relaxed by default, strict on request, nothing else', async (t) => {
+  const dir = realpathSync(t.testdir({}));
+  t.equal(loadConfig({}, dir).store.durability, 'relaxed');
+  t.equal(loadConfig({ DURABILITY: 'strict' }, dir).store.durability, 'strict');
+  t.equal(loadConfig({ DURABILITY: 'relaxed' }, dir).store.durability, 'relaxed');
+  refuses(t, { DURABILITY: 'fsync' }, 'DURABILITY', dir, /relaxed, strict/);
+});

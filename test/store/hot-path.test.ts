@@ -1,0 +1,146 @@
+/**
+ * What the hot path reads and hears from a store, on the in-memory store, PGlite and (with
+ * TEST_DATABASE_URL) PostgreSQL: a task's version (what a parked copy is checked against),
+ * one listTasks over several states, the context in one read, notifications of this store's
+ * own commits heard as local (another store's not), and the prepared statements and
+ * DURABILITY settings of the PostgreSQL connections.
+ */
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { sql } from 'drizzle-orm';
+import type { TaskStore } from '../../src/agent/task-store.js';
+import { stateName } from '../../src/protocol/a2a.js';
+import { parseNotification } from '../../src/store/batch-plan.js';
+import { openDatabase, rowsOf } from '../../src/store/db.js';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
+import { PgTaskStore } from '../../src/store/pg-task-store.js';
+import { eventually, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
+
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
+t.test('parseNotification: an origin token may follow the flag', async (t) => {
+  t.same(parseNotification('t-1:12:1:0a1b2c3d4e5f'), { taskId: 't-1', seq: 12, final: true, origin: '0a1b2c3d4e5f' });
+  t.same(parseNotification('a:b:3:0:ff00'), { taskId: 'a:b', seq: 3, final: false, origin: 'ff00' });
+  t.same(parseNotification('t:3:0'), { taskId: 't', seq: 3, final: false }, 'without one');
+  t.equal(parseNotification('t:x:1:abcd'), undefined, 'malformed before the origin');
+});
+
+/** The cases every store passes; `a` and `b` are two stores on one database. */
+function hotPathCases(t: Test, open: () => Promise<{ a: TaskStore; b: TaskStore }>): void {
+  t.test('loadVersion moves with the log and with the context, not with a lease', async (t) => {
+    const { a } = await open();
+    const task = await seedTask(a);
+    const v0 = await a.loadVersion(task.id);
+    t.equal(v0?.lastSeq, 0);
+    t.equal(await a.loadVersion('no-such-task'), undefined);
+    await a.leaseTasks([task.id], 'me', new Date(Date.now() + 60_000));
+    t.same(await a.loadVersion(task.id), v0, 'a lease is no change');
+    await a.appendEvent(task, statusEvent(task), false);
+    const v1 = await a.loadVersion(task.id);
+    t.equal(v1?.lastSeq, 1);
+    t.equal(v1?.context, v0?.context, 'an event of the task leaves the context as it was');
+    await a.updateContextSettings(task.contextId, { approvalMode: 'YOLO' });
+    const v2 = await a.loadVersion(task.id);
+    t.not(v2?.context, v1?.context, 'a settings change');
+    await a.appendHistory(task.contextId, [{ role: 'user', parts: [{ text: 'hi' }] }]);
+    t.not((await a.loadVersion(task.id))?.context, v2?.context, 'a history append');
+  });
+
+  t.test('loadContext: history in order and grants in one read', async (t) => {
+    const { a } = await open();
+    const task = await seedTask(a);
+    t.same((await a.loadContext(task.contextId))?.history, []);
+    await a.appendHistory(task.contextId, [{ role: 'user', parts: [{ text: 'one' }] }]);
+    await a.appendHistory(task.contextId, [{ role: 'model', parts: [{ text: 'two' }] }]);
+    await a.addTrust(task.contextId, 'write_file');
+    const ctx = await a.loadContext(task.contextId);
+    t.same(
+      ctx?.history.map((h) => h.parts[0]?.text),
+      ['one', 'two'],
+    );
+    t.same(ctx?.trustedTools, ['write_file']);
+  });
+
+  t.test('listTasks over several states', async (t) => {
+    const { a } = await open();
+    const contextId = uid('ctx');
+    await a.createContext({ id: contextId, workspace: '/tmp' });
+    for (const state of ['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_INPUT_REQUIRED'])
+      await a.createTask(makeTask(contextId, state));
+    const busy = await a.listTasks({ contextId, states: ['input-required', 'working'], limit: 10, offset: 0 });
+    t.equal(busy.total, 2);
+    t.same(busy.tasks.map((x) => stateName(x.status?.state)).sort(), ['input-required', 'working']);
+    const past = await a.listTasks({ contextId, states: ['working', 'completed'], limit: 10, offset: 5 });
+    t.same(past, { tasks: [], total: 2 }, 'a page past the end still counts');
+    t.same(await a.listTasks({ contextId, states: ['canceled'], limit: 10, offset: 0 }), { tasks: [], total: 0 });
+  });
+}
+
+t.test('in-memory store', async (t) => {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  hotPathCases(t, async () => ({ a: db, b: db.connect() }));
+});
+
+t.test('PGlite', async (t) => {
+  const shared = await openDatabase({ dataDir: 'memory://' });
+  t.teardown(() => shared.close());
+  const store = () => new PgTaskStore({ ...shared, close: async () => {} });
+  hotPathCases(t, async () => ({ a: store(), b: store() }));
+
+  t.test("a store hears its own commits as local, another store's as not", async (t) => {
+    const [a, b] = [store(), store()];
+    const heard: string[] = [];
+    const task = await seedTask(a);
+    await a.subscribe((id, seq, _final, local) => id === task.id && heard.push(`a:${seq}:${local}`));
+    await b.subscribe((id, seq, _final, local) => id === task.id && heard.push(`b:${seq}:${local}`));
+    await a.appendEvent(task, statusEvent(task), false);
+    await eventually(() => heard.length === 2);
+    t.same(heard.sort(), ['a:1:true', 'b:1:false']);
+  });
+});
+
+const url = process.env.TEST_DATABASE_URL;
+if (url === undefined || url === '') {
+  t.test('PostgreSQL', { skip: 'TEST_DATABASE_URL is unset (e.g. postgres://postgres@127.0.0.1:5432/test)' }, () => {});
+} else {
+  t.test('PostgreSQL', async (t) => {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    const admin = postgres(url, { max: 1, onnotice: () => {} });
+    t.teardown(async () => {
+      await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+      await admin.end({ timeout: 2 });
+    });
+    const relaxed = await openDatabase({ databaseUrl: url, schema });
+    const strict = await openDatabase({ databaseUrl: url, schema, durability: 'strict' });
+    t.teardown(() => Promise.all([relaxed.close(), strict.close()]));
+    hotPathCases(t, async () => ({
+      a: new PgTaskStore({ ...relaxed, close: async () => {} }),
+      b: new PgTaskStore({ ...strict, close: async () => {} }),
+    }));
+
+    t.test('DURABILITY: relaxed connections commit asynchronously, strict ones synchronously', async (t) => {
+      const setting = async (db: typeof relaxed) =>
+        rowsOf<{ synchronous_commit: string }>(await db.db.execute(sql`show synchronous_commit`))[0]?.synchronous_commit;
+      t.equal(await setting(relaxed), 'off');
+      t.equal(await setting(strict), 'on');
+      const inTx = await relaxed.db.transaction(async (tx) =>
+        rowsOf<{ s: string }>(await tx.execute(sql`select current_setting('synchronous_commit') as s`)),
+      );
+      t.equal(inTx[0]?.s, 'off', 'transactions on the same connections too');
+    });
+
+    t.test('parameterised statements are prepared once per connection and reused', async (t) => {
+      const db = await openDatabase({ databaseUrl: url, schema });
+      t.teardown(() => db.close());
+      const store = new PgTaskStore({ ...db, close: async () => {} });
+      const task = await seedTask(store);
+      for (let i = 0; i < 30; i++) await store.loadTask(task.id);
+      const [row] = rowsOf<{ n: number }>(
+        await db.db.execute(sql`select count(*)::int as n from pg_prepared_statements where statement like ${'%from "tasks"%'}`),
+      );
+      t.ok((row?.n ?? 0) >= 1, 'a prepared statement of the task read on this connection');
+    });
+  });
+}
