@@ -72,7 +72,9 @@ function userParts(message: Message): ModelPart[] {
  * unsupported (-32004) saying what to do instead.
  */
 function refuseContinuation(task: LiveTask, version: '0.3' | '1.0'): void {
-  const question = task.state === 'input-required' && task.awaiting().length === 0;
+  // A question, not a tool pause: no call of the turn is open. (A call whose answer another
+  // request claimed is no longer awaiting but still open: that task is refused, not continued.)
+  const question = task.state === 'input-required' && task.turn.every((c) => c.phase === 'done');
   if (question || (task.state === 'completed' && version !== '1.0')) return;
   const contextId = task.task.contextId;
   if (task.state === 'working') {
