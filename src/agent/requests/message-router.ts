@@ -111,12 +111,16 @@ export class MessageRouter {
     // A legacy task's answers ({callId, outcome}) take the RFC's path from here on.
     const answers = (await this.dialectOf(message.taskId)) === 'legacy' ? fromLegacyAnswers(message) : message;
     if (this.opts.access.enabled) await this.refuseStranger(message.taskId, answers, caller);
+    const worked = this.opts.cache.peek(message.taskId) !== undefined;
     const task = await this.opts.cache.get(message.taskId);
     if (task === undefined) throw taskNotFound(message.taskId);
     try {
       return await this.continueTask(task, answers, caller, version);
     } catch (err) {
-      this.opts.cache.release(task, false); // a refused message leaves nothing behind in memory
+      // A refused message leaves nothing behind in memory: not even a copy it loaded of a task
+      // that works elsewhere (nothing would ever bring that copy up to date).
+      if (worked) this.opts.cache.release(task, false);
+      else this.opts.cache.discard(task);
       throw err;
     }
   }

@@ -158,6 +158,14 @@ export class TaskCache {
    * one is parked (kept with its version) unless `park` is false: a copy a refused message
    * may have touched is dropped, and the next message reloads the task.
    */
+  /**
+   * Forgets a copy a refused request loaded, whatever its state, unless something runs in it
+   * here meanwhile (another request took it up).
+   */
+  discard(task: LiveTask): void {
+    if (task.idle && this.active.get(task.id) === task) this.active.delete(task.id);
+  }
+
   release(task: LiveTask, park = true): void {
     if (!task.idle || !PAUSE_OR_TERMINAL.has(task.state) || this.active.get(task.id) !== task) return;
     this.active.delete(task.id);
