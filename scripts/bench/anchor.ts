@@ -11,14 +11,14 @@
  * /proc/net/tcp* that its port is bound to loopback only before sending it anything.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
-import { freePort, rssBytes, spawnServer, stopServer, waitReady } from './server-process.js';
+import { freePort, listeningSockets, rssBytes, spawnServer, stopServer, waitReady } from './server-process.js';
 import type { RunningServer } from './server-process.js';
 import { mb, round, summarize } from './stats.js';
 import type { Summary } from './stats.js';
@@ -86,23 +86,9 @@ export async function startFakeGemini(file: string): Promise<{ url: string; clos
   };
 }
 
-/** The local addresses `port` listens on, from /proc/net/tcp and tcp6 (hex as the kernel writes them). */
+/** The local addresses `port` listens on (hex as the kernel writes them). */
 export function listenAddresses(port: number): string[] {
-  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  const out: string[] = [];
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const [, local, , state] = line.trim().split(/\s+/);
-      if (state === '0A' && local?.endsWith(`:${hexPort}`)) out.push(local.slice(0, -5));
-    }
-  }
-  return out;
+  return listeningSockets(port).map((s) => s.address);
 }
 
 const LOOPBACK_HEX = new Set(['0100007F', '00000000000000000000000001000000']);

@@ -217,12 +217,12 @@ export function machineBusySeconds(): number {
 }
 
 /**
- * Checks that `pid` holds the socket listening on 127.0.0.1:`port`: finds the LISTEN
- * socket's inode in /proc/net/tcp and looks for it among the pid's open fds.
+ * The sockets listening on `port`, from /proc/net/tcp and tcp6: each one's local address (hex, as
+ * the kernel writes it) and inode.
  */
-export function verifyServingPid(pid: number, port: number): { ok: boolean; detail: string } {
+export function listeningSockets(port: number): Array<{ address: string; inode: string }> {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  let inode: string | undefined;
+  const out: Array<{ address: string; inode: string }> = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
     try {
@@ -233,9 +233,18 @@ export function verifyServingPid(pid: number, port: number): { ok: boolean; deta
     for (const line of text.split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
       if (cols.length < 10) continue;
-      if (cols[1].endsWith(`:${hexPort}`) && cols[3] === '0A') inode = cols[9];
+      if (cols[1].endsWith(`:${hexPort}`) && cols[3] === '0A') out.push({ address: cols[1].slice(0, -5), inode: cols[9] });
     }
   }
+  return out;
+}
+
+/**
+ * Checks that `pid` holds the socket listening on 127.0.0.1:`port`: finds the LISTEN
+ * socket's inode in /proc/net/tcp and looks for it among the pid's open fds.
+ */
+export function verifyServingPid(pid: number, port: number): { ok: boolean; detail: string } {
+  const inode = listeningSockets(port).at(-1)?.inode;
   if (inode === undefined) return { ok: false, detail: `no LISTEN socket on port ${port} in /proc/net/tcp` };
   try {
     for (const fd of readdirSync(`/proc/${pid}/fd`)) {
