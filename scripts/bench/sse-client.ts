@@ -16,7 +16,7 @@ export const EXPECTED_FIRST = [
   'task/submitted///',
   'status-update/working/STATE_CHANGE//',
   'status-update/working/TOOL_CALL_UPDATE/PENDING/',
-  'status-update/input-required///final',
+  'status-update/input-required/STATE_CHANGE//final',
 ].join(' | ');
 export const EXPECTED_CONFIRM = [
   'status-update/working/TOOL_CALL_UPDATE/EXECUTING/',
