@@ -8,6 +8,9 @@ import type { Message, Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 
 export type JsonObject = Record<string, unknown>;
 
+/** The A2A versions this server speaks: a request's (A2A-Version header, or its binding) picks one. */
+export type A2aVersion = '0.3' | '1.0';
+
 /**
  * ServerCallContext.state keys shared by the transport and the request handler:
  * the request's Last-Event-ID (a number), and the SSE ids of the yielded events, in order

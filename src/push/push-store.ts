@@ -4,9 +4,10 @@
  * Implemented by store/ (PgTaskStore).
  */
 import type { SigningKeyStore } from './push-signer.js';
+import type { A2aVersion } from '../protocol/a2a.js';
 
 /** The A2A version a config was registered with; it picks the body shape. */
-export type PushWireVersion = '0.3' | '1.0';
+export type PushWireVersion = A2aVersion;
 
 export interface PushConfigInput {
   taskId: string;

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest } from '@a2a-js/sdk';
 import { messageData, messageText, newTask, stateName } from '../../protocol/a2a.js';
+import type { A2aVersion } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { Access } from '../policy/access.js';
@@ -71,7 +72,7 @@ function userParts(message: Message): ModelPart[] {
  * except under A2A v1.0 (whose terminal states are final), a `completed` one. Throws
  * unsupported (-32004) saying what to do instead.
  */
-function refuseContinuation(task: LiveTask, version: '0.3' | '1.0'): void {
+function refuseContinuation(task: LiveTask, version: A2aVersion): void {
   // A question, not a tool pause: no call of the turn is open. (A call whose answer another
   // request claimed is no longer awaiting but still open: that task is refused, not continued.)
   const question = task.state === 'input-required' && task.turn.every((c) => c.phase === 'done');
@@ -103,7 +104,7 @@ export class MessageRouter {
    * no further message (a follow-up starts a new task in the context); under v0.3, as the
    * development-tool RFC's flow has it, a `completed` task continues.
    */
-  async route(params: SendMessageRequest, caller?: Caller, version: '0.3' | '1.0' = '0.3'): Promise<Routed> {
+  async route(params: SendMessageRequest, caller?: Caller, version: A2aVersion = '0.3'): Promise<Routed> {
     const message = params.message;
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
@@ -125,7 +126,7 @@ export class MessageRouter {
     }
   }
 
-  private async continueTask(task: LiveTask, message: Message, caller: Caller | undefined, version: '0.3' | '1.0'): Promise<Routed> {
+  private async continueTask(task: LiveTask, message: Message, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
     const { schema, access } = this.opts;
     if (message.contextId && message.contextId !== task.task.contextId) {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);

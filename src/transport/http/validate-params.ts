@@ -3,7 +3,9 @@
  * they coerce or drop mistyped fields). Returns a message naming the bad field, or
  * undefined. Field paths are relative to `params`.
  */
-export type WireVersion = '0.3' | '1.0';
+import type { A2aVersion } from '../../protocol/a2a.js';
+
+export type WireVersion = A2aVersion;
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
