@@ -218,9 +218,10 @@ export class MessageRouter {
     const busy = tasks.find((t) => t.id !== except);
     if (busy) {
       const state = stateName(busy.status?.state);
+      const working = state === 'working' || state === 'submitted';
       throw unsupported(
-        `Context ${contextId} is busy: task ${busy.id} is ${state === 'working' || state === 'submitted' ? 'still working' : 'waiting for approval'}; ` +
-          `${state === 'working' ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
+        `Context ${contextId} is busy: task ${busy.id} is ${working ? 'still working' : 'waiting for approval'}; ` +
+          `${working ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
       );
     }
   }
