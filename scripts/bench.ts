@@ -1,7 +1,8 @@
 /**
- * Benchmark of the real server (a figure printer, never an assertion): spawns
- * `node --import tsx src/main.ts` with a scripted model and drives RFC Appendix A flows
- * over loopback HTTP+SSE (v0.3 `message/stream`), once per store:
+ * Benchmark of the real server (a figure printer, never an assertion): builds it and spawns
+ * `node dist/main.js` (what `npm start` runs; `--from-source`: `node --import tsx src/main.ts`)
+ * with a scripted model and drives RFC Appendix A flows over loopback HTTP+SSE
+ * (v0.3 `message/stream`), once per store:
  *
  *   - PGlite in a fresh temp DATA_DIR (deleted after), and
  *   - PostgreSQL in a fresh database `bench_<random>` (dropped after) when
@@ -10,12 +11,13 @@
  * Per store: start-to-ready, idle RSS, first-event and confirm-flow latency, flows/s and
  * p50/p99 at 50 and 200 clients, RSS after ≥ 1,000 tasks, and the long stream (ONE task
  * streaming 10,000 text chunks: events/s, MB/s), compared with a raw SSE write loop.
- * With --memory, RSS after 100 and after 10,000 tasks on a fresh PGlite server.
+ * With --memory, RSS after 100 and after 10,000 tasks on a fresh server, per store.
  *
  *   npm run bench -- [--stores pglite,postgres] [--duration 4] [--warmup 1] [--clients 50,200]
  *                    [--samples 60] [--warmup-samples 10] [--min-tasks 300]
  *                    [--long-chunks 10000] [--long-chunk-chars 40] [--no-long]
  *                    [--memory] [--memory-only] [--memory-tasks 10000] [--memory-clients 50] [--profile] [--no-probe]
+ *                    [--from-source] [--anchor|--anchor-only]
  *
  * Where the time goes: the measured server runs with scripts/bench/probe.ts preloaded
  * (--no-probe: without), which times the server's phases (parse, authorize, load, claim,
@@ -38,18 +40,19 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
+import { serverEntry } from './bench/compiled.js';
+import type { ServerEntry } from './bench/compiled.js';
 import { summarizeProfile } from './bench/cpu-profile.js';
 import { ceiling, longStream, writeCombinedScript } from './bench/long-stream.js';
 import type { CapturedFrames, CeilingResult } from './bench/long-stream.js';
 import { formatComparison, installAnchor, startAnchor, startFakeGemini, tempDir, wirePhases } from './bench/anchor.js';
 import type { AnchorComparison, WireFigures } from './bench/anchor.js';
 import { memoryPhase } from './bench/memory.js';
-import type { MemoryResult } from './bench/memory.js';
 import { perFlow } from './bench/phase-tally.js';
 import { sequential, Tally, throughput } from './bench/phases.js';
 import type { ThroughputResult } from './bench/phases.js';
 import { formatReport, resultJson } from './bench/report.js';
-import type { Figures, Report } from './bench/report.js';
+import type { Figures, Report, StoreMemory } from './bench/report.js';
 import {
   commCpuSeconds,
   cpuSeconds,
@@ -77,7 +80,8 @@ const SOURCE_DIRS = ['src', 'drizzle'];
 const USAGE =
   'usage: npm run bench -- [--stores pglite,postgres] [--duration s] [--warmup s] [--clients 50,200] [--samples n] [--warmup-samples n]\n' +
   '                        [--min-tasks n] [--long-chunks n] [--long-chunk-chars n] [--no-long] [--memory] [--memory-tasks n]\n' +
-  '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe] [--anchor|--anchor-only]\n' +
+  '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe] [--from-source] [--anchor|--anchor-only]\n' +
+  '--from-source: run the server under tsx from src/ (default: `npm run build`, then node dist/main.js, what npm start runs).\n' +
   '--anchor: also the same phases over the legacy coderAgent wire against @google/gemini-cli-a2a-server@0.25.2 and this server\n' +
   '          (PGlite), both on one fake Gemini API, with the ratios ours/anchor (the anchor is npm-installed into the OS temp dir once).\n' +
   'PostgreSQL runs when BENCH_DATABASE_URL or TEST_DATABASE_URL is set (an admin URL; a fresh bench_<random> database is created and dropped).\n';
@@ -108,6 +112,8 @@ interface Args {
   anchor: boolean;
   /** Only the comparison (no store legs). */
   anchorOnly: boolean;
+  /** Run src/main.ts under tsx instead of the compiled dist/main.js. */
+  fromSource: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -132,6 +138,7 @@ function parseArgs(argv: string[]): Args {
     probe: true,
     anchor: false,
     anchorOnly: false,
+    fromSource: false,
   };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -167,6 +174,7 @@ function parseArgs(argv: string[]): Args {
     else if (name === '--no-probe') args.probe = false;
     else if (name === '--anchor') args.anchor = true;
     else if (name === '--anchor-only') args.anchor = args.anchorOnly = true;
+    else if (name === '--from-source') args.fromSource = true;
     else if (name === '--help' || name === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -180,6 +188,12 @@ function parseArgs(argv: string[]): Args {
 let server: RunningServer | undefined;
 const liveStores = new Set<BenchStore>();
 let tmpRoot: string | undefined;
+/** How the measured server is started (set once in main(), before any leg). */
+let serverEntryNow: ServerEntry | undefined;
+function entry(): ServerEntry {
+  if (!serverEntryNow) throw new Error('bench: the server entry is not prepared');
+  return serverEntryNow;
+}
 
 function cleanupSync(): void {
   killNow(server);
@@ -316,9 +330,9 @@ async function startServer(
   nodeArgs: string[],
   probe = false,
 ): Promise<{ srv: RunningServer; readyMs: number; pidCheck: { ok: boolean; detail: string } }> {
-  const entry = probe ? '--import tsx --import ./scripts/bench/probe.ts src/main.ts' : '--import tsx src/main.ts';
-  log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...nodeArgs, entry].join(' ')}`);
-  server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, env: store.env, probe });
+  const args = [...nodeArgs, ...entry().args(probe)];
+  log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...args].join(' ')}`);
+  server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, entry: entry().args(probe), env: store.env, probe });
   const srv = server;
   const readyMs = await waitReady(srv);
   const pidCheck = verifyServingPid(srv.pid, srv.port);
@@ -407,14 +421,14 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
   }
 }
 
-/** RSS after 100 and after N short tasks on a fresh PGlite server. */
-async function memoryLeg(args: Args, scriptFile: string): Promise<MemoryResult> {
-  const store = await openStore('pglite');
+/** RSS after 100 and after N short tasks on a fresh server and store. */
+async function memoryLeg(kind: StoreKind, args: Args, scriptFile: string): Promise<StoreMemory> {
+  const store = await openStore(kind);
   try {
-    // A first start creates the cluster (initdb) and migrates; its transient memory (hundreds
-    // of MB in a fresh PGlite) must not be in the baseline, so the measured server is a second
-    // start on the initialised, empty store.
-    log('memory: initialising the PGlite store (first start, then stop)');
+    // A first start creates the store (PGlite: copies the template) and migrates; its transient
+    // memory must not be in the baseline, so the measured server is a second start on the
+    // initialised, empty store.
+    log(`memory: initialising the ${STORE_LABEL[kind]} store (first start, then stop)`);
     await finishServer((await startServer(store, scriptFile, [])).srv);
     const { srv } = await startServer(store, scriptFile, []);
     await delay(1000);
@@ -431,7 +445,7 @@ async function memoryLeg(args: Args, scriptFile: string): Promise<MemoryResult> 
       `memory: RSS ${result.rssSmallMb} MB after ${result.tasksSmall}, ${result.rssLargeMb} MB after ${result.tasksLarge} (${result.flowsPerS.toFixed(0)} flows/s)`,
     );
     await finishServer(srv);
-    return result;
+    return { ...result, store: kind };
   } finally {
     await closeStore(store);
   }
@@ -443,7 +457,7 @@ async function oursOnWire(geminiUrl: string, workspace: string, args: Args): Pro
   try {
     const env = { ...store.env, GEMINI_API_KEY: 'anything', GOOGLE_GEMINI_BASE_URL: geminiUrl };
     log(`anchor comparison: ours (PGlite, ${store.where}), model = the fake Gemini API`);
-    server = await spawnServer({ repoRoot: REPO, scriptFile: '', env });
+    server = await spawnServer({ repoRoot: REPO, scriptFile: '', entry: entry().args(false), env });
     const srv = server;
     const figures = await wirePhases(srv, await waitReady(srv, 120_000), workspace, args, log);
     await finishServer(srv);
@@ -475,28 +489,36 @@ async function anchorLeg(args: Args): Promise<AnchorComparison> {
   }
 }
 
+/** The stores asked for that can run here (PostgreSQL needs an admin URL); the others noted in `skipped`. */
+function runnableStores(args: Args, skipped: Report['skipped']): StoreKind[] {
+  return args.stores.filter((k) => {
+    if (k !== 'postgres' || postgresAdminUrl()) return true;
+    const why = 'set BENCH_DATABASE_URL or TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)';
+    if (args.storesExplicit) throw new Error(`--stores postgres: ${why}`);
+    skipped.push({ store: k, why });
+    return false;
+  });
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const perLeg = 60 + args.clients.length * (args.warmupS + args.durationS + 40) + (args.long ? longTimeoutMs(args) / 1000 : 0);
   const anchorS = args.anchor ? 600 + 2 * (120 + args.clients.length * (args.durationS + 60)) : 0;
-  const watchdogS = 60 + (args.memoryOnly ? 0 : args.stores.length * perLeg) + (args.memory ? 60 + args.memoryTasks * 0.25 : 0) + anchorS;
+  const watchdogS =
+    60 +
+    (args.memoryOnly ? 0 : args.stores.length * perLeg) +
+    (args.memory ? args.stores.length * (60 + args.memoryTasks * 0.25) : 0) +
+    anchorS;
   setTimeout(() => {
     log(`watchdog: still running after ${watchdogS} s, giving up`);
     void cleanupAsync().finally(() => process.exit(1));
   }, watchdogS * 1000).unref();
 
   const skipped: Report['skipped'] = [];
-  const kinds =
-    args.memoryOnly || args.anchorOnly
-      ? []
-      : args.stores.filter((k) => {
-          if (k !== 'postgres' || postgresAdminUrl()) return true;
-          const why = 'set BENCH_DATABASE_URL or TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)';
-          if (args.storesExplicit) throw new Error(`--stores postgres: ${why}`);
-          skipped.push({ store: k, why });
-          return false;
-        });
+  const kinds = args.memoryOnly || args.anchorOnly ? [] : runnableStores(args, skipped);
   const sourceAtStart = sourceFingerprint(REPO, SOURCE_DIRS);
+  serverEntryNow = await serverEntry(REPO, args.fromSource, log);
+  log(`the server runs ${serverEntryNow.describe}`);
   tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'devtool-bench-'));
   const scriptFile = writeCombinedScript(tmpRoot, BASE_SCRIPT, args.longChunks, args.longChunkChars);
 
@@ -510,13 +532,14 @@ async function main(): Promise<void> {
     ceilingResult = await ceiling(frames, 3, 60_000);
   }
 
-  let memory: MemoryResult | undefined;
+  const memory: StoreMemory[] = [];
   let memoryNote: string | undefined;
-  if (args.memory) memory = await memoryLeg(args, scriptFile);
-  else {
+  if (args.memory) {
+    for (const kind of args.memoryOnly ? runnableStores(args, skipped) : kinds) memory.push(await memoryLeg(kind, args, scriptFile));
+  } else {
     memoryNote =
       `not run: it needs ${args.memoryTasks} full flows, which take many minutes at the server's current speed; ` +
-      `run \`npm run bench -- --memory\` (or --memory-only) for RSS after ${args.memorySmall} vs ${args.memoryTasks} tasks on PGlite`;
+      `run \`npm run bench -- --memory\` (or --memory-only) for RSS after ${args.memorySmall} vs ${args.memoryTasks} tasks on each store`;
   }
 
   const anchor = args.anchor ? await anchorLeg(args) : undefined;
@@ -534,6 +557,7 @@ async function main(): Promise<void> {
     benchSeconds: performance.now() / 1000,
     argv: process.argv.slice(2),
     source: { start: sourceAtStart, end: sourceFingerprint(REPO, SOURCE_DIRS) },
+    server: entry().describe,
   };
   process.stdout.write(formatReport(report));
   if (anchor) process.stdout.write(formatComparison(anchor));
