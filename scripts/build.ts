@@ -4,11 +4,12 @@
  * makes the terminal client executable, copies the files the compiled server reads next to
  * its modules (the demo model script), bundles the web console (src/console/, browser code)
  * into dist/console/ with esbuild, and makes the PGlite data-directory template a first start
- * copies (once per PGlite version; see src/store/pglite-template.ts). `npm start` runs the result.
+ * copies, migrated (once per PGlite version and set of migrations; see src/store/pglite-template.ts). `npm start` runs the result.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { pgliteTemplateRecipe } from '../src/store/db.js';
 import { ensureTemplate } from '../src/store/pglite-template.js';
 import { bundleConsole } from '../src/transport/http/console-assets.js';
 
@@ -24,4 +25,4 @@ const cli = `${root}dist/cli/devtool-a2a.js`;
 chmodSync(cli, 0o755);
 for (const asset of ASSETS) cpSync(`${root}src/${asset}`, `${root}dist/${asset}`);
 await bundleConsole(`${root}src/console`, `${root}dist/console`);
-await ensureTemplate();
+await ensureTemplate(undefined, pgliteTemplateRecipe());

@@ -3,6 +3,7 @@
  * or PostgreSQL through postgres.js, migrated on open from `<repo>/drizzle`, with a
  * LISTEN/NOTIFY channel for event notifications. Never logs the URL (it may hold a password).
  */
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
@@ -12,7 +13,8 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { PgliteThread } from './pglite-thread.js';
-import { provisionDataDir } from './pglite-template.js';
+import { provisionDataDir, TEMPLATE_ROOT } from './pglite-template.js';
+import type { TemplateRecipe } from './pglite-template.js';
 import * as tables from './schema.js';
 
 /** The drizzle handle both drivers share (their differences are in result metadata only). */
@@ -122,9 +124,31 @@ async function runMigrations(db: StoreDb, config: MigrationConfig): Promise<{ av
  */
 const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
 
+/**
+ * The embedded template's recipe: the store's migrations, applied in a worker of their own
+ * that ends before the server opens its copy. The key is the migrations' hashes, so a new
+ * migration makes a new template (an old directory is migrated on open as before).
+ */
+export function pgliteTemplateRecipe(): TemplateRecipe {
+  const hashes = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }).map((m) => m.hash);
+  return {
+    key: `m${createHash('sha256').update(hashes.join('\n')).digest('hex').slice(0, 12)}`,
+    async prepare(dataDir) {
+      const pg = await PgliteThread.start({ dataDir, startParams: PGLITE_START_PARAMS });
+      try {
+        await runMigrations(drizzlePglite({ client: pg as unknown as PGlite, schema: tables }), {
+          migrationsFolder: MIGRATIONS_FOLDER,
+        });
+      } finally {
+        await pg.close();
+      }
+    },
+  };
+}
+
 async function openPglite(dataDir: string | undefined): Promise<Database> {
   const inMemory = dataDir === undefined || dataDir === 'memory://';
-  if (!inMemory) await provisionDataDir(dataDir);
+  if (!inMemory) await provisionDataDir(dataDir, TEMPLATE_ROOT, pgliteTemplateRecipe());
   const pg = await PgliteThread.start({ ...(inMemory ? {} : { dataDir }), startParams: PGLITE_START_PARAMS });
   try {
     // drizzle's PGlite driver calls query/exec/transaction only, which the thread's client has.
@@ -166,24 +190,65 @@ async function migratePostgres(url: string, schema: string | undefined) {
  * statement (drizzle's postgres-js driver asks postgres.js for one only for `.prepare(name)`).
  * postgres.js keeps them per connection by statement text; the store's texts are fixed (rows
  * travel as JSON parameters), so each is parsed and planned once per connection, and its
- * Parse/Describe round trip is skipped from then on. Transactions' clients are wrapped alike.
+ * Parse/Describe round trip is skipped from then on.
+ *
+ * Transactions run on a connection reserved first (`reservedTransaction`), not through
+ * postgres.js's `begin()`: that one can write BEGIN without reserving its connection when
+ * BEGIN is the statement that fills the connection's pipeline or meets a full socket buffer
+ * (porsager/postgres#823, #1189, postgres 3.4.9). The server then fails the transaction with
+ * UNSAFE_TRANSACTION, and the connection goes back to the pool inside an open transaction
+ * where unrelated statements run. Under 200 concurrent clients it happened tens of times a run.
  */
-function preparing(client: postgres.Sql): postgres.Sql {
-  const wrapTx = (fn: unknown) => (tx: postgres.Sql) => (fn as (tx: postgres.Sql) => unknown)(preparing(tx));
+function preparing(client: postgres.Sql, savepoint?: (fn: TxBody) => Promise<unknown>): postgres.Sql {
   return new Proxy(client, {
     get(target, key, receiver) {
-      const value: unknown = Reflect.get(target, key, receiver);
       if (key === 'unsafe') {
         return (query: string, args?: unknown[], options?: Record<string, unknown>) =>
           target.unsafe(query, args as postgres.ParameterOrJSON<never>[], { ...options, prepare: (args?.length ?? 0) > 0 });
       }
-      if (key === 'begin' || key === 'savepoint') {
+      if (key === 'begin') {
         // begin(fn) or begin(options, fn): the callback is the last argument.
-        return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, [...args.slice(0, -1), wrapTx(args.at(-1))]);
+        return (...args: unknown[]) => {
+          const options = args.length > 1 && typeof args[0] === 'string' ? args[0] : '';
+          return reservedTransaction(target, options, args.at(-1) as TxBody);
+        };
       }
+      if (key === 'savepoint' && savepoint) return savepoint;
+      const value: unknown = Reflect.get(target, key, receiver);
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
+}
+
+type TxBody = (tx: postgres.Sql) => unknown;
+
+/**
+ * BEGIN … COMMIT on a connection reserved before anything is written, with savepoints for
+ * nested transactions; ROLLBACK (to the savepoint) when the body throws. The connection goes
+ * back to the pool once the transaction has ended either way.
+ */
+async function reservedTransaction(client: postgres.Sql, options: string, body: TxBody): Promise<unknown> {
+  const conn = await client.reserve();
+  let savepoints = 0;
+  const scope = async (name: string | undefined, fn: TxBody): Promise<unknown> => {
+    await conn.unsafe(name ? `savepoint ${name}` : `begin ${options.replace(/[^a-z ]/gi, '')}`);
+    try {
+      const result = await fn(tx);
+      await conn.unsafe(name ? `release savepoint ${name}` : 'commit');
+      return result;
+    } catch (e) {
+      // A failed COMMIT has already ended the transaction; ROLLBACK then only warns. A lost
+      // connection fails the ROLLBACK too: the body's error is the one to report.
+      await conn.unsafe(name ? `rollback to savepoint ${name}` : 'rollback').catch(() => undefined);
+      throw e;
+    }
+  };
+  const tx = preparing(conn, (fn) => scope(`s${savepoints++}`, fn));
+  try {
+    return await scope(undefined, body);
+  } finally {
+    conn.release();
+  }
 }
 
 async function openPostgres(url: string, schema: string | undefined, durability: 'relaxed' | 'strict'): Promise<Database> {

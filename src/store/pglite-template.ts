@@ -1,9 +1,10 @@
 /**
  * A new embedded data directory is a copy of a template: a PGlite cluster initialised once
- * (initdb, seconds of WASM work and ~800 MB of transient heap) by `npm run build`, or by the
- * first start that finds none, and kept under node_modules/.cache, one per PGlite version. A
- * first start then copies ~40 MB instead of running initdb; migrations are applied on open as
- * for any directory.
+ * (initdb, seconds of WASM work and ~800 MB of transient heap) and prepared by a recipe (the
+ * store migrates it), by `npm run build` or by the first start that finds none, kept under
+ * node_modules/.cache, one per PGlite version and recipe key. A first start then copies
+ * ~40 MB instead of running initdb, and finds the schema already there: the migrations' own
+ * growth of the WASM heap (which never shrinks) happened in a worker that is gone.
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -19,6 +20,13 @@ export const TEMPLATE_ROOT = path.join(REPO_ROOT, 'node_modules', '.cache', 'dev
 /** How a data directory was made ready to open. */
 export type Provisioned = 'existing' | 'template' | 'initdb';
 
+/** What a template holds beyond a fresh cluster: `prepare` runs on it once, `key` names the result. */
+export interface TemplateRecipe {
+  /** Part of the template's directory name: a different key is a different template. */
+  key: string;
+  prepare(dataDir: string): Promise<void>;
+}
+
 function pgliteVersion(): string {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   // <pkg>/dist/index.cjs → <pkg>/package.json
@@ -26,9 +34,9 @@ function pgliteVersion(): string {
   return pkg.version;
 }
 
-/** The template directory for the installed PGlite under `root`. */
-export function templateDir(root: string = TEMPLATE_ROOT): string {
-  return path.join(root, `pglite-${pgliteVersion()}-template`);
+/** The template directory for the installed PGlite (and the recipe) under `root`. */
+export function templateDir(root: string = TEMPLATE_ROOT, recipe?: TemplateRecipe): string {
+  return path.join(root, `pglite-${pgliteVersion()}${recipe ? `-${recipe.key}` : ''}-template`);
 }
 
 function initialised(dir: string): boolean {
@@ -60,12 +68,13 @@ export async function initPgliteDir(dataDir: string): Promise<void> {
  * The template under `root`, made when missing. Built in a directory of its own and renamed
  * into place, so a concurrent builder or a crash never leaves a half-made template.
  */
-export async function ensureTemplate(root: string = TEMPLATE_ROOT): Promise<string> {
-  const dir = templateDir(root);
+export async function ensureTemplate(root: string = TEMPLATE_ROOT, recipe?: TemplateRecipe): Promise<string> {
+  const dir = templateDir(root, recipe);
   if (initialised(dir)) return dir;
   const building = `${dir}.building-${process.pid}-${Date.now()}`;
   try {
     await initPgliteDir(building);
+    await recipe?.prepare(building);
     try {
       renameSync(building, dir);
     } catch (e) {
@@ -84,14 +93,15 @@ function isEmptyOrMissing(dir: string): boolean {
 /**
  * Makes `dataDir` ready for PGlite to open: an initialised directory is left as it is; an
  * empty or missing one becomes a copy of the template (built first when missing); when no
- * template can be had (a read-only install), initdb runs on the directory itself.
+ * template can be had (a read-only install), initdb runs on the directory itself (and the
+ * recipe is not applied: the store migrates on open).
  */
-export async function provisionDataDir(dataDir: string, root: string = TEMPLATE_ROOT): Promise<Provisioned> {
+export async function provisionDataDir(dataDir: string, root: string = TEMPLATE_ROOT, recipe?: TemplateRecipe): Promise<Provisioned> {
   if (initialised(dataDir)) return 'existing';
   if (isEmptyOrMissing(dataDir)) {
     let template: string | undefined;
     try {
-      template = await ensureTemplate(root);
+      template = await ensureTemplate(root, recipe);
     } catch {
       template = undefined;
     }

@@ -8,7 +8,7 @@ import t from 'tap';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
-import { openDatabase, rowsOf } from '../../src/store/db.js';
+import { openDatabase, pgliteTemplateRecipe, rowsOf } from '../../src/store/db.js';
 import { ensureTemplate, provisionDataDir, templateDir } from '../../src/store/pglite-template.js';
 import { PgliteThread } from '../../src/store/pglite-thread.js';
 
@@ -157,4 +157,16 @@ t.test('a first start copies the template; the template is built once; without o
   const elsewhere = path.join(dir, 'data2');
   t.equal(await provisionDataDir(elsewhere, path.join(dir, 'blocked')), 'initdb', 'no template can be made under a file');
   t.ok(existsSync(path.join(elsewhere, 'PG_VERSION')));
+});
+
+t.test("the store's template is migrated: a new data directory opens with nothing left to apply", async (t) => {
+  const recipe = pgliteTemplateRecipe();
+  t.match(templateDir(undefined, recipe), new RegExp(`-${recipe.key}-template$`), 'the migrations name the template');
+  const dataDir = path.join(t.testdir({}), 'data');
+  const db = await openDatabase({ dataDir });
+  t.teardown(() => db.close());
+  t.ok(db.migrations.available > 0);
+  t.equal(db.migrations.applied, 0, 'the copy already holds every migration');
+  t.ok(existsSync(path.join(templateDir(undefined, recipe), 'PG_VERSION')), 'the template is kept for the next first start');
+  t.same(rowsOf(await db.db.execute(sql`select count(*)::int as n from tasks`)), [{ n: 0 }], 'the schema is there, empty');
 });

@@ -6,7 +6,8 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { migrateDatabase, openDatabase } from '../../src/store/db.js';
+import { sql } from 'drizzle-orm';
+import { migrateDatabase, openDatabase, rowsOf } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { seedTask, statusEvent } from './fixtures/builders.js';
 import { pushStoreContract } from './fixtures/push-contract.js';
@@ -97,5 +98,43 @@ if (url === undefined || url === '') {
     while (mine.length === 0) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));
     t.same(heard, [], 'a store on another schema hears nothing');
+  });
+
+  // postgres.js's own begin() can write BEGIN on a connection it has not reserved when BEGIN
+  // is the statement that fills the connection's pipeline (porsager/postgres#823, #1189): the
+  // transaction fails with UNSAFE_TRANSACTION and the connection returns to the pool with the
+  // transaction open. Here: the pool's 10 connections busy, a full pipeline of 100 statements on each
+  // (postgres.js pipelines up to 100 per connection, round robin), then transactions.
+  t.test('transactions when every pipeline is full: each on its own connection, none leaks', async (t) => {
+    const database = await openDatabase({ databaseUrl: url, schema });
+    t.teardown(() => database.close());
+    const { db } = database;
+    const rows = async (q: Promise<unknown>) => rowsOf<Record<string, unknown>>(await q);
+    await Promise.all(Array.from({ length: 10 }, () => db.execute(sql`select pg_sleep(0.05)`))); // all 10 connections open
+    const busy = Array.from({ length: 10 }, () => db.execute(sql`select pg_sleep(0.2)`));
+    // A statement outside any transaction sees now() = its own start; inside a leaked one, not.
+    const alone = () => rows(db.execute(sql`select now() = statement_timestamp() as alone`));
+    const work: Promise<unknown>[] = Array.from({ length: 1000 }, alone);
+    await new Promise((resolve) => setImmediate(resolve)); // postgres.js sends them a tick later; begin() sends at once
+    const txIds = Array.from({ length: 20 }, () =>
+      db.transaction(async (tx) => {
+        const a = await rows(tx.execute(sql`select txid_current()::text as x`));
+        const b = await rows(tx.execute(sql`select txid_current()::text as x`));
+        return [a[0]?.x, b[0]?.x] as const;
+      }),
+    );
+    work.push(...Array.from({ length: 200 }, alone));
+    const [plain, txs] = await Promise.all([Promise.allSettled(work), Promise.allSettled(txIds), Promise.all(busy)]);
+    const failed = [...plain, ...txs].filter((r) => r.status === 'rejected').map((r) => String(r.reason));
+    t.same(failed.slice(0, 3), [], 'no statement and no transaction failed');
+    const outside = plain.filter((r) => r.status === 'fulfilled' && (r.value as { alone: boolean }[])[0]?.alone !== true);
+    t.equal(outside.length, 0, 'no plain statement ran inside a transaction');
+    const ids = txs.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    t.equal(ids.length, 20);
+    t.ok(
+      ids.every(([a, b]) => a !== undefined && a === b),
+      'each transaction ran its statements in one transaction',
+    );
+    t.equal(new Set(ids.map(([a]) => a)).size, ids.length, 'no two transactions shared one');
   });
 }
