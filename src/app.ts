@@ -28,7 +28,6 @@ import { LegacyEncoder } from './agent/wire/legacy-encoder.js';
 import type { LegacyToolInfo } from './agent/wire/legacy-encoder.js';
 import type { Encoders } from './agent/wire/wire-encoder.js';
 import type { ModelClient } from './agent/model/model-client.js';
-import { GenaiModelClient } from './agent/model/genai-model-client.js';
 import { CONFORMANCE_SCRIPT_FILE, DEMO_SCRIPT_FILE, loadModelScript, ScriptedModelClient } from './agent/model/scripted-model-client.js';
 import { openDatabase } from './store/db.js';
 import { Access, OPEN_ACCESS } from './agent/policy/access.js';
@@ -84,10 +83,14 @@ const SYSTEM_INSTRUCTION = [
   'if the user declines a call, do not retry it unless asked. Keep answers short and concrete.',
 ].join(' ');
 
-/** The model the config names, and whether it is the bundled demo. */
-export function createModel(config: Readonly<Config>): { model: ModelClient; demo: boolean } {
+/**
+ * The model the config names, and whether it is the bundled demo. The Gemini adapter (and
+ * @google/genai, ~25 MB of the idle process) is loaded only when the config names Gemini.
+ */
+export async function createModel(config: Readonly<Config>): Promise<{ model: ModelClient; demo: boolean }> {
   const m = config.model;
   if (m.kind === 'genai') {
+    const { GenaiModelClient } = await import('./agent/model/genai-model-client.js');
     return {
       model: new GenaiModelClient({
         model: m.model,
@@ -475,7 +478,7 @@ async function registerTransport(
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
   const app = createFastify(options);
-  const created = options.model ? { model: options.model, demo: false } : createModel(config);
+  const created = options.model ? { model: options.model, demo: false } : await createModel(config);
   if (created.demo) app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
   const schema = loadDevtoolSchema();
   const toolbox = await startToolbox(app, options);

@@ -4,13 +4,12 @@
  * and the `tools/call` path its tools use. Failures are recorded, never thrown from `connect`.
  */
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { pinnedFetch, type HttpResolver } from './pinned-fetch.js';
-import { ErrorCode, McpError, type CallToolResult, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ErrorCode, McpError, Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
 import { isStdioConfig, type McpServerConfig } from './mcp-config.js';
+import { loadMcpSdk, type McpSdk } from './mcp-sdk.js';
 import type { McpCallOptions, McpToolTarget } from './mcp-tool.js';
 
 export type McpServerState = 'connected' | 'failed' | 'disconnected';
@@ -46,8 +45,8 @@ function reasonOf(err: unknown): string {
 }
 
 /** An McpError with this code (McpError.code is a plain number; ErrorCode names the ones the SDK uses). */
-function isMcpError(err: unknown, code: ErrorCode): err is McpError {
-  return err instanceof McpError && err.code === (code as number);
+function isMcpError(sdk: McpSdk, err: unknown, code: ErrorCode): err is McpError {
+  return err instanceof sdk.McpError && err.code === (code as number);
 }
 
 /** The signal's reason as an Error: what abort() was given here, or the DOMException of AbortSignal.timeout. */
@@ -77,6 +76,9 @@ export class McpConnection implements McpToolTarget {
   definitions: McpToolDefinition[] = [];
   private client?: Client;
   private transport?: Transport;
+  /** Set by connect() before anything else uses it. */
+  private sdk?: McpSdk;
+  private started = false;
   private stderr = '';
   private closed = false;
 
@@ -96,7 +98,8 @@ export class McpConnection implements McpToolTarget {
     return this.config.timeout ?? this.options.callTimeoutMs;
   }
 
-  private async makeTransport(): Promise<Transport> {
+  private async makeTransport(sdk: McpSdk): Promise<Transport> {
+    const { StdioClientTransport, StreamableHTTPClientTransport } = sdk;
     const config = this.config;
     if (!isStdioConfig(config)) {
       const requestInit = { headers: { ...config.headers } };
@@ -131,23 +134,23 @@ export class McpConnection implements McpToolTarget {
     return `timed out after ${this.startTimeoutMs} ms waiting for the server to connect and list its tools`;
   }
 
-  private describeStartError(err: unknown): string {
+  private describeStartError(sdk: McpSdk, err: unknown): string {
     const code = (err as { code?: unknown } | null)?.code;
     if (code === 'ENOENT' && isStdioConfig(this.config)) {
       return `cannot run "${this.config.command}": command not found, or its working directory does not exist`;
     }
-    if (isMcpError(err, ErrorCode.RequestTimeout)) return this.startTimeoutMessage();
-    if (isMcpError(err, ErrorCode.ConnectionClosed)) {
+    if (isMcpError(sdk, err, sdk.ErrorCode.RequestTimeout)) return this.startTimeoutMessage();
+    if (isMcpError(sdk, err, sdk.ErrorCode.ConnectionClosed)) {
       return 'the server closed the connection during startup (it probably exited)';
     }
-    return this.describeHttpError(err) ?? reasonOf(err);
+    return this.describeHttpError(sdk, err) ?? reasonOf(err);
   }
 
   /** HTTP status and network failures (fetch's bare "fetch failed" hides the cause). */
-  private describeHttpError(err: unknown): string | undefined {
+  private describeHttpError(sdk: McpSdk, err: unknown): string | undefined {
     if (isStdioConfig(this.config)) return undefined;
     // The status only: the response body is the remote server's, and may hold what it should not show.
-    if (err instanceof StreamableHTTPError && err.code !== undefined && err.code > 0) return `the server answered HTTP ${err.code}`;
+    if (err instanceof sdk.StreamableHTTPError && err.code !== undefined && err.code > 0) return `the server answered HTTP ${err.code}`;
     const cause = (err as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
     if (cause) return `cannot reach ${this.config.url}: ${String(cause.message || cause.code)}`;
     return undefined;
@@ -155,14 +158,18 @@ export class McpConnection implements McpToolTarget {
 
   /** Connects and lists tools within the start timeout. Never throws: failure is `state: 'failed'` + `error`. */
   async connect(): Promise<void> {
-    if (this.closed || this.client) return;
-    const client = new Client(this.options.clientInfo, { capabilities: {} });
+    if (this.closed || this.started) return;
+    this.started = true;
+    const sdk = await loadMcpSdk();
+    this.sdk = sdk;
+    if (this.closed) return;
+    const client = new sdk.Client(this.options.clientInfo, { capabilities: {} });
     this.client = client;
     const ms = this.startTimeoutMs;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new Error(this.startTimeoutMessage())), ms);
     try {
-      this.transport = await raceAbort(this.makeTransport(), deadline.signal);
+      this.transport = await raceAbort(this.makeTransport(sdk), deadline.signal);
       await raceAbort(client.connect(this.transport, { signal: deadline.signal, timeout: ms }), deadline.signal);
       this.definitions = await raceAbort(this.listAllTools(client, deadline.signal, ms), deadline.signal);
       if (this.closed) throw new Error('closed while starting');
@@ -172,18 +179,18 @@ export class McpConnection implements McpToolTarget {
       // Let the child's last stderr chunks arrive before quoting them.
       await new Promise((resolve) => setImmediate(resolve));
       this.definitions = [];
-      await this.abandon(client);
+      await this.abandon(sdk, client);
       if (this.closed) return; // close() during start: stays 'disconnected', not a failure
       this.state = 'failed';
-      this.error = this.withStderr(this.describeStartError(err));
+      this.error = this.withStderr(this.describeStartError(sdk, err));
     } finally {
       clearTimeout(timer);
     }
   }
 
   /** Closes a client that failed to start; a stdio child gets SIGTERM at once rather than after the SDK's 2 s grace. */
-  private async abandon(client: Client): Promise<void> {
-    const pid = this.transport instanceof StdioClientTransport ? this.transport.pid : null;
+  private async abandon(sdk: McpSdk, client: Client): Promise<void> {
+    const pid = this.transport instanceof sdk.StdioClientTransport ? this.transport.pid : null;
     const closing = client.close().catch(() => undefined);
     if (pid !== null) {
       try {
@@ -223,7 +230,8 @@ export class McpConnection implements McpToolTarget {
 
   async callTool(toolName: string, args: Record<string, unknown>, options: McpCallOptions): Promise<CallToolResult> {
     const client = this.client;
-    if (this.state !== 'connected' || !client || this.closed) throw this.unavailable();
+    const sdk = this.sdk;
+    if (this.state !== 'connected' || !client || !sdk || this.closed) throw this.unavailable();
     const timeout = this.callTimeoutMs;
     // The SDK never removes its abort listener from the signal it is given; a per-call
     // signal keeps a long task's signal from collecting one listener per call.
@@ -241,8 +249,8 @@ export class McpConnection implements McpToolTarget {
       return result as CallToolResult;
     } catch (err) {
       if (this.state !== 'connected' || this.closed) throw this.unavailable();
-      if (isMcpError(err, ErrorCode.RequestTimeout)) throw new Error(`no answer within ${timeout} ms`, { cause: err });
-      const http = this.describeHttpError(err);
+      if (isMcpError(sdk, err, sdk.ErrorCode.RequestTimeout)) throw new Error(`no answer within ${timeout} ms`, { cause: err });
+      const http = this.describeHttpError(sdk, err);
       throw http !== undefined ? new Error(http, { cause: err }) : err;
     } finally {
       options.signal.removeEventListener('abort', forward);
@@ -256,7 +264,7 @@ export class McpConnection implements McpToolTarget {
     const wasConnected = this.state === 'connected';
     if (this.state !== 'failed') this.state = 'disconnected'; // a start failure stays on record
     const transport = this.transport;
-    if (wasConnected && transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+    if (wasConnected && this.sdk && transport instanceof this.sdk.StreamableHTTPClientTransport && transport.sessionId) {
       // Best effort DELETE of the session (MCP streamable HTTP §session management), bounded.
       await raceAbort(transport.terminateSession(), AbortSignal.timeout(TERMINATE_TIMEOUT_MS)).catch(() => undefined);
     }
