@@ -47,7 +47,7 @@ import { ceiling, longStream, writeCombinedScript } from './bench/long-stream.js
 import type { CapturedFrames, CeilingResult } from './bench/long-stream.js';
 import { formatComparison, installAnchor, startAnchor, startFakeGemini, tempDir, wirePhases } from './bench/anchor.js';
 import type { AnchorComparison, WireFigures } from './bench/anchor.js';
-import { memoryPhase } from './bench/memory.js';
+import { memoryPhase, SETTLE_WINDOW_MS } from './bench/memory.js';
 import { perFlow } from './bench/phase-tally.js';
 import { sequential, Tally, throughput } from './bench/phases.js';
 import type { ThroughputResult } from './bench/phases.js';
@@ -438,11 +438,12 @@ async function memoryLeg(kind: StoreKind, args: Args, scriptFile: string): Promi
       small: args.memorySmall,
       large: args.memoryTasks,
       settleMs: 2000,
+      settleWindowMs: SETTLE_WINDOW_MS,
       every: 1000,
       log,
     });
     log(
-      `memory: RSS ${result.rssSmallMb} MB after ${result.tasksSmall}, ${result.rssLargeMb} MB after ${result.tasksLarge} (${result.flowsPerS.toFixed(0)} flows/s)`,
+      `memory: settled RSS ${result.rssSmallMb} MB after ${result.tasksSmall}, ${result.rssLargeMb} MB after ${result.tasksLarge} (${result.flowsPerS.toFixed(0)} flows/s)`,
     );
     await finishServer(srv);
     return { ...result, store: kind };

@@ -9,7 +9,7 @@ import { breakdownJson, breakdownLines } from './breakdown-report.js';
 import type { Breakdown } from './phase-tally.js';
 import type { CeilingResult, LongStreamResult } from './long-stream.js';
 import type { MemoryResult } from './memory.js';
-import { MEMORY_LIMIT_MB } from './memory.js';
+import { MEMORY_LIMIT_MB, SETTLE_WINDOW_MS } from './memory.js';
 import { STORE_LABEL } from './stores.js';
 import type { StoreKind } from './stores.js';
 import os from 'node:os';
@@ -434,9 +434,10 @@ export function formatReport(rep: Report): string {
   out.push('');
   for (const m of rep.memory) {
     out.push(
-      `Memory (${STORE_LABEL[m.store]}: a second start on an initialised empty store, ${m.clients} concurrent clients doing full flows; RSS read after the load stopped + 2 s):`,
+      `Memory (${STORE_LABEL[m.store]}: a second start on an initialised empty store, ${m.clients} concurrent clients doing full flows; RSS after ${SETTLE_WINDOW_MS / 1000} s of quiet after each load, see scripts/bench/memory.ts):`,
       `  RSS idle ${m.rssIdleMb} MB; after ${m.tasksSmall} tasks ${m.rssSmallMb} MB; after ${m.tasksLarge} tasks ${m.rssLargeMb} MB; delta ${fmt(m.deltaMb, 1)} MB ` +
         `(requirement ≤ ${MEMORY_LIMIT_MB} MB): ${mark(m.meets)}`,
+      `  2 s after each load (garbage not yet handed back): ${m.rssSmallEarlyMb} MB and ${m.rssLargeEarlyMb} MB; RSS last fell ${m.settleS[0]} s and ${m.settleS[1]} s after the load`,
       `  ${m.completed} completed, ${m.failed} failed${m.errors.size ? ` (${[...m.errors].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}; ${fmt(m.flowsPerS, 0)} flows/s; phase ${fmt(m.seconds, 1)} s`,
       `  RSS while loading (tasks→MB): ${m.timeline.map((t) => `${t.tasks}→${t.rss_mb}`).join(', ')}`,
       `  flows/s per segment (tasks: flows/s): ${m.timeline
@@ -598,6 +599,9 @@ export function resultJson(rep: Report): Record<string, unknown> {
           rss_idle_mb: m.rssIdleMb,
           rss_small_mb: m.rssSmallMb,
           rss_large_mb: m.rssLargeMb,
+          rss_small_early_mb: m.rssSmallEarlyMb,
+          rss_large_early_mb: m.rssLargeEarlyMb,
+          settle_s: m.settleS,
           delta_mb: round(m.deltaMb, 1),
           limit_mb: MEMORY_LIMIT_MB,
           meets: m.meets,
