@@ -375,11 +375,11 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
     log(`restart on the same ${STORE_LABEL[kind]} store`);
     const again = await startServer(store, scriptFile, []);
     await delay(1000);
-    const restart = {
-      readyMs: again.readyMs,
-      rssIdleMb: mb(rssBytes(again.srv.pid)),
-      firstTaskFound: m.firstTaskId ? await taskFound(again.srv.url, m.firstTaskId) : undefined,
-    };
+    const restartRssMb = mb(rssBytes(again.srv.pid));
+    const firstTaskFound = m.firstTaskId ? await taskFound(again.srv.url, m.firstTaskId) : undefined;
+    log(`restart: idle for ${SETTLE_WINDOW_MS / 1000} s (RSS once start-up garbage is handed back)`);
+    await delay(SETTLE_WINDOW_MS);
+    const restart = { readyMs: again.readyMs, rssIdleMb: restartRssMb, rssSettledMb: mb(rssBytes(again.srv.pid)), firstTaskFound };
     const restartWarnings = again.srv.warnings();
     await finishServer(again.srv);
     // One file per thread (CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile): the main thread is 0.
@@ -503,7 +503,11 @@ function runnableStores(args: Args, skipped: Report['skipped']): StoreKind[] {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const perLeg = 60 + args.clients.length * (args.warmupS + args.durationS + 40) + (args.long ? longTimeoutMs(args) / 1000 : 0);
+  const perLeg =
+    60 +
+    SETTLE_WINDOW_MS / 1000 +
+    args.clients.length * (args.warmupS + args.durationS + 40) +
+    (args.long ? longTimeoutMs(args) / 1000 : 0);
   const anchorS = args.anchor ? 600 + 2 * (120 + args.clients.length * (args.durationS + 60)) : 0;
   const watchdogS =
     60 +

@@ -88,7 +88,8 @@ export interface Figures {
   firstTaskStillHeld: boolean | undefined;
   firstTaskId?: string;
   /** A second server on the same (now filled) store: start-to-ready, idle RSS, and whether the first task is still there. */
-  restart: { readyMs: number; rssIdleMb: number; firstTaskFound: boolean | undefined };
+  /** rssSettledMb: the restarted server left idle for SETTLE_WINDOW_MS (its start-up garbage handed back). */
+  restart: { readyMs: number; rssIdleMb: number; rssSettledMb: number; firstTaskFound: boolean | undefined };
   long?: LongStreamResult;
   /** Wall time of this store's whole leg (spawn to teardown), s. */
   legSeconds: number;
@@ -246,6 +247,13 @@ function afterCells(f: Figures): Cell[] {
       value: `${fmt(f.restart.rssIdleMb, 1)} MB`,
       target: `≤ ${t.rss_idle_mb} MB`,
       ok: f.restart.rssIdleMb <= t.rss_idle_mb,
+    },
+    {
+      key: 'restart-rss-settled',
+      label: `restart: RSS idle after ${SETTLE_WINDOW_MS / 1000} s`,
+      value: `${fmt(f.restart.rssSettledMb, 1)} MB`,
+      target: `≤ ${t.rss_idle_mb} MB`,
+      ok: f.restart.rssSettledMb <= t.rss_idle_mb,
     },
     {
       key: 'restart-task',
@@ -505,6 +513,7 @@ function storeJson(f: Figures, ceiling: CeilingResult | undefined): Record<strin
     restart: {
       start_to_ready_ms: round(f.restart.readyMs, 1),
       rss_idle_mb: f.restart.rssIdleMb,
+      rss_settled_mb: f.restart.rssSettledMb,
       first_task_found: f.restart.firstTaskFound ?? null,
     },
     long_stream: l
