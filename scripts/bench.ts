@@ -330,9 +330,9 @@ async function startServer(
   nodeArgs: string[],
   probe = false,
 ): Promise<{ srv: RunningServer; readyMs: number; pidCheck: { ok: boolean; detail: string } }> {
-  const args = [...nodeArgs, ...entry().args(probe)];
-  log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...args].join(' ')}`);
-  server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, entry: entry().args(probe), env: store.env, probe });
+  const entryArgs = entry().args(probe);
+  log(`${STORE_LABEL[store.kind]} (${store.where}): spawning ${[process.execPath, ...nodeArgs, ...entryArgs].join(' ')}`);
+  server = await spawnServer({ repoRoot: REPO, scriptFile, nodeArgs, entry: entryArgs, env: store.env, probe });
   const srv = server;
   const readyMs = await waitReady(srv);
   const pidCheck = verifyServingPid(srv.pid, srv.port);

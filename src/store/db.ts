@@ -124,6 +124,11 @@ async function runMigrations(db: StoreDb, config: MigrationConfig): Promise<{ av
  */
 const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
 
+/** The drizzle handle over a PGlite worker (drizzle's PGlite driver calls query/exec/transaction only, which the thread's client has). */
+function pgliteDb(pg: PgliteThread): StoreDb {
+  return drizzlePglite({ client: pg as unknown as PGlite, schema: tables });
+}
+
 /**
  * The embedded template's recipe: the store's migrations, applied in a worker of their own
  * that ends before the server opens its copy. The key is the migrations' hashes, so a new
@@ -136,9 +141,7 @@ export function pgliteTemplateRecipe(): TemplateRecipe {
     async prepare(dataDir) {
       const pg = await PgliteThread.start({ dataDir, startParams: PGLITE_START_PARAMS });
       try {
-        await runMigrations(drizzlePglite({ client: pg as unknown as PGlite, schema: tables }), {
-          migrationsFolder: MIGRATIONS_FOLDER,
-        });
+        await runMigrations(pgliteDb(pg), { migrationsFolder: MIGRATIONS_FOLDER });
       } finally {
         await pg.close();
       }
@@ -151,8 +154,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
   if (!inMemory) await provisionDataDir(dataDir, TEMPLATE_ROOT, pgliteTemplateRecipe());
   const pg = await PgliteThread.start({ ...(inMemory ? {} : { dataDir }), startParams: PGLITE_START_PARAMS });
   try {
-    // drizzle's PGlite driver calls query/exec/transaction only, which the thread's client has.
-    const db = drizzlePglite({ client: pg as unknown as PGlite, schema: tables }) as unknown as StoreDb;
+    const db = pgliteDb(pg);
     const counts = await runMigrations(db, { migrationsFolder: MIGRATIONS_FOLDER });
     const database: Database = {
       kind: 'pglite',
