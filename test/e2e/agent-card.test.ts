@@ -64,3 +64,16 @@ t.test('caching: max-age, a strong ETag per form, Last-Modified, 304', async (t)
   t.equal((await get({ 'if-modified-since': 'not a date' })).statusCode, 200, 'an unreadable date is ignored');
   t.equal((await get({ 'if-none-match': '"stale"', 'if-modified-since': lastModified })).statusCode, 200, 'If-None-Match wins');
 });
+
+t.test('Last-Modified moves only when the card changes, not when an equal card is built again', async (t) => {
+  const { app } = await buildServer(t);
+  const get = () => app.inject({ method: 'GET', url: '/.well-known/agent-card.json' });
+  const first = await get();
+  await new Promise((resolve) => setTimeout(resolve, 1_100)); // past a second boundary: HTTP dates have whole seconds
+  const again = await get();
+  t.equal(again.headers.etag, first.headers.etag);
+  t.equal(again.headers['last-modified'], first.headers['last-modified'], 'the same card keeps its date');
+  const lastModified = String(first.headers['last-modified']);
+  const cached = await app.inject({ method: 'GET', url: '/.well-known/agent-card.json', headers: { 'if-modified-since': lastModified } });
+  t.equal(cached.statusCode, 304, 'so If-Modified-Since with that date is still current');
+});

@@ -50,7 +50,11 @@ export async function agentCardRoutes(app: FastifyInstance, opts: AgentCardRoute
   const current = () => {
     const card = opts.card();
     if (built?.card !== card) {
-      built = { card, v03: cardBody(cardToV03Json(card, opts.securityV03)), v1: cardBody(cardToV1Json(card)), at: new Date() };
+      const v03 = cardBody(cardToV03Json(card, opts.securityV03));
+      const v1 = cardBody(cardToV1Json(card));
+      // A card rebuilt with the same content (PORT=0 before listen builds one per call) keeps its date.
+      const same = built !== undefined && built.v03.etag === v03.etag && built.v1.etag === v1.etag;
+      built = { card, v03, v1, at: same && built ? built.at : new Date() };
     }
     return built;
   };
