@@ -2,6 +2,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { ConsoleController, ConsoleState } from './controller.js';
+import { ServerDown } from './card.js';
 import { Composer } from './composer.js';
 import { Sidebar } from './sidebar.js';
 import { Transcript } from './transcript.js';
@@ -80,8 +81,15 @@ export function App({ controller }: { controller: ConsoleController }): JSX.Elem
           </span>
           {canCancel && <button onClick={() => controller.cancelTask()}>Cancel task</button>}
         </div>
-        <Transcript view={view} answer={(card, option, opts) => controller.answer(card, option, opts)} />
-        <Composer fresh={view.taskId === ''} busy={busy} send={(text, workspace) => controller.send(text, workspace)} />
+        <ServerDown.Provider value={!state.serverUp}>
+          <Transcript view={view} answer={(card, option, opts) => controller.answer(card, option, opts)} />
+        </ServerDown.Provider>
+        <Composer
+          fresh={view.taskId === ''}
+          busy={busy}
+          offline={!state.serverUp}
+          send={(text, workspace) => controller.send(text, workspace)}
+        />
       </main>
     </div>
   );

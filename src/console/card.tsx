@@ -5,8 +5,9 @@
  * waits, a button per offered option, an editor for `modify_with_editor` and a feedback field.
  * Keyboard, on a focused card: `a` approves once, `d` declines (with the feedback typed).
  */
+import { createContext } from 'preact';
 import type { JSX } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useContext, useEffect, useRef, useState } from 'preact/hooks';
 import type { AnswerOptions, CardOption, ToolCardView } from '../client/index.js';
 import { AnsiText } from './ansi.js';
 import { DiffView } from './diff.js';
@@ -14,6 +15,9 @@ import { DiffView } from './diff.js';
 export type Answer = (cardId: string, optionId: string, opts: AnswerOptions) => void;
 
 const SHELL = new Set(['run_shell_command']);
+
+/** True while the server does not answer: a card's answer could not reach it, so it is not offered. */
+export const ServerDown = createContext(false);
 
 /** The option `a` picks: run it once (or the first that is not a decline). */
 export function approveOption(options: CardOption[]): CardOption | undefined {
@@ -103,6 +107,7 @@ interface AnswerBoxProps {
 
 function AnswerBox({ card, answer, feedback, setFeedback }: AnswerBoxProps): JSX.Element {
   const [editing, setEditing] = useState<string | undefined>(undefined);
+  const down = useContext(ServerDown);
   const note = () => (feedback.trim() !== '' ? { feedback: feedback.trim() } : {});
   const pick = (o: CardOption) => {
     if (o.id === 'modify_with_editor') {
@@ -122,7 +127,11 @@ function AnswerBox({ card, answer, feedback, setFeedback }: AnswerBoxProps): JSX
             onInput={(e) => setEditing((e.target as HTMLTextAreaElement).value)}
           />
           <div class="options">
-            <button class="primary" onClick={() => answer(card.id, 'modify_with_editor', { newContent: editing, ...note() })}>
+            <button
+              class="primary"
+              disabled={down}
+              onClick={() => answer(card.id, 'modify_with_editor', { newContent: editing, ...note() })}
+            >
               Write my version
             </button>
             <button onClick={() => setEditing(undefined)}>Close editor</button>
@@ -144,15 +153,20 @@ function AnswerBox({ card, answer, feedback, setFeedback }: AnswerBoxProps): JSX
             class={o.id === 'proceed_once' ? 'primary' : ''}
             title={o.description ?? o.id}
             data-option={o.id}
+            disabled={down}
             onClick={() => pick(o)}
           >
             {o.label}
           </button>
         ))}
       </div>
-      <div class="hint">
-        <kbd>a</kbd> approves once, <kbd>d</kbd> declines (with the feedback) while the card has focus.
-      </div>
+      {down ? (
+        <div class="hint">The server does not answer: the card keeps waiting, answer it once the console has reconnected.</div>
+      ) : (
+        <div class="hint">
+          <kbd>a</kbd> approves once, <kbd>d</kbd> declines (with the feedback) while the card has focus.
+        </div>
+      )}
     </div>
   );
 }
@@ -166,12 +180,13 @@ export interface CardProps {
 
 export function Card({ card, answer, autoFocus }: CardProps): JSX.Element {
   const [feedback, setFeedback] = useState('');
+  const down = useContext(ServerDown);
   const ref = useRef<HTMLElement>(null);
   useEffect(() => {
     if (card.waiting && autoFocus && (document.activeElement === null || document.activeElement === document.body)) ref.current?.focus();
   }, [card.waiting, autoFocus]);
   const onKey = (e: KeyboardEvent) => {
-    if (!card.waiting || e.target !== ref.current || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!card.waiting || down || e.target !== ref.current || e.ctrlKey || e.metaKey || e.altKey) return;
     const note = feedback.trim() !== '' ? { feedback: feedback.trim() } : {};
     if (e.key === 'a') {
       const option = approveOption(card.options);

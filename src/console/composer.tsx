@@ -31,14 +31,16 @@ export interface ComposerProps {
   fresh: boolean;
   /** The task is running: a prompt waits until it pauses or ends. */
   busy: boolean;
+  /** The server does not answer: a prompt would be lost, so it waits (the text stays in the box). */
+  offline: boolean;
   send: (text: string, workspace: string) => void;
 }
 
-export function Composer({ fresh, busy, send }: ComposerProps): JSX.Element {
+export function Composer({ fresh, busy, offline, send }: ComposerProps): JSX.Element {
   const [text, setText] = useState('');
   const [workspace, setWorkspace] = useState(() => recentWorkspaces()[0] ?? '');
   const submit = () => {
-    if (busy || text.trim() === '') return;
+    if (busy || offline || text.trim() === '') return;
     remember(workspace.trim());
     send(text, workspace);
     setText('');
@@ -72,7 +74,13 @@ export function Composer({ fresh, busy, send }: ComposerProps): JSX.Element {
       <textarea
         id="prompt"
         aria-label="prompt"
-        placeholder={busy ? 'The agent is working…' : 'Ask the agent (Enter sends, Shift+Enter for a new line)'}
+        placeholder={
+          offline
+            ? 'The server does not answer…'
+            : busy
+              ? 'The agent is working…'
+              : 'Ask the agent (Enter sends, Shift+Enter for a new line)'
+        }
         value={text}
         onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
         onKeyDown={onKey}
@@ -82,7 +90,7 @@ export function Composer({ fresh, busy, send }: ComposerProps): JSX.Element {
           <kbd>Enter</kbd> sends · <kbd>Shift</kbd>+<kbd>Enter</kbd> new line · on a focused card <kbd>a</kbd> approves, <kbd>d</kbd>{' '}
           declines
         </span>
-        <button class="primary" disabled={busy || text.trim() === ''} onClick={submit}>
+        <button class="primary" disabled={busy || offline || text.trim() === ''} onClick={submit}>
           Send
         </button>
       </div>

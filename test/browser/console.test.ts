@@ -216,6 +216,12 @@ t.test('a server restart while a card waits: the console reconnects and the card
   await first.kill('SIGKILL');
   await page.waitForSelector('.banner.reconnecting', WAIT);
   t.pass('the console shows it is reconnecting');
+  // The server's (not the stream's) absence is what disables answering: wait for the probe to see it.
+  await page.waitForSelector(`${pendingCard} button[data-option="proceed_once"]:disabled`, WAIT);
+  t.match(await page.textContent(pendingCard), /The server does not answer/, 'the card says why it cannot be answered now');
+  await page.fill('#prompt', 'a prompt while the server is away');
+  t.ok(await page.isDisabled('.composer button.primary'), 'nor can a prompt be sent');
+  await page.fill('#prompt', '');
   await spawnServer(t, { env, workspace, script: SCRIPT, port: first.port, readyTimeoutMs: 60_000 });
   await page.waitForSelector('.banner.reconnecting', { state: 'detached', ...WAIT });
   await page.click(`${pendingCard} button[data-option="proceed_once"]`, WAIT);
