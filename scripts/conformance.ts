@@ -22,7 +22,7 @@ const KNOWN_EXCEPTIONS: Record<string, string> = {
     'the card read without A2A-Version is the v0.3 card (url, preferredTransport, protocolVersion) that v0.3 clients read, plus supportedInterfaces; the v1.0 schema forbids the v0.3 fields',
   'CARD-STRUCT-001': 'the same check, as the v1.0 requirement table names it',
   'tests/optional/quality/test_task_state_quality.py::test_task_state_transitions':
-    'expects a task to be still working after a blocking message/send returns and to take a follow-up while working; a blocking send returns at the pause or the end, and a working task refuses a message (-32004): its conversation has open function calls',
+    'expects a task still working after a message/send without configuration.blocking returns, and a follow-up taken while it works; an absent blocking means blocking here (as in the a2a-js SDK), so the send returns at the pause or the end, and a turn in progress refuses a message (-32004, wait or cancel) rather than splice it into a model history still being written',
 };
 
 const repo = path.resolve(import.meta.dirname, '..');
