@@ -65,6 +65,12 @@ export const contentTypeUnsupported = (contentType: string) =>
   new ContentTypeNotSupportedError(`Unsupported Content-Type "${contentType}"; send application/json or application/a2a+json`);
 export const versionUnsupported = (version: string) =>
   new VersionNotSupportedError(`A2A-Version "${version}" is not supported on this interface (use 1.0)`);
+/** A request on a v1.0-only interface that names no version: that means 0.3 (A2A §3.6.2). */
+export const versionMissing = () =>
+  new VersionNotSupportedError(
+    'This HTTP+JSON interface speaks A2A 1.0: send the header A2A-Version: 1.0 (or ?A2A-Version=1.0). ' +
+      'A request without one speaks 0.3 (A2A §3.6.2), which this server offers over JSON-RPC at POST /',
+  );
 export const extendedCardUnsupported = () => new ExtendedAgentCardNotConfiguredError('No extended agent card is configured');
 
 /** A2A has no "forbidden" error: a transport error carrying {@link RPC_ERROR_CODE.FORBIDDEN}. */

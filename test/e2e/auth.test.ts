@@ -552,7 +552,7 @@ t.test('the extended agent card: only where authentication is on, only for an au
     skills.map((s: any) => s.id),
     'v1.0: the same card',
   );
-  const rest = await fetch(new URL('/v1/extendedAgentCard', srv.url), { headers: bearer('vic') });
+  const rest = await fetch(new URL('/v1/extendedAgentCard', srv.url), { headers: { ...bearer('vic'), 'a2a-version': '1.0' } });
   t.equal(rest.status, 200, 'HTTP+JSON too');
   t.equal((await post(srv, {}, 'agent/getAuthenticatedExtendedCard', {})).status, 401, 'never without credentials');
 

@@ -188,6 +188,19 @@ t.test('envelope-level errors', async (t) => {
     rpcError(t, res, -32009, /9\.9/);
   });
 
+  t.test('the version as a query parameter (§3.6.1): ?A2A-Version=1.0 speaks v1.0', async (t) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'ListTasks', params: {} });
+    const post = (url: string) => srv.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body });
+    const v1 = await post('/?A2A-Version=1.0');
+    t.match(v1.json(), { id: 8, result: { tasks: Array } }, 'a v1.0 method, answered');
+    t.match(
+      (await post('/')).json(),
+      { id: 8, error: { code: -32601, message: /A2A-Version: 1\.0/ } },
+      'without it: 0.3, which has no ListTasks',
+    );
+    t.match((await post('/?A2A-Version=9.9')).json(), { error: { code: -32009 } });
+  });
+
   t.test('a body that is not JSON by its Content-Type: -32005, HTTP 415, nothing run', async (t) => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'message/send', params: { message: userMessage('hello') } });
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml; charset=utf-8']) {

@@ -18,6 +18,7 @@ import { validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
+import { requestedVersion } from './a2a-version.js';
 
 /** A JSON-RPC method outside A2A (extension methods such as `commands/get`), the same under both versions. */
 export type ExtensionMethod = (params: unknown, caller: Caller | undefined) => Promise<unknown>;
@@ -96,14 +97,6 @@ function unknownMethod(method: string, version: WireVersion): string | undefined
   return `Method not found: ${method}`;
 }
 
-function pickVersion(request: FastifyRequest): WireVersion | undefined {
-  const raw = request.headers['a2a-version'];
-  const v = (Array.isArray(raw) ? raw[0] : raw)?.trim();
-  if (v === undefined || v === '' || v === '0.3' || v === '0.3.0') return '0.3';
-  if (v === '1.0' || v === '1' || v === '1.0.0') return '1.0';
-  return undefined;
-}
-
 /** What the POST handler works with, built once when the plugin is registered. */
 interface Rpc {
   v1: JsonRpcTransportHandler;
@@ -162,11 +155,12 @@ function checkEnvelope(request: FastifyRequest, caller: Caller | undefined): Che
   const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
   if (body === UNPARSABLE) return rpcError(null, RPC_ERROR_CODE.PARSE_ERROR, 'Parse error: the request body is not valid JSON');
   const id = requestId(body);
-  const version = pickVersion(request);
-  if (version === undefined) {
-    const message = `A2A-Version "${String(request.headers['a2a-version'])}" is not supported (use 0.3 or 1.0)`;
+  const requested = requestedVersion(request);
+  if ('unsupported' in requested) {
+    const message = `A2A-Version "${requested.unsupported}" is not supported (use 0.3 or 1.0)`;
     return rpcError(id, RPC_ERROR_CODE.VERSION_NOT_SUPPORTED, message);
   }
+  const { version } = requested;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return rpcError(
       id,

@@ -30,8 +30,10 @@ import {
   restErrorBody,
   restErrorOf,
   RPC_ERROR_CODE,
+  versionMissing,
   versionUnsupported,
 } from '../../protocol/errors.js';
+import { requestedVersion } from './a2a-version.js';
 import { authenticationHook, requestCaller } from './jsonrpc-route.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE, UNSUPPORTED_MEDIA } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
@@ -53,12 +55,13 @@ type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<
 
 /**
  * The call context: the caller, v1.0, and the Last-Event-ID a stream resumes after. Refuses
- * an A2A-Version other than 1.0 (this interface is v1.0 only; absent means 1.0, §3.2.6).
+ * any A2A-Version but 1.0: this interface is v1.0 only, and a request that names none speaks
+ * 0.3 (§3.6.2), so it is told which header to send.
  */
 function contextOf(request: FastifyRequest): ServerCallContext {
-  const raw = request.headers['a2a-version'];
-  const version = (Array.isArray(raw) ? raw[0] : raw)?.trim();
-  if (version !== undefined && version !== '' && !['1', '1.0', '1.0.0'].includes(version)) throw versionUnsupported(version);
+  const requested = requestedVersion(request);
+  if ('unsupported' in requested) throw versionUnsupported(requested.unsupported);
+  if (requested.version !== '1.0') throw requested.named ? versionUnsupported(requested.version) : versionMissing();
   const caller = requestCaller(request);
   const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: '1.0' });
   const lastEventId = request.headers['last-event-id'];
