@@ -45,6 +45,9 @@ export function buildAgentCard(o: AgentCardOptions): AgentCard {
       [
         { url: o.url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
         ...(o.restUrl ? [{ url: o.restUrl, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' }] : []),
+        // v0.3's HTTP+JSON paths carry their own `/v1` (`/v1/message:send`): its base is the server's root,
+        // and a request there without A2A-Version speaks 0.3 (v1.0 §3.6.2).
+        ...(o.restUrl ? [{ url: o.url, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '0.3' }] : []),
       ],
       ['JSONRPC'],
     ),
@@ -115,6 +118,9 @@ export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): Json
     description: card.description,
     url: card.supportedInterfaces[0]?.url,
     preferredTransport: 'JSONRPC',
+    additionalInterfaces: card.supportedInterfaces
+      .filter((i) => i.protocolVersion === '0.3')
+      .map((i) => ({ url: i.url, transport: i.protocolBinding })),
     version: card.version,
     capabilities: {
       streaming: caps?.streaming ?? false,

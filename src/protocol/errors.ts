@@ -65,12 +65,6 @@ export const contentTypeUnsupported = (contentType: string) =>
   new ContentTypeNotSupportedError(`Unsupported Content-Type "${contentType}"; send application/json or application/a2a+json`);
 export const versionUnsupported = (version: string) =>
   new VersionNotSupportedError(`A2A-Version "${version}" is not supported on this interface (use 1.0)`);
-/** A request on a v1.0-only interface that names no version: that means 0.3 (A2A §3.6.2). */
-export const versionMissing = () =>
-  new VersionNotSupportedError(
-    'This HTTP+JSON interface speaks A2A 1.0: send the header A2A-Version: 1.0 (or ?A2A-Version=1.0). ' +
-      'A request without one speaks 0.3 (A2A §3.6.2), which this server offers over JSON-RPC at POST /',
-  );
 export const extendedCardUnsupported = () => new ExtendedAgentCardNotConfiguredError('No extended agent card is configured');
 
 /** A2A has no "forbidden" error: a transport error carrying {@link RPC_ERROR_CODE.FORBIDDEN}. */
@@ -119,6 +113,11 @@ export interface RestErrorBody {
 }
 
 /** A REST error body for a code of the table, with `details` (the A2A errors' ErrorInfo). */
+/** The HTTP status of a JSON-RPC error code (500 for one outside the table). */
+export function httpStatusOf(code: number): number {
+  return Object.hasOwn(HTTP_OF_RPC_CODE, code) ? HTTP_OF_RPC_CODE[code as RpcErrorCode].status : 500;
+}
+
 export function restErrorBody(code: RpcErrorCode, message: string, details: unknown[] = []): { status: number; body: RestErrorBody } {
   const { status, name } = HTTP_OF_RPC_CODE[code];
   return { status, body: { error: { code: status, status: name, message, details } } };
@@ -129,11 +128,11 @@ export function restErrorBody(code: RpcErrorCode, message: string, details: unkn
  * JSON-RPC route's), then the table's status. An A2A error carries its ErrorInfo in `details`
  * (§11.6 MUST); anything unmapped is 500 with a generic message (the details go to the log).
  */
-export function restErrorOf(err: unknown): { status: number; body: RestErrorBody; internal: boolean } {
+export function restErrorOf(err: unknown): { status: number; body: RestErrorBody; internal: boolean; code: RpcErrorCode } {
   const rpc = toJsonRpcError(err) as { code: number; message: string; data?: unknown };
   const code = (Object.hasOwn(HTTP_OF_RPC_CODE, rpc.code) ? rpc.code : RPC_ERROR_CODE.INTERNAL_ERROR) as RpcErrorCode;
   if (code === RPC_ERROR_CODE.INTERNAL_ERROR) {
-    return { ...restErrorBody(code, 'Internal error (details are in the server log)'), internal: true };
+    return { ...restErrorBody(code, 'Internal error (details are in the server log)'), internal: true, code };
   }
-  return { ...restErrorBody(code, rpc.message, Array.isArray(rpc.data) ? rpc.data : []), internal: false };
+  return { ...restErrorBody(code, rpc.message, Array.isArray(rpc.data) ? rpc.data : []), internal: false, code };
 }

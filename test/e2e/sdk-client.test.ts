@@ -155,6 +155,7 @@ t.test('Appendix A with the SDK v1.0 client from ClientFactory.createFromUrl', a
       [
         [srv.url, 'JSONRPC', '1.0'],
         [`${srv.url}v1`, 'HTTP+JSON', '1.0'],
+        [srv.url, 'HTTP+JSON', '0.3'],
         [srv.url, 'JSONRPC', '0.3'],
       ],
       'the card advertises the address the server actually listens on',

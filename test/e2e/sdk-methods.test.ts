@@ -1,8 +1,9 @@
 /**
  * Every A2A method, round-tripped by the real @a2a-js/sdk 1.3.0 client over each transport the
  * server offers: v1.0 JSON-RPC and v1.0 HTTP+JSON (ClientFactory from the card), and v0.3
- * JSON-RPC (`LegacyJsonRpcTransport`). Typed SDK errors are checked with their wire code: the
- * JSON-RPC `envelopeCode`, or the HTTP status for HTTP+JSON.
+ * JSON-RPC (`LegacyJsonRpcTransport`) and v0.3 HTTP+JSON (`LegacyRestTransport`, no A2A-Version
+ * header). Typed SDK errors are checked with their wire code: the JSON-RPC `envelopeCode`, or the
+ * HTTP status for HTTP+JSON.
  *
  * What the SDK does (found while writing these tests):
  * - `LegacyJsonRpcTransport.listTasks` never reaches the server: it rejects with a
@@ -18,7 +19,7 @@ import path from 'node:path';
 import type { AgentCard, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import { createAuthenticatingFetchWithRetry } from '@a2a-js/sdk/client';
 import type { Transport } from '@a2a-js/sdk/client';
-import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
+import { LegacyJsonRpcTransport, LegacyRestTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { CONFORMANCE_SCRIPT_FILE, loadModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { startServer, URI } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
@@ -157,6 +158,46 @@ const legacyLeg: Leg = {
   codes: { taskNotFound: -32001, taskNotCancelable: -32002, unsupported: -32004, noExtendedCard: -32007 },
 };
 
+/** The v0.3 HTTP+JSON leg: its typed errors carry no code, so the HTTP status of the last refused call stands for it. */
+function legacyRestLeg(): Leg {
+  const seen = new Set<string>();
+  let lastRefusal: number | undefined;
+  const watching =
+    (inner: typeof fetch): typeof fetch =>
+    async (input, init) => {
+      const res = await inner(input, init);
+      if (!res.ok) lastRefusal = res.status;
+      return res;
+    };
+  return {
+    name: 'v0.3 HTTP+JSON',
+    version: '0.3',
+    seen,
+    calls: [
+      'POST /v1/message:send',
+      'POST /v1/message:stream',
+      'GET /v1/tasks/{id}',
+      'POST /v1/tasks/{id}:cancel',
+      'GET /v1/tasks/{id}:subscribe',
+      'POST /v1/tasks/{id}/pushNotificationConfigs',
+      'GET /v1/tasks/{id}/pushNotificationConfigs/{configId}',
+      'GET /v1/tasks/{id}/pushNotificationConfigs',
+      'DELETE /v1/tasks/{id}/pushNotificationConfigs/{configId}',
+      'GET /v1/card',
+    ],
+    connect(url, key) {
+      const transport = new LegacyRestTransport({ endpoint: url, fetchImpl: watching(recordingFetch(seen, key)) });
+      return Promise.resolve({
+        ...methodsOf(transport),
+        extendedCard: () => transport.getExtendedAgentCard({ tenant: '' }),
+        agentCard: () => transport.getExtendedAgentCard({ tenant: '' }),
+      });
+    },
+    code: () => lastRefusal,
+    codes: { taskNotFound: 404, taskNotCancelable: 409, unsupported: 400, noExtendedCard: 400 },
+  };
+}
+
 const LEGS = [
   v1Leg('JSONRPC', [
     'GET /.well-known/agent-card.json',
@@ -187,6 +228,7 @@ const LEGS = [
     'GET /v1/extendedAgentCard',
   ]),
   legacyLeg,
+  legacyRestLeg(),
 ];
 
 const greeting = (srv: TestServer, config?: Parameters<typeof request>[1]) =>
@@ -330,8 +372,12 @@ async function pausedFlow(t: Test, leg: Leg, srv: TestServer, api: Api): Promise
     const err = await rejection(
       api.listTasks({ tenant: '', contextId: task.contextId, status: 0, pageToken: '', statusTimestampAfter: undefined }),
     );
-    t.equal(err?.name, 'JsonRpcTransportError', 'v0.3 listTasks: the SDK refuses it itself');
-    t.equal(err?.envelopeCode, -32601, 'Method not found');
+    if (leg.name === 'v0.3 HTTP+JSON') {
+      t.equal(err?.name, 'UnsupportedOperationError', 'v0.3 listTasks: the SDK refuses it itself (no v0.3 REST route)');
+    } else {
+      t.equal(err?.name, 'JsonRpcTransportError', 'v0.3 listTasks: the SDK refuses it itself');
+      t.equal(err?.envelopeCode, -32601, 'Method not found');
+    }
     const again = await collect(api.resubscribeTask({ tenant: '', id: task.id }));
     t.same(summary(again).at(-1), ['statusUpdate', 'input-required', null], 'v0.3 resubscribe ends at the pause');
     t.same(summary(again)[0], ['task', 'input-required', null], 'after the snapshot');
@@ -340,7 +386,8 @@ async function pausedFlow(t: Test, leg: Leg, srv: TestServer, api: Api): Promise
   }
   t.equal(stateOf((await api.getTask({ tenant: '', id: task.id })).status?.state), 'canceled');
   const unknown = collect(api.resubscribeTask({ tenant: '', id: 'no-such-task' }));
-  if (leg.version === '1.0') {
+  if (leg.version === '1.0' || leg.name === 'v0.3 HTTP+JSON') {
+    // HTTP+JSON refuses before the stream opens: an HTTP error the client reads as the typed error.
     await expectError(t, leg, unknown, 'TaskNotFoundError', leg.codes.taskNotFound, 'subscribe to an unknown task');
   } else {
     // The refusal comes as the stream's one event; the SDK wraps the typed error it rebuilds from it.

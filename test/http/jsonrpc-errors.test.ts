@@ -360,6 +360,7 @@ t.test('agent card', async (t) => {
       [
         ['JSONRPC', '1.0'],
         ['HTTP+JSON', '1.0'],
+        ['HTTP+JSON', '0.3'],
         ['JSONRPC', '0.3'],
       ],
     );

@@ -7,8 +7,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { A2aVersion } from '../../protocol/a2a.js';
 
-/** `named`: the request said a version (false: the empty value, taken as 0.3). */
-export type RequestedVersion = { version: A2aVersion; named: boolean } | { unsupported: string };
+export type RequestedVersion = { version: A2aVersion } | { unsupported: string };
 
 const NAMES: Readonly<Record<string, A2aVersion>> = { '0.3': '0.3', '0.3.0': '0.3', '1': '1.0', '1.0': '1.0', '1.0.0': '1.0' };
 
@@ -17,7 +16,6 @@ export function requestedVersion(request: FastifyRequest): RequestedVersion {
   const query = (request.query as Record<string, unknown> | undefined)?.['A2A-Version'];
   const raw = (Array.isArray(header) ? header[0] : header) ?? (typeof query === 'string' ? query : undefined);
   const value = raw?.trim() ?? '';
-  if (value === '') return { version: '0.3', named: false };
-  const version = NAMES[value];
-  return version === undefined ? { unsupported: value } : { version, named: true };
+  const version = value === '' ? '0.3' : NAMES[value];
+  return version === undefined ? { unsupported: value } : { version };
 }

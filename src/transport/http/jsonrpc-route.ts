@@ -38,7 +38,12 @@ export interface JsonRpcRoutesOptions {
   authenticate?: Authenticate;
 }
 
-type Envelope = { jsonrpc: '2.0'; id: string | number | null; result?: unknown; error?: { code: number; message: string; data?: unknown } };
+export type Envelope = {
+  jsonrpc: '2.0';
+  id: string | number | null;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+};
 
 /** The authenticated caller of each request (set by the onRequest hook). */
 const callers = new WeakMap<FastifyRequest, Caller>();
@@ -60,14 +65,14 @@ function requestId(body: unknown): Envelope['id'] {
  * An internal error (INTERNAL_ERROR) keeps its details in the log: its message may carry SQL,
  * paths or values a client must not see.
  */
-function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
+export function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
   if (envelope.error?.code !== RPC_ERROR_CODE.INTERNAL_ERROR) return envelope;
   request.log.error({ detail: envelope.error.message }, `internal error answered as ${RPC_ERROR_CODE.INTERNAL_ERROR}`);
   return { ...envelope, error: { code: RPC_ERROR_CODE.INTERNAL_ERROR, message: 'Internal error (details are in the server log)' } };
 }
 
 /** v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4). */
-function fixLegacyFinal(envelope: Envelope): Envelope {
+export function fixLegacyFinal(envelope: Envelope): Envelope {
   const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean } | undefined;
   if (r?.kind === 'status-update' && PAUSE_STATES.has(r.status?.state ?? '')) r.final = true;
   return envelope;
@@ -97,10 +102,14 @@ function unknownMethod(method: string, version: WireVersion): string | undefined
   return `Method not found: ${method}`;
 }
 
-/** What the POST handler works with, built once when the plugin is registered. */
-interface Rpc {
+/** The SDK's transport handlers over the one request handler, per version. */
+export interface A2aHandlers {
   v1: JsonRpcTransportHandler;
   legacy: LegacyJsonRpcTransportHandler;
+}
+
+/** What the POST handler works with, built once when the plugin is registered. */
+interface Rpc extends A2aHandlers {
   extensionMethods: Readonly<Record<string, ExtensionMethod>>;
   authenticate: Authenticate | undefined;
   heartbeatMs: number;
@@ -108,7 +117,7 @@ interface Rpc {
 }
 
 /** A request that passed the transport's own checks, ready for an extension method or the SDK. */
-interface Checked {
+export interface Checked {
   id: Envelope['id'];
   version: WireVersion;
   body: Record<string, unknown>;
@@ -220,35 +229,52 @@ function prepareA2a(request: FastifyRequest, req: Checked): { rpc: Record<string
   return { rpc, ctx };
 }
 
-/** Runs an A2A method through the SDK: a JSON answer, or an SSE stream once its first event exists. */
-async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, req: Checked): Promise<Envelope | FastifyReply> {
+/**
+ * What an A2A method run through the SDK gives: a JSON answer (a result or a refusal), a stream
+ * refused before its first event, or a stream with its first event in hand.
+ */
+export type A2aOutcome =
+  | { kind: 'answer'; envelope: Envelope }
+  | { kind: 'refused'; envelope: Envelope }
+  | { kind: 'stream'; stream: AsyncGenerator<Envelope, void, undefined>; first: IteratorResult<Envelope>; ctx: ServerCallContext };
+
+/** Runs a checked A2A request through the SDK's handler for its version (the JSON-RPC route and the v0.3 HTTP+JSON binding). */
+export async function startA2a(request: FastifyRequest, handlers: A2aHandlers, req: Checked): Promise<A2aOutcome> {
   const started = phaseStart();
   const prepared = prepareA2a(request, req);
   phaseEnd('parse', started);
-  if ('jsonrpc' in prepared) return prepared;
+  if ('jsonrpc' in prepared) return { kind: 'answer', envelope: prepared };
   const { id, version } = req;
   const { ctx } = prepared;
-  const out = await (version === '1.0' ? rpc.v1 : rpc.legacy).handle(prepared.rpc, ctx);
-  if (!(Symbol.asyncIterator in (out as object))) return hideInternal(out as Envelope, request);
+  const out = await (version === '1.0' ? handlers.v1 : handlers.legacy).handle(prepared.rpc, ctx);
+  if (!(Symbol.asyncIterator in (out as object))) return { kind: 'answer', envelope: hideInternal(out as Envelope, request) };
   const stream = out as AsyncGenerator<Envelope, void, undefined>;
-  let first: IteratorResult<Envelope>;
   try {
-    first = await stream.next(); // refusals happen here, before any SSE byte
+    return { kind: 'stream', stream, first: await stream.next(), ctx }; // refusals happen here, before any SSE byte
   } catch (err) {
     request.log.debug({ err }, 'stream refused');
-    const refusal = hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request);
-    if (!(version === '0.3' && req.method === 'tasks/resubscribe')) return refusal;
-    // v0.3 clients read a resubscription only as a stream (the v0.3 SDKs answer it so): one
-    // event carrying the error, then the end. v1.0 and message/stream refuse before any SSE.
-    first = { done: false, value: refusal };
+    return { kind: 'refused', envelope: hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request) };
   }
+}
+
+/** Runs an A2A method through the SDK: a JSON answer, or an SSE stream once its first event exists. */
+async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, req: Checked): Promise<Envelope | FastifyReply> {
+  const { id, version } = req;
+  const outcome = await startA2a(request, rpc, req);
+  if (outcome.kind === 'answer') return outcome.envelope;
+  // v0.3 clients read a resubscription only as a stream (the v0.3 SDKs answer it so): one
+  // event carrying the error, then the end. v1.0 and message/stream refuse before any SSE.
+  if (outcome.kind === 'refused' && !(version === '0.3' && req.method === 'tasks/resubscribe')) return outcome.envelope;
+  const stream = outcome.kind === 'stream' ? outcome.stream : (async function* () {})();
+  const first: IteratorResult<Envelope> = outcome.kind === 'stream' ? outcome.first : { done: false, value: outcome.envelope };
+  const ctx = outcome.kind === 'stream' ? outcome.ctx : undefined;
   await writeSse(reply, stream, first, {
     heartbeatMs: rpc.heartbeatMs,
     stallTimeoutMs: rpc.stallTimeoutMs,
     // The handler records each event's sequence number in order; one envelope per event.
     frame: (item) => ({
       data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
-      id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+      id: (ctx?.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
     }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');

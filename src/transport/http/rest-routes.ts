@@ -8,7 +8,8 @@
  * the HTTP status of protocol/errors.ts's one table (§11.6, §5.4).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
+import { JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import {
   AgentCard,
@@ -30,10 +31,10 @@ import {
   restErrorBody,
   restErrorOf,
   RPC_ERROR_CODE,
-  versionMissing,
   versionUnsupported,
 } from '../../protocol/errors.js';
 import { requestedVersion } from './a2a-version.js';
+import { answerV03 } from './rest-v03.js';
 import { authenticationHook, requestCaller } from './jsonrpc-route.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE, UNSUPPORTED_MEDIA } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
@@ -54,14 +55,13 @@ export const REST_PREFIX = '/v1';
 type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
 
 /**
- * The call context: the caller, v1.0, and the Last-Event-ID a stream resumes after. Refuses
- * any A2A-Version but 1.0: this interface is v1.0 only, and a request that names none speaks
- * 0.3 (§3.6.2), so it is told which header to send.
+ * The call context: the caller, v1.0, and the Last-Event-ID a stream resumes after. Refuses an
+ * A2A-Version it does not know (0.3 requests, named or not, went to rest-v03.ts before).
  */
 function contextOf(request: FastifyRequest): ServerCallContext {
   const requested = requestedVersion(request);
   if ('unsupported' in requested) throw versionUnsupported(requested.unsupported);
-  if (requested.version !== '1.0') throw requested.named ? versionUnsupported(requested.version) : versionMissing();
+  if (requested.version !== '1.0') throw versionUnsupported(requested.version);
   const caller = requestCaller(request);
   const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: '1.0' });
   const lastEventId = request.headers['last-event-id'];
@@ -99,10 +99,18 @@ function intQuery(query: Record<string, string | undefined>, name: string, min =
   return n;
 }
 
+/** True when a request speaks v0.3 (it names no A2A-Version, or 0.3): the v0.3 binding answers it. */
+function speaksV03(request: FastifyRequest): boolean {
+  const requested = requestedVersion(request);
+  return 'version' in requested && requested.version === '0.3';
+}
+
 function sendError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
   const e = restErrorOf(err);
   if (e.internal) request.log.error({ err }, `${request.method} ${request.url} failed`);
   else request.log.debug({ err }, 'refused');
+  // The v0.3 binding's error body carries the JSON-RPC code (what a v0.3 client reads), under the same status.
+  if (speaksV03(request)) return reply.code(e.status).type('application/json').send({ code: e.code, message: e.body.error.message });
   return reply.code(e.status).type('application/json').send(e.body);
 }
 
@@ -147,6 +155,12 @@ async function stream(
     },
   });
   return reply;
+}
+
+/** The request's path below the binding's prefix (`/v1`), for the v0.3 binding's own routing. */
+function pathBelowPrefix(request: FastifyRequest): string {
+  const { pathname } = new URL(request.url, 'http://localhost');
+  return pathname.startsWith(REST_PREFIX) ? pathname.slice(REST_PREFIX.length) : pathname;
 }
 
 /** `/tasks/{id}`, `/tasks/{id}:cancel`, `/tasks/{id}:subscribe`: one path segment, split at its last colon. */
@@ -247,10 +261,13 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
   const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
   // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
   acceptOnlyJson(app);
+  const v03 = { handlers: { v1: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler) }, ...sse };
   app.addHook('preHandler', async (request, reply) => {
     // §11.1: JSON only. Any request that declares another media type is refused, as the SDK's server does.
     const type = nonJsonMediaType(request);
     if (type !== undefined) return sendError(request, reply, contentTypeUnsupported(type));
+    // A request that names no A2A-Version speaks 0.3 (§3.6.2): the v0.3 binding on the same paths answers it.
+    if (speaksV03(request)) return answerV03(request, reply, pathBelowPrefix(request), v03);
   });
   app.addHook(
     'onRequest',
@@ -262,7 +279,11 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
     if (status === 500) return sendError(request, reply, err);
     return reply.code(status).send({ error: { code: status, status: 'INVALID_ARGUMENT', message: err.message, details: [] } });
   });
-  app.setNotFoundHandler((request, reply) => reply.code(404).send(notFound(request)));
+  app.setNotFoundHandler((request, reply) =>
+    speaksV03(request) ? answerV03(request, reply, pathBelowPrefix(request), v03) : reply.code(404).send(notFound(request)),
+  );
+  // v0.3's GetAgentCard path: answered by the v0.3 binding (preHandler); v1.0 names it /extendedAgentCard.
+  app.get('/card', (request, reply) => reply.code(404).send(notFound(request)));
 
   app.post('/message::send', (request, reply) =>
     answer(request, reply, async () => {
