@@ -78,6 +78,7 @@ t.test('HTTP+JSON: each builder answers the §5.4 status, a google.rpc.Status bo
     {
       status: 500,
       internal: true,
+      code: -32603,
       body: { error: { code: 500, status: 'INTERNAL', message: 'Internal error (details are in the server log)', details: [] } },
     },
     'anything else: 500, nothing leaked',
