@@ -7,7 +7,7 @@
  * LegacyRestTransport round trip of every method is in sdk-methods.test.ts.
  */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startServer, URI } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
@@ -208,4 +208,29 @@ t.test('the card offers it: v0.3 additionalInterfaces and a 0.3 HTTP+JSON interf
     { protocolBinding: 'HTTP+JSON', protocolVersion: '0.3', url: srv.url },
     { protocolBinding: 'JSONRPC', protocolVersion: '0.3', url: srv.url },
   ]);
+});
+
+t.test('authentication: 401 with a challenge and the v0.3 body; a key gets through', async (t) => {
+  const dir = t.testdir({});
+  const file = path.join(dir, 'auth.json');
+  writeFileSync(file, JSON.stringify({ api_keys: [{ key: 'v03-key-0123456789abcdef', principal: 'alice', roles: ['approver'] }] }));
+  const srv = await startServer(t, { env: { AUTH_CONFIG: file } });
+  const refused = await post(srv, '/message:send', greeting(srv));
+  t.equal(refused.status, 401);
+  t.ok(refused.headers.get('www-authenticate'), 'a challenge');
+  t.match(await refused.json(), { code: -32011, message: /^Unauthorized: / });
+  const key = { authorization: 'Bearer v03-key-0123456789abcdef' };
+  const sent = await post(srv, '/message:send', greeting(srv), key);
+  t.equal(((await sent.json()) as any).task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+  const card = (await (await v03(srv, '/card', { headers: key })).json()) as any;
+  t.ok(
+    card.skills.some((s: any) => s.id === 'tool:write_file'),
+    'GET /v1/card: the extended card, tools as skills',
+  );
+  const schemes = Object.values(card.securitySchemes as Record<string, object>);
+  t.ok(schemes.length > 0, 'security schemes are declared');
+  t.ok(
+    schemes.every((s) => Object.keys(s).length === 1 && /SecurityScheme$/.test(Object.keys(s)[0]!)),
+    'each in the proto oneof form ({apiKeySecurityScheme: …}, {httpAuthSecurityScheme: …})',
+  );
 });

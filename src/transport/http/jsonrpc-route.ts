@@ -143,7 +143,7 @@ export function requestCaller(request: FastifyRequest): Caller | undefined {
  */
 export function authenticationHook(
   authenticate: Authenticate | undefined,
-  refusal: (message: string) => unknown = (message) => rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, message),
+  refusal: (message: string, request: FastifyRequest) => unknown = (message) => rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, message),
 ) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (authenticate === undefined) return;
@@ -155,7 +155,7 @@ export function authenticationHook(
       return;
     }
     void reply.code(401).header('www-authenticate', result.wwwAuthenticate);
-    return reply.send(refusal(`Unauthorized: ${result.message}`));
+    return reply.send(refusal(`Unauthorized: ${result.message}`, request));
   };
 }
 

@@ -271,7 +271,10 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
   });
   app.addHook(
     'onRequest',
-    authenticationHook(opts.authenticate, (message) => restErrorBody(RPC_ERROR_CODE.UNAUTHORIZED, message).body),
+    authenticationHook(opts.authenticate, (message, request) =>
+      // Each version's error body: v0.3's carries the JSON-RPC code.
+      speaksV03(request) ? { code: RPC_ERROR_CODE.UNAUTHORIZED, message } : restErrorBody(RPC_ERROR_CODE.UNAUTHORIZED, message).body,
+    ),
   );
   app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
     // Fastify's own refusals (body too large, …) keep their status, in this binding's body.
