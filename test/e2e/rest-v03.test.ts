@@ -230,7 +230,7 @@ t.test('authentication: 401 with a challenge and the v0.3 body; a key gets throu
   const schemes = Object.values(card.securitySchemes as Record<string, object>);
   t.ok(schemes.length > 0, 'security schemes are declared');
   t.ok(
-    schemes.every((s) => Object.keys(s).length === 1 && /SecurityScheme$/.test(Object.keys(s)[0]!)),
+    schemes.every((s) => Object.keys(s).length === 1 && /SecurityScheme$/.test(Object.keys(s)[0])),
     'each in the proto oneof form ({apiKeySecurityScheme: …}, {httpAuthSecurityScheme: …})',
   );
 });
