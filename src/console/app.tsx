@@ -2,7 +2,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { ConsoleController, ConsoleState } from './controller.js';
-import { ServerDown } from './card.js';
+import { Answerable, ServerDown } from './card.js';
 import { Composer } from './composer.js';
 import { Sidebar } from './sidebar.js';
 import { Transcript } from './transcript.js';
@@ -79,10 +79,16 @@ export function App({ controller }: { controller: ConsoleController }): JSX.Elem
             {view.taskId === '' ? 'New task' : `Task ${view.taskId} · ${view.state}`}
             {view.model ? ` · ${view.model}` : ''}
           </span>
-          {canCancel && <button onClick={() => controller.cancelTask()}>Cancel task</button>}
+          {canCancel && (
+            <button disabled={!state.serverUp} onClick={() => controller.cancelTask()}>
+              Cancel task
+            </button>
+          )}
         </div>
         <ServerDown.Provider value={!state.serverUp}>
-          <Transcript view={view} answer={(card, option, opts) => controller.answer(card, option, opts)} />
+          <Answerable.Provider value={view.state === 'input-required' || view.state === 'auth-required'}>
+            <Transcript view={view} answer={(card, option, opts) => controller.answer(card, option, opts)} />
+          </Answerable.Provider>
         </ServerDown.Provider>
         <Composer
           fresh={view.taskId === ''}

@@ -19,6 +19,13 @@ const SHELL = new Set(['run_shell_command']);
 /** True while the server does not answer: a card's answer could not reach it, so it is not offered. */
 export const ServerDown = createContext(false);
 
+/**
+ * True once the task paused (input-required, auth-required): the server takes answers only then.
+ * A card is PENDING as soon as the model proposes it, while the model may still be answering; its
+ * options appear with the pause, which the server has committed before sending it.
+ */
+export const Answerable = createContext(false);
+
 /** The option `a` picks: run it once (or the first that is not a decline). */
 export function approveOption(options: CardOption[]): CardOption | undefined {
   return options.find((o) => o.id === 'proceed_once') ?? options.find((o) => o.id !== 'cancel' && o.id !== 'modify_with_editor');
@@ -181,12 +188,13 @@ export interface CardProps {
 export function Card({ card, answer, autoFocus }: CardProps): JSX.Element {
   const [feedback, setFeedback] = useState('');
   const down = useContext(ServerDown);
+  const answerable = useContext(Answerable);
   const ref = useRef<HTMLElement>(null);
   useEffect(() => {
     if (card.waiting && autoFocus && (document.activeElement === null || document.activeElement === document.body)) ref.current?.focus();
   }, [card.waiting, autoFocus]);
   const onKey = (e: KeyboardEvent) => {
-    if (!card.waiting || down || e.target !== ref.current || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!card.waiting || !answerable || down || e.target !== ref.current || e.ctrlKey || e.metaKey || e.altKey) return;
     const note = feedback.trim() !== '' ? { feedback: feedback.trim() } : {};
     if (e.key === 'a') {
       const option = approveOption(card.options);
@@ -210,7 +218,10 @@ export function Card({ card, answer, autoFocus }: CardProps): JSX.Element {
       <CardHead card={card} />
       <div class="card-body">
         <Details card={card} />
-        {card.waiting && card.options.length > 0 && <AnswerBox card={card} answer={answer} feedback={feedback} setFeedback={setFeedback} />}
+        {card.waiting && card.options.length > 0 && answerable && (
+          <AnswerBox card={card} answer={answer} feedback={feedback} setFeedback={setFeedback} />
+        )}
+        {card.waiting && !answerable && <div class="hint">Proposed. You can answer once the agent has finished its turn and paused.</div>}
       </div>
     </section>
   );

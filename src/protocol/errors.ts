@@ -112,12 +112,12 @@ export interface RestErrorBody {
   error: { code: number; status: string; message: string; details: unknown[] };
 }
 
-/** A REST error body for a code of the table, with `details` (the A2A errors' ErrorInfo). */
 /** The HTTP status of a JSON-RPC error code (500 for one outside the table). */
 export function httpStatusOf(code: number): number {
   return Object.hasOwn(HTTP_OF_RPC_CODE, code) ? HTTP_OF_RPC_CODE[code as RpcErrorCode].status : 500;
 }
 
+/** A REST error body for a code of the table, with `details` (the A2A errors' ErrorInfo). */
 export function restErrorBody(code: RpcErrorCode, message: string, details: unknown[] = []): { status: number; body: RestErrorBody } {
   const { status, name } = HTTP_OF_RPC_CODE[code];
   return { status, body: { error: { code: status, status: name, message, details } } };

@@ -56,8 +56,16 @@ const STATE_OUT: Readonly<Record<string, string>> = {
 
 // ---------- inbound: proto JSON → v0.3 JSON-RPC params ----------
 
+/** The value of `key` in a lookup table, never an inherited property (`constructor`, `__proto__`). */
+const own = (table: Readonly<Record<string, string>>, key: string): string | undefined =>
+  Object.hasOwn(table, key) ? table[key] : undefined;
+
+const PART_CASES = ['text', 'file', 'data'] as const;
+
 function partIn(v: unknown, path: string): JsonObject {
   const p = objectAt(v, path);
+  const cases = PART_CASES.filter((c) => p[c] !== undefined && p[c] !== null);
+  if (cases.length > 1) throw invalidParams(`${path} sets ${cases.join(' and ')}: a part is one of text, file or data`);
   if (typeof p.text === 'string') return { kind: 'text', text: p.text };
   if (p.file !== undefined) {
     const f = objectAt(p.file, `${path}.file`);
@@ -78,7 +86,7 @@ function partIn(v: unknown, path: string): JsonObject {
 function messageIn(v: unknown, path: string): JsonObject {
   const m = objectAt(v, path);
   const role = field(m, 'role');
-  const mapped = ROLE_IN[String(role)];
+  const mapped = own(ROLE_IN, String(role));
   if (mapped === undefined) throw invalidParams(`${path}.role must be "ROLE_USER" or "ROLE_AGENT", got ${JSON.stringify(role ?? null)}`);
   return defined({
     kind: 'message',
@@ -138,24 +146,21 @@ export function pushConfigParamsFromProtoJson(body: JsonObject, taskId: string):
   const wrapped = optionalObject(field(body, 'config'), 'config');
   const tpc = wrapped ?? body;
   const parent = field(body, 'parent');
+  if (parent !== undefined && parent !== '' && parent !== `tasks/${taskId}`) {
+    throw invalidParams(`parent ${JSON.stringify(parent)} is not this path's task: expected "tasks/${taskId}"`);
+  }
   const name = field(tpc, 'name');
-  for (const [what, value, prefix] of [
-    ['parent', parent, `tasks/${taskId}`],
-    ['name', name, `tasks/${taskId}/`],
-  ] as const) {
-    if (typeof value === 'string' && value !== '' && !value.startsWith(prefix)) {
-      throw invalidParams(`${what} "${value}" names another task than the path's (${taskId})`);
-    }
+  const named = typeof name === 'string' && name !== '' ? /^tasks\/([^/]+)\/pushNotificationConfigs\/([^/]*)$/.exec(name) : undefined;
+  if (named === null || (named !== undefined && named[1] !== taskId)) {
+    const expected = `tasks/${taskId}/pushNotificationConfigs/{configId}`;
+    throw invalidParams(`name ${JSON.stringify(name)} is not a config of this path's task: expected "${expected}"`);
   }
   const path = wrapped ? 'config.pushNotificationConfig' : 'pushNotificationConfig';
   const config = pushConfigIn(field(tpc, 'pushNotificationConfig', 'push_notification_config'), path);
   if (config === undefined) throw invalidParams(`${path} is required`);
-  const configId = field(body, 'configId', 'config_id');
-  return {
-    taskId,
-    pushNotificationConfig:
-      config.id === undefined && typeof configId === 'string' && configId !== '' ? { ...config, id: configId } : config,
-  };
+  // The id: the config's own, else the one its name gives, else the request's configId.
+  const configId = config.id ?? (named?.[2] || undefined) ?? (field(body, 'configId', 'config_id') || undefined);
+  return { taskId, pushNotificationConfig: configId === undefined ? config : { ...config, id: configId } };
 }
 
 // ---------- outbound: v0.3 JSON-RPC results → proto JSON ----------
@@ -176,7 +181,7 @@ function messageOut(m: JsonObject): JsonObject {
     messageId: m.messageId,
     contextId: m.contextId,
     taskId: m.taskId,
-    role: ROLE_OUT[String(m.role)] ?? 'ROLE_UNSPECIFIED',
+    role: own(ROLE_OUT, String(m.role)) ?? 'ROLE_UNSPECIFIED',
     content: partsOut(m.parts),
     metadata: m.metadata,
     extensions: m.extensions,
@@ -186,7 +191,7 @@ function messageOut(m: JsonObject): JsonObject {
 function statusOut(s: unknown): JsonObject {
   const status = isObject(s) ? s : {};
   return defined({
-    state: STATE_OUT[String(status.state)] ?? 'TASK_STATE_UNSPECIFIED',
+    state: own(STATE_OUT, String(status.state)) ?? 'TASK_STATE_UNSPECIFIED',
     message: isObject(status.message) ? messageOut(status.message) : undefined,
     timestamp: status.timestamp,
   });

@@ -18,7 +18,10 @@ import type { ModelScript } from '../../src/agent/model/scripted-model-client.js
 import { browserSkipReason, launchBrowser, watchedPage } from '../support/browser.js';
 import { freshDatabase, spawnServer } from '../support/process.js';
 import type { ServerProcess } from '../support/process.js';
-import { startServer, tempDir } from '../support/server.js';
+import { sharedStore, startServer, tempDir } from '../support/server.js';
+import type { WriteBatch } from '../../src/agent/task-store.js';
+import type { MemoryTaskStore } from '../../src/store/memory-store.js';
+import { StreamResponse } from '@a2a-js/sdk';
 
 const call = (name: string, args: Record<string, unknown>) => ({ functionCall: { name, args } });
 const say = (...texts: string[]) => ({ chunks: texts.map((text) => [{ text }]) });
@@ -49,6 +52,7 @@ const SCRIPT: ModelScript = {
     { when: '^modify me', steps: [write('modify.txt', 'proposed\n'), say('Wrote your version.')] },
     { when: '^survive reload', steps: [write('reload.txt', 'reload\n'), say('Wrote reload.txt.')] },
     { when: '^survive restart', steps: [write('restart.txt', 'restart\n'), say('Wrote restart.txt.')] },
+    { when: '^slow pause', steps: [write('slow.txt', 'slow\n'), say('Wrote slow.txt.')] },
     {
       when: '^colours',
       steps: [{ chunks: [[call('run_shell_command', { command: "printf '\\033[31mred\\033[0m <b>plain</b>\\n'" })]] }, say('Printed.')],
@@ -73,6 +77,23 @@ class RecordingModel implements ModelClient {
 }
 
 const WAIT = { timeout: 20_000 };
+
+/** The shared in-memory store, but every commit that logs a pause (input-required) waits `ms` first. */
+async function pauseDelayingStore(ms: number): Promise<ReturnType<MemoryTaskStore['connect']>> {
+  const store = (await sharedStore()).connect();
+  const pauses = (batch: WriteBatch) =>
+    batch.events.some((e) => JSON.stringify(StreamResponse.toJSON(e.response)).includes('TASK_STATE_INPUT_REQUIRED'));
+  const held =
+    <A extends unknown[], R>(commit: (batch: WriteBatch, ...rest: A) => Promise<R>) =>
+    async (batch: WriteBatch, ...rest: A): Promise<R> => {
+      if (pauses(batch)) await new Promise((resolve) => setTimeout(resolve, ms));
+      return commit(batch, ...rest);
+    };
+  return Object.assign(Object.create(store) as typeof store, {
+    commit: held(store.commit.bind(store)),
+    commitWhileAwaiting: held(store.commitWhileAwaiting.bind(store)),
+  });
+}
 const pendingCard = 'section.card[data-status="PENDING"]';
 
 /** Opens the console, picks the workspace and sends the prompt with Enter; resolves once a card waits. */
@@ -118,6 +139,24 @@ t.test('the web console in Chromium', { skip: skip ?? false }, async (t) => {
     t.notOk(existsSync(path.join(server.workspace, 'denied.txt')), 'nothing written');
     const next = model.requests.at(-1);
     t.match(JSON.stringify(next?.contents), /put it in notes\.md instead/, "the model's next request carries the feedback");
+    await page.close();
+  });
+
+  t.test('a card that is PENDING before its task pauses offers its options only with the pause', async (t) => {
+    // The card and the pause are separate commits; here the pause's is held back 1.5 s.
+    const slow = await startServer(t, { script: SCRIPT, app: { store: await pauseDelayingStore(1500) } });
+    const { page } = await watchedPage(browser);
+    await page.goto(slow.url);
+    await page.fill('#workspace', slow.workspace);
+    await page.fill('#prompt', 'slow pause');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector(pendingCard, WAIT);
+    t.match(await page.getAttribute('.task-head .grow', 'data-state'), /^(working|submitted)$/, 'the task is still working');
+    t.equal(await page.locator(`${pendingCard} button`).count(), 0, 'no option to click yet: the server would refuse it');
+    t.match(await page.textContent(pendingCard), /You can answer once the agent has finished its turn/);
+    await page.click(`${pendingCard} button[data-option="proceed_once"]`, WAIT);
+    await page.waitForSelector('section.card[data-status="SUCCEEDED"]', WAIT);
+    t.equal(readFileSync(path.join(slow.workspace, 'slow.txt'), 'utf8'), 'slow\n');
     await page.close();
   });
 
@@ -221,6 +260,7 @@ t.test('a server restart while a card waits: the console reconnects and the card
   t.match(await page.textContent(pendingCard), /The server does not answer/, 'the card says why it cannot be answered now');
   await page.fill('#prompt', 'a prompt while the server is away');
   t.ok(await page.isDisabled('.composer button.primary'), 'nor can a prompt be sent');
+  t.ok(await page.isDisabled('.task-head button'), 'nor the task cancelled');
   await page.fill('#prompt', '');
   await spawnServer(t, { env, workspace, script: SCRIPT, port: first.port, readyTimeoutMs: 60_000 });
   await page.waitForSelector('.banner.reconnecting', { state: 'detached', ...WAIT });

@@ -142,7 +142,7 @@ t.test('push configs: named tasks/{id}/pushNotificationConfigs/{configId}', asyn
     pushNotificationConfig: { url },
   });
   t.equal(other.status, 400, 'a name for another task than the path’s is refused');
-  t.match(await other.json(), { code: -32602, message: /another task/ });
+  t.match(await other.json(), { code: -32602, message: /is not a config of this path's task/ });
   const listed = (await (await v03(srv, `/tasks/${task.id}/pushNotificationConfigs`)).json()) as any;
   t.same(
     listed.configs.map((c: any) => c.name),

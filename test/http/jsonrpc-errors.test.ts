@@ -188,6 +188,26 @@ t.test('envelope-level errors', async (t) => {
     rpcError(t, res, -32009, /9\.9/);
   });
 
+  t.test('A2A-Version: Major.Minor counts, a patch is ignored, anything else is -32009 (never a 500)', async (t) => {
+    const list = (version: string) =>
+      srv.app.inject({
+        method: 'POST',
+        url: '/',
+        headers: { 'content-type': 'application/json', 'A2A-Version': version },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ListTasks', params: {} }),
+      });
+    t.match((await list('1.0.2')).json(), { id: 9, result: { tasks: Array } }, '1.0.2 is 1.0');
+    t.match((await list('1')).json(), { id: 9, result: { tasks: Array } }, '1 is 1.0');
+    t.match((await list('0.3.1')).json(), { id: 9, error: { code: -32601 } }, '0.3.1 is 0.3 (which has no ListTasks)');
+    for (const version of ['constructor', '__proto__', 'toString', '2.0', '1.1', '1.0-beta']) {
+      const res = await list(version);
+      t.equal(res.statusCode, 200, `${version}: answered`);
+      const { error } = res.json<{ error: { code: number; message: string } }>();
+      t.equal(error.code, -32009);
+      t.ok(error.message.includes(`"${version}" is not supported`), error.message);
+    }
+  });
+
   t.test('the version as a query parameter (§3.6.1): ?A2A-Version=1.0 speaks v1.0', async (t) => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'ListTasks', params: {} });
     const post = (url: string) => srv.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body });

@@ -6,6 +6,7 @@
  * ContentTypeNotSupportedError (-32005, HTTP 415) without parsing it.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { contentTypeUnsupported, invalidParams } from '../../protocol/errors.js';
 
 export const UNPARSABLE = Symbol('unparsable-json');
 export const UNSUPPORTED_MEDIA = Symbol('unsupported-media-type');
@@ -36,4 +37,13 @@ export function nonJsonMediaType(request: FastifyRequest): string | undefined {
   const type = request.headers['content-type'];
   if (type === undefined || JSON_TYPES.has(type.split(';', 1)[0]?.trim().toLowerCase() ?? '')) return undefined;
   return type;
+}
+
+/** The JSON object a request must carry (a send, a push config), or the refusal a client can act on. */
+export function objectBody(request: FastifyRequest): Record<string, unknown> {
+  const body: unknown = request.body;
+  if (body === UNSUPPORTED_MEDIA) throw contentTypeUnsupported(String(request.headers['content-type']));
+  if (body === UNPARSABLE) throw invalidParams('The request body is not valid JSON');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidParams('The request body must be a JSON object');
+  return body as Record<string, unknown>;
 }

@@ -102,14 +102,10 @@ function unknownMethod(method: string, version: WireVersion): string | undefined
   return `Method not found: ${method}`;
 }
 
-/** The SDK's transport handlers over the one request handler, per version. */
-export interface A2aHandlers {
+/** What the POST handler works with, built once when the plugin is registered. */
+interface Rpc {
   v1: JsonRpcTransportHandler;
   legacy: LegacyJsonRpcTransportHandler;
-}
-
-/** What the POST handler works with, built once when the plugin is registered. */
-interface Rpc extends A2aHandlers {
   extensionMethods: Readonly<Record<string, ExtensionMethod>>;
   authenticate: Authenticate | undefined;
   heartbeatMs: number;
@@ -238,15 +234,19 @@ export type A2aOutcome =
   | { kind: 'refused'; envelope: Envelope }
   | { kind: 'stream'; stream: AsyncGenerator<Envelope, void, undefined>; first: IteratorResult<Envelope>; ctx: ServerCallContext };
 
-/** Runs a checked A2A request through the SDK's handler for its version (the JSON-RPC route and the v0.3 HTTP+JSON binding). */
-export async function startA2a(request: FastifyRequest, handlers: A2aHandlers, req: Checked): Promise<A2aOutcome> {
+/** Runs a checked A2A request through the SDK's handler of its version (the JSON-RPC route, and the v0.3 HTTP+JSON binding). */
+export async function startA2a(
+  request: FastifyRequest,
+  sdk: JsonRpcTransportHandler | LegacyJsonRpcTransportHandler,
+  req: Checked,
+): Promise<A2aOutcome> {
   const started = phaseStart();
   const prepared = prepareA2a(request, req);
   phaseEnd('parse', started);
   if ('jsonrpc' in prepared) return { kind: 'answer', envelope: prepared };
   const { id, version } = req;
   const { ctx } = prepared;
-  const out = await (version === '1.0' ? handlers.v1 : handlers.legacy).handle(prepared.rpc, ctx);
+  const out = await sdk.handle(prepared.rpc, ctx);
   if (!(Symbol.asyncIterator in (out as object))) return { kind: 'answer', envelope: hideInternal(out as Envelope, request) };
   const stream = out as AsyncGenerator<Envelope, void, undefined>;
   try {
@@ -260,7 +260,7 @@ export async function startA2a(request: FastifyRequest, handlers: A2aHandlers, r
 /** Runs an A2A method through the SDK: a JSON answer, or an SSE stream once its first event exists. */
 async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, req: Checked): Promise<Envelope | FastifyReply> {
   const { id, version } = req;
-  const outcome = await startA2a(request, rpc, req);
+  const outcome = await startA2a(request, version === '1.0' ? rpc.v1 : rpc.legacy, req);
   if (outcome.kind === 'answer') return outcome.envelope;
   // v0.3 clients read a resubscription only as a stream (the v0.3 SDKs answer it so): one
   // event carrying the error, then the end. v1.0 and message/stream refuse before any SSE.

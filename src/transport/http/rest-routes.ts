@@ -8,7 +8,7 @@
  * the HTTP status of protocol/errors.ts's one table (§11.6, §5.4).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
+import { ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import {
@@ -34,9 +34,10 @@ import {
   versionUnsupported,
 } from '../../protocol/errors.js';
 import { requestedVersion } from './a2a-version.js';
-import { answerV03 } from './rest-v03.js';
+import { answerV03, speaksV03, v03ErrorBody } from './rest-v03.js';
+import { intQuery, taskTarget } from './rest-common.js';
 import { authenticationHook, requestCaller } from './jsonrpc-route.js';
-import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE, UNSUPPORTED_MEDIA } from './json-body.js';
+import { acceptOnlyJson, nonJsonMediaType, objectBody } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
 import { validateParams } from './validate-params.js';
 import { writeSse } from './sse.js';
@@ -60,8 +61,8 @@ type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<
  */
 function contextOf(request: FastifyRequest): ServerCallContext {
   const requested = requestedVersion(request);
-  if ('unsupported' in requested) throw versionUnsupported(requested.unsupported);
-  if (requested.version !== '1.0') throw versionUnsupported(requested.version);
+  if (!('version' in requested && requested.version === '1.0'))
+    throw versionUnsupported('unsupported' in requested ? requested.unsupported : requested.version);
   const caller = requestCaller(request);
   const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: '1.0' });
   const lastEventId = request.headers['last-event-id'];
@@ -73,36 +74,11 @@ function contextOf(request: FastifyRequest): ServerCallContext {
   return ctx;
 }
 
-/** The JSON body of a request that must have one (message:send, a push config). */
-function bodyOf(request: FastifyRequest): Record<string, unknown> {
-  const body: unknown = request.body;
-  if (body === UNSUPPORTED_MEDIA) throw contentTypeUnsupported(String(request.headers['content-type']));
-  if (body === UNPARSABLE) throw invalidParams('The request body is not valid JSON');
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidParams('The request body must be a JSON object');
-  return body as Record<string, unknown>;
-}
-
 function sendRequest(request: FastifyRequest, method: 'SendMessage' | 'SendStreamingMessage'): SendMessageRequest {
-  const body = bodyOf(request);
+  const body = objectBody(request);
   const bad = validateParams(method, body, '1.0');
   if (bad !== undefined) throw invalidParams(bad.replace(/^params\b/, 'body'));
   return SendMessageRequest.fromJSON(body);
-}
-
-/** A non-negative integer query parameter (historyLength, pageSize), or undefined when absent. */
-function intQuery(query: Record<string, string | undefined>, name: string, min = 0, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const raw = query[name];
-  if (raw === undefined || raw === '') return undefined;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || n < min || n > max)
-    throw invalidParams(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  return n;
-}
-
-/** True when a request speaks v0.3 (it names no A2A-Version, or 0.3): the v0.3 binding answers it. */
-function speaksV03(request: FastifyRequest): boolean {
-  const requested = requestedVersion(request);
-  return 'version' in requested && requested.version === '0.3';
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
@@ -110,7 +86,7 @@ function sendError(request: FastifyRequest, reply: FastifyReply, err: unknown): 
   if (e.internal) request.log.error({ err }, `${request.method} ${request.url} failed`);
   else request.log.debug({ err }, 'refused');
   // The v0.3 binding's error body carries the JSON-RPC code (what a v0.3 client reads), under the same status.
-  if (speaksV03(request)) return reply.code(e.status).type('application/json').send({ code: e.code, message: e.body.error.message });
+  if (speaksV03(request)) return reply.code(e.status).type('application/json').send(v03ErrorBody(e.code, e.body.error.message));
   return reply.code(e.status).type('application/json').send(e.body);
 }
 
@@ -161,12 +137,6 @@ async function stream(
 function pathBelowPrefix(request: FastifyRequest): string {
   const { pathname } = new URL(request.url, 'http://localhost');
   return pathname.startsWith(REST_PREFIX) ? pathname.slice(REST_PREFIX.length) : pathname;
-}
-
-/** `/tasks/{id}`, `/tasks/{id}:cancel`, `/tasks/{id}:subscribe`: one path segment, split at its last colon. */
-function taskTarget(segment: string): { id: string; action: string } {
-  const colon = segment.lastIndexOf(':');
-  return colon < 0 ? { id: segment, action: '' } : { id: segment.slice(0, colon), action: segment.slice(colon + 1) };
 }
 
 const notFound = (request: FastifyRequest) =>
@@ -226,7 +196,7 @@ function pushRoutes(app: FastifyInstance, handler: A2ARequestHandler) {
       request,
       reply,
       async () => {
-        const config = TaskPushNotificationConfig.fromJSON({ ...bodyOf(request), taskId: request.params.taskId });
+        const config = TaskPushNotificationConfig.fromJSON({ ...objectBody(request), taskId: request.params.taskId });
         return TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, contextOf(request)));
       },
       201,
@@ -261,7 +231,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
   const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
   // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
   acceptOnlyJson(app);
-  const v03 = { handlers: { v1: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler) }, ...sse };
+  const v03 = { legacy: new LegacyJsonRpcTransportHandler(handler), authenticated: opts.authenticate !== undefined, ...sse };
   app.addHook('preHandler', async (request, reply) => {
     // §11.1: JSON only. Any request that declares another media type is refused, as the SDK's server does.
     const type = nonJsonMediaType(request);
@@ -273,20 +243,19 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
     'onRequest',
     authenticationHook(opts.authenticate, (message, request) =>
       // Each version's error body: v0.3's carries the JSON-RPC code.
-      speaksV03(request) ? { code: RPC_ERROR_CODE.UNAUTHORIZED, message } : restErrorBody(RPC_ERROR_CODE.UNAUTHORIZED, message).body,
+      speaksV03(request) ? v03ErrorBody(RPC_ERROR_CODE.UNAUTHORIZED, message) : restErrorBody(RPC_ERROR_CODE.UNAUTHORIZED, message).body,
     ),
   );
   app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
     // Fastify's own refusals (body too large, …) keep their status, in this binding's body.
     const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) return sendError(request, reply, err);
+    if (speaksV03(request)) return reply.code(status).send(v03ErrorBody(RPC_ERROR_CODE.INVALID_REQUEST, err.message));
     return reply.code(status).send({ error: { code: status, status: 'INVALID_ARGUMENT', message: err.message, details: [] } });
   });
   app.setNotFoundHandler((request, reply) =>
     speaksV03(request) ? answerV03(request, reply, pathBelowPrefix(request), v03) : reply.code(404).send(notFound(request)),
   );
-  // v0.3's GetAgentCard path: answered by the v0.3 binding (preHandler); v1.0 names it /extendedAgentCard.
-  app.get('/card', (request, reply) => reply.code(404).send(notFound(request)));
 
   app.post('/message::send', (request, reply) =>
     answer(request, reply, async () => {

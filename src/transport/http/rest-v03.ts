@@ -9,9 +9,11 @@
  * `{code, message}` with the JSON-RPC code, under the HTTP status of protocol/errors.ts's table.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { JsonRpcTransportHandler } from '@a2a-js/sdk/server';
+import type { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { CTX_SSE_IDS } from '../../protocol/a2a.js';
 import type { JsonObject } from '../../protocol/a2a.js';
-import { httpStatusOf, invalidParams, RPC_ERROR_CODE } from '../../protocol/errors.js';
+import { httpStatusOf, RPC_ERROR_CODE } from '../../protocol/errors.js';
 import {
   agentCardToProtoJson,
   pushConfigParamsFromProtoJson,
@@ -21,25 +23,38 @@ import {
   streamEventToProtoJson,
   taskToProtoJson,
 } from '../../protocol/proto-json-v03.js';
+import { requestedVersion } from './a2a-version.js';
 import { fixLegacyFinal, requestCaller, startA2a } from './jsonrpc-route.js';
-import type { A2aHandlers, Envelope } from './jsonrpc-route.js';
-import { UNPARSABLE } from './json-body.js';
+import type { Envelope } from './jsonrpc-route.js';
+import { objectBody } from './json-body.js';
+import { intQuery, taskTarget } from './rest-common.js';
 import { writeSse } from './sse.js';
 
 export interface RestV03Options {
-  handlers: A2aHandlers;
+  /** The SDK's v0.3 JSON-RPC handler over the request handler: each REST call runs through it. */
+  legacy: LegacyJsonRpcTransportHandler | JsonRpcTransportHandler;
+  /** Authentication is on: a request without an authenticated caller is refused (the hook's second lock). */
+  authenticated: boolean;
   heartbeatMs: number;
   stallTimeoutMs: number;
 }
 
-/** A v0.3 REST error body: the JSON-RPC code and message (what the v0.3 SDKs read). */
-export type RestV03Error = { code: number; message: string; data?: unknown };
+/** True when a request speaks v0.3 (it names no A2A-Version, or 0.3): this binding answers it. */
+export function speaksV03(request: FastifyRequest): boolean {
+  const requested = requestedVersion(request);
+  return 'version' in requested && requested.version === '0.3';
+}
 
-function refuse(reply: FastifyReply, code: number, message: string): FastifyReply {
+/** A v0.3 REST error body: the JSON-RPC code and message (what the v0.3 SDKs read), and its data if any. */
+export function v03ErrorBody(code: number, message: string, data?: unknown): { code: number; message: string; data?: unknown } {
+  return data === undefined ? { code, message } : { code, message, data };
+}
+
+function refuse(reply: FastifyReply, code: number, message: string, data?: unknown): FastifyReply {
   return reply
     .code(httpStatusOf(code))
     .type('application/json')
-    .send({ code, message } satisfies RestV03Error);
+    .send(v03ErrorBody(code, message, data));
 }
 
 /** One v0.3 call: its JSON-RPC method and params, how its result becomes proto JSON, and its status. */
@@ -50,28 +65,18 @@ interface Call {
   status?: number;
 }
 
-function bodyOf(request: FastifyRequest): JsonObject {
-  const body: unknown = request.body;
-  if (body === UNPARSABLE) throw invalidParams('The request body is not valid JSON');
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidParams('The request body must be a JSON object');
-  return body as JsonObject;
-}
+const bodyOf = (request: FastifyRequest): JsonObject => objectBody(request);
 
+/** `historyLength`, or its proto name `history_length`. */
 function historyLength(query: Record<string, unknown>): number | undefined {
-  const raw = query.historyLength ?? query.history_length;
-  if (raw === undefined || raw === '') return undefined;
-  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
-    throw invalidParams(`historyLength must be a non-negative integer, got ${JSON.stringify(raw)}`);
-  return Number(raw);
+  return intQuery(query, query.historyLength !== undefined ? 'historyLength' : 'history_length');
 }
 
 /** `tasks/{id}[:action]` and `tasks/{id}/pushNotificationConfigs[/{configId}]` by method. */
 function taskCall(method: string, segments: string[], request: FastifyRequest): Call | undefined {
   const [head = '', sub, configId, ...rest] = segments;
   if (rest.length > 0) return undefined;
-  const colon = head.lastIndexOf(':');
-  const id = colon < 0 ? head : head.slice(0, colon);
-  const action = colon < 0 ? '' : head.slice(colon + 1);
+  const { id, action } = taskTarget(head);
   if (id === '') return undefined;
   if (sub === undefined) {
     if (action === '' && method === 'GET') {
@@ -121,6 +126,10 @@ function v03Call(request: FastifyRequest, path: string): Call | undefined {
 
 /** Answers a v0.3 request on the binding; `path` is below `/v1`. */
 export async function answerV03(request: FastifyRequest, reply: FastifyReply, path: string, opts: RestV03Options): Promise<FastifyReply> {
+  const caller = requestCaller(request);
+  // Never reached through the authentication hook; a second lock in case a refactoring loses it.
+  if (opts.authenticated && caller === undefined)
+    return refuse(reply, RPC_ERROR_CODE.UNAUTHORIZED, 'Unauthorized: the request was not authenticated');
   let call: Call | undefined;
   try {
     call = v03Call(request, path);
@@ -134,11 +143,11 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
     return refuse(reply, RPC_ERROR_CODE.METHOD_NOT_FOUND, message);
   }
   const body = { jsonrpc: '2.0', id: 1, method: call.method, params: call.params };
-  const req = { id: 1, version: '0.3' as const, body, method: call.method, caller: requestCaller(request), notification: false };
-  const outcome = await startA2a(request, opts.handlers, req);
+  const req = { id: 1, version: '0.3' as const, body, method: call.method, caller, notification: false };
+  const outcome = await startA2a(request, opts.legacy, req);
   if (outcome.kind !== 'stream') {
     const { error, result } = outcome.envelope;
-    if (error !== undefined) return refuse(reply, error.code, error.message);
+    if (error !== undefined) return refuse(reply, error.code, error.message, error.data);
     const body = call.encode?.(result as JsonObject);
     if (call.status === 204 || body === undefined) return reply.code(204).send();
     return reply
@@ -150,15 +159,13 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
   await writeSse(reply, outcome.stream, outcome.first, {
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
-    frame: (item) => {
-      const e = fixLegacyFinal(item as Envelope);
-      const id = (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift();
-      if (e.error !== undefined) return { data: { code: e.error.code, message: e.error.message }, id, event: 'error' };
-      return { data: streamEventToProtoJson(e.result as JsonObject), id };
-    },
+    frame: (item) => ({
+      data: streamEventToProtoJson(fixLegacyFinal(item as Envelope).result as JsonObject),
+      id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+    }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
-      return { code: RPC_ERROR_CODE.INTERNAL_ERROR, message: 'Internal error: the event stream failed' } satisfies RestV03Error;
+      return v03ErrorBody(RPC_ERROR_CODE.INTERNAL_ERROR, 'Internal error: the event stream failed');
     },
   });
   return reply;

@@ -16,8 +16,8 @@ export interface SseOptions {
   heartbeatMs: number;
   /** How long a write may wait for the client to read before the stream is closed. */
   stallTimeoutMs: number;
-  /** Turns a source item into the frame's `data:` JSON; may also return an `id:` and an `event:` name. */
-  frame: (item: unknown) => { data: unknown; id?: number; event?: string };
+  /** Turns a source item into the frame's `data:` JSON; may also return an `id:`. */
+  frame: (item: unknown) => { data: unknown; id?: number };
   /** The JSON of an `event: error` frame for a fault after the stream started. */
   onError: (err: unknown) => unknown;
 }
@@ -68,8 +68,8 @@ export async function writeSse(
     let r = first;
     while (!r.done && !closed) {
       const encoding = phaseStart();
-      const { data, id, event } = opts.frame(r.value);
-      const text = sseFrame(data, id, event);
+      const { data, id } = opts.frame(r.value);
+      const text = sseFrame(data, id);
       phaseEnd('encode', encoding);
       const writing = phaseStart();
       await send(text);

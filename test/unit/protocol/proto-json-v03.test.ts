@@ -64,6 +64,15 @@ t.test('inbound refusals name the field', async (t) => {
   };
   t.match(refused({}), /^message must be a JSON object/);
   t.match(refused({ message: { role: 'user' } }), /message\.role must be "ROLE_USER" or "ROLE_AGENT", got "user"/);
+  t.match(
+    refused({ message: { role: 'constructor' } }),
+    /message\.role must be "ROLE_USER" or "ROLE_AGENT", got "constructor"/,
+    'no inherited name is a role',
+  );
+  t.match(
+    refused({ message: { role: 'ROLE_USER', content: [{ text: 'a', data: { data: {} } }] } }),
+    /content\[0\] sets text and data: a part is one of/,
+  );
   t.match(refused({ message: { role: 'ROLE_USER', content: 'hi' } }), /message\.content must be an array/);
   t.match(
     refused({ message: { role: 'ROLE_USER', content: [{ file: { mimeType: 'x' } }] } }),
@@ -92,7 +101,21 @@ t.test('inbound refusals name the field', async (t) => {
     taskId: 't1',
     pushNotificationConfig: { url: 'u', authentication: { schemes: [] }, id: 'cfg' },
   });
-  t.throws(() => pushConfigParamsFromProtoJson({ ...wrapped, parent: 'tasks/t2' }, 't1'), /parent "tasks\/t2" names another task/);
+  t.throws(() => pushConfigParamsFromProtoJson({ ...wrapped, parent: 'tasks/t2' }, 't1'), /parent "tasks\/t2" is not this path's task/);
+  t.throws(
+    () => pushConfigParamsFromProtoJson({ ...wrapped, parent: 'tasks/t1x' }, 't1'),
+    /is not this path's task/,
+    'a prefix is not the task',
+  );
+  t.throws(
+    () => pushConfigParamsFromProtoJson({ name: 'tasks/t1x/pushNotificationConfigs/a', pushNotificationConfig: { url: 'u' } }, 't1'),
+    /name "tasks\/t1x\/pushNotificationConfigs\/a" is not a config of this path's task/,
+  );
+  t.same(
+    pushConfigParamsFromProtoJson({ name: 'tasks/t1/pushNotificationConfigs/from-name', pushNotificationConfig: { url: 'u' } }, 't1'),
+    { taskId: 't1', pushNotificationConfig: { url: 'u', id: 'from-name' } },
+    'a config without an id takes the one its name gives',
+  );
   t.throws(() => pushConfigParamsFromProtoJson({ config: {} }, 't1'), /config\.pushNotificationConfig is required/);
 });
 
