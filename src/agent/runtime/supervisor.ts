@@ -7,7 +7,9 @@
  *   a process group such a call left running (a shell command that outlived its server) is
  *   killed first. On a store only this process can open (embedded PGlite), every running
  *   call and working task found at boot is a dead process's: they end at once, without
- *   waiting for their leases;
+ *   waiting for their leases. A working task whose process died after storing its turn's
+ *   cards but before its pause (two commits) is not failed: every card is there, so it
+ *   pauses on the waiting ones, as that process was about to;
  * - cancels calls nobody answered within APPROVAL_TIMEOUT (`approval_timeout`) and lets
  *   the turn go on; shortly before, re-publishes the pause as a reminder (once per call), so
  *   push receivers and resubscribers are told the calls are about to expire.
@@ -124,6 +126,7 @@ export class Supervisor {
     // A claimed call may die before its EXECUTING event lands, so a paused task can hold one too.
     if (!['working', 'submitted', 'input-required', 'auth-required'].includes(task.state)) return;
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
+    if (calls.length === 0 && (await this.pauseStranded(task))) return;
     for (const stored of calls) {
       const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
       if (call.phase !== 'done') interruptCall(task, call, stored.leaseOwner, this.killOrphans(task, stored));
@@ -132,6 +135,25 @@ export class Supervisor {
     failTask(task, `Interrupted: the server stopped while ${what}; the task cannot go on.`);
     this.opts.logger.warn({ taskId: task.id, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();
+  }
+
+  /**
+   * A stale working task whose stored turn has cards waiting for a person and none running:
+   * its process died between storing the cards and storing the pause. Publishes that pause
+   * (the loop's own settle step) and returns true; false when the turn is anything else.
+   */
+  private async pauseStranded(task: LiveTask): Promise<boolean> {
+    if (task.state !== 'working') return false;
+    const stored = await this.opts.store.loadTurn(task.id);
+    if (!stored.some((c) => c.phase === 'awaiting') || stored.some((c) => c.phase === 'ready' || c.phase === 'executing')) return false;
+    await this.opts.loop.settle(task);
+    await task.flush();
+    if (!PAUSED.has(task.state)) return false;
+    this.opts.logger.warn(
+      { taskId: task.id, calls: stored.map((c) => c.id) },
+      'paused a task whose process died before its pause was stored',
+    );
+    return true;
   }
 
   /** Kills the process group the call left running, if any and still the recorded one; its pgid when killed. */

@@ -9,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { cancelTask } from '../../../src/agent/runtime/call-lifecycle.js';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
-import type { StoredCall } from '../../../src/agent/task-store.js';
+import type { StoredCall, WriteBatch } from '../../../src/agent/task-store.js';
+import { StreamResponse } from '@a2a-js/sdk';
 import { MemoryTaskStore } from '../../../src/store/memory-store.js';
 import {
   auditOf,
@@ -176,6 +177,45 @@ t.test('a stale working task (lease lapsed, no call) fails', async (t) => {
   t.same(shape(log).slice(-1), ['failed!']);
   t.equal(log.at(-1)!.text, 'Interrupted: the server stopped while the model was answering; the task cannot go on.');
   t.equal(await storedState(core.store, taskId), 'failed');
+});
+
+/** True when a batch logs a pause (input-required). */
+const logsPause = (batch: WriteBatch) =>
+  batch.events.some((e) => JSON.stringify(StreamResponse.toJSON(e.response)).includes('TASK_STATE_INPUT_REQUIRED'));
+
+t.test('a stale task whose cards were stored but not its pause (the process died in between) pauses on them', async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const deadConn = core.store.connect();
+  // The dead instance: its commit that logs the pause never completes (the process died first).
+  let held: ((err: Error) => void) | undefined;
+  const hold = (batch: WriteBatch, commit: () => Promise<number[]>) =>
+    logsPause(batch) ? new Promise<number[]>((_resolve, reject) => (held = reject)) : commit();
+  const dying = Object.assign(Object.create(deadConn) as MemoryTaskStore, {
+    commit: (batch: WriteBatch) => hold(batch, () => deadConn.commit(batch)),
+  });
+  t.teardown(async () => {
+    held?.(new Error('the process is gone'));
+    await deadConn.close();
+  });
+  const dead = await makeCore(t, { store: dying, instanceId: 'dead', leaseMs: 30_000 });
+  const task = await startTask(dead, { text: 'edit' });
+  dead.loop.startTurn(task, [{ text: 'edit' }]);
+  await until('the pause commit to be reached', () => held !== undefined);
+  const [card] = await core.store.loadTurn(task.id);
+  t.match(card, { phase: 'awaiting', toolName: 'edit' }, 'the card is stored, waiting');
+  t.equal(await storedState(core.store, task.id), 'working', 'the pause is not');
+  await core.store.leaseTasks([task.id], 'dead', new Date(Date.now() - 1_000));
+
+  await supervisor.sweep();
+  await core.runs.drain();
+
+  t.equal(await storedState(core.store, task.id), 'input-required', 'paused on the stored card, not failed');
+  t.same(shape(await logOf(core.store, task.id)).slice(-2), ['edit:PENDING', 'input-required!']);
+  t.match((await core.store.loadCall(card.id))?.phase, 'awaiting', 'the card still waits for its answer');
+  t.ok(
+    core.logger.warnings().some((r) => r.msg === 'paused a task whose process died before its pause was stored'),
+    'and the operator is told',
+  );
 });
 
 t.test("a live peer's running call and working task are left alone; its own leases are not renewed by A", async (t) => {
