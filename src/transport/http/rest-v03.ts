@@ -9,7 +9,6 @@
  * `{code, message}` with the JSON-RPC code, under the HTTP status of protocol/errors.ts's table.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { JsonRpcTransportHandler } from '@a2a-js/sdk/server';
 import type { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { CTX_SSE_IDS } from '../../protocol/a2a.js';
 import type { JsonObject } from '../../protocol/a2a.js';
@@ -32,7 +31,7 @@ import { writeSse } from './sse.js';
 
 export interface RestV03Options {
   /** The SDK's v0.3 JSON-RPC handler over the request handler: each REST call runs through it. */
-  legacy: LegacyJsonRpcTransportHandler | JsonRpcTransportHandler;
+  legacy: LegacyJsonRpcTransportHandler;
   /** Authentication is on: a request without an authenticated caller is refused (the hook's second lock). */
   authenticated: boolean;
   heartbeatMs: number;
@@ -65,8 +64,6 @@ interface Call {
   status?: number;
 }
 
-const bodyOf = (request: FastifyRequest): JsonObject => objectBody(request);
-
 /** `historyLength`, or its proto name `history_length`. */
 function historyLength(query: Record<string, unknown>): number | undefined {
   return intQuery(query, query.historyLength !== undefined ? 'historyLength' : 'history_length');
@@ -90,7 +87,7 @@ function taskCall(method: string, segments: string[], request: FastifyRequest): 
   if (sub !== 'pushNotificationConfigs' || action !== '') return undefined;
   if (configId === undefined) {
     if (method === 'POST') {
-      const params = pushConfigParamsFromProtoJson(bodyOf(request), id);
+      const params = pushConfigParamsFromProtoJson(objectBody(request), id);
       return { method: 'tasks/pushNotificationConfig/set', params, encode: pushConfigToProtoJson, status: 201 };
     }
     if (method !== 'GET') return undefined;
@@ -112,10 +109,10 @@ function v03Call(request: FastifyRequest, path: string): Call | undefined {
   const [first, ...rest] = segments;
   const method = request.method;
   if (first === 'message:send' && rest.length === 0 && method === 'POST') {
-    return { method: 'message/send', params: sendParamsFromProtoJson(bodyOf(request)), encode: sendResultToProtoJson };
+    return { method: 'message/send', params: sendParamsFromProtoJson(objectBody(request)), encode: sendResultToProtoJson };
   }
   if (first === 'message:stream' && rest.length === 0 && method === 'POST') {
-    return { method: 'message/stream', params: sendParamsFromProtoJson(bodyOf(request)) };
+    return { method: 'message/stream', params: sendParamsFromProtoJson(objectBody(request)) };
   }
   if (first === 'card' && rest.length === 0 && method === 'GET') {
     return { method: 'agent/getAuthenticatedExtendedCard', params: {}, encode: agentCardToProtoJson };
