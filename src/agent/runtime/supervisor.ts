@@ -126,7 +126,10 @@ export class Supervisor {
     // A claimed call may die before its EXECUTING event lands, so a paused task can hold one too.
     if (!['working', 'submitted', 'input-required', 'auth-required'].includes(task.state)) return;
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
-    if (calls.length === 0 && (await this.pauseStranded(task))) return;
+    if (calls.length === 0) {
+      const stranded = await this.pauseStranded(task);
+      if (stranded !== 'no') return; // paused on its cards, or a call of its turn is live: not interrupted
+    }
     for (const stored of calls) {
       const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
       if (call.phase !== 'done') interruptCall(task, call, stored.leaseOwner, this.killOrphans(task, stored));
@@ -138,22 +141,36 @@ export class Supervisor {
   }
 
   /**
-   * A stale working task whose stored turn has cards waiting for a person and none running:
-   * its process died between storing the cards and storing the pause. Publishes that pause
-   * (the loop's own settle step) and returns true; false when the turn is anything else.
+   * A stale working task whose stored turn has cards waiting for a person and none running: its
+   * process died between storing the cards and storing the pause. `paused`: that pause is
+   * published now (the loop's own settle step). `live`: a call of the turn was claimed or runs
+   * (an answer reached another instance), or the turn cannot be read now: left to its runner and
+   * the next sweep. `no`: anything else, and also when the server cannot tell which pause it was
+   * (a principal's right to approve is known only from the request that started the turn, so a
+   * task of an authenticated principal is not recovered), or when every waiting call's approval
+   * time has passed meanwhile (nobody is there to answer).
    */
-  private async pauseStranded(task: LiveTask): Promise<boolean> {
-    if (task.state !== 'working') return false;
-    const stored = await this.opts.store.loadTurn(task.id);
-    if (!stored.some((c) => c.phase === 'awaiting') || stored.some((c) => c.phase === 'ready' || c.phase === 'executing')) return false;
+  private async pauseStranded(task: LiveTask): Promise<'paused' | 'live' | 'no'> {
+    if (task.state !== 'working' || task.principal !== undefined) return 'no';
+    let stored: StoredCall[];
+    try {
+      stored = await this.opts.store.loadTurn(task.id);
+    } catch (err) {
+      this.opts.logger.error({ err, taskId: task.id }, "reading a stale task's turn failed; the next sweep tries again");
+      return 'live';
+    }
+    if (stored.some((c) => c.phase === 'ready' || c.phase === 'executing')) return 'live';
+    const waiting = stored.filter((c) => c.phase === 'awaiting');
+    const now = Date.now();
+    if (waiting.length === 0 || waiting.every((c) => c.expiresAt !== undefined && c.expiresAt.getTime() <= now)) return 'no';
     await this.opts.loop.settle(task);
     await task.flush();
-    if (!PAUSED.has(task.state)) return false;
+    if (!PAUSED.has(task.state)) return 'no';
     this.opts.logger.warn(
       { taskId: task.id, calls: stored.map((c) => c.id) },
       'paused a task whose process died before its pause was stored',
     );
-    return true;
+    return 'paused';
   }
 
   /** Kills the process group the call left running, if any and still the recorded one; its pgid when killed. */

@@ -9,8 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { cancelTask } from '../../../src/agent/runtime/call-lifecycle.js';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
-import type { StoredCall, WriteBatch } from '../../../src/agent/task-store.js';
+import type { NewTaskOptions, StoredCall, WriteBatch } from '../../../src/agent/task-store.js';
 import { StreamResponse } from '@a2a-js/sdk';
+import type { Task } from '@a2a-js/sdk';
 import { MemoryTaskStore } from '../../../src/store/memory-store.js';
 import {
   auditOf,
@@ -183,39 +184,93 @@ t.test('a stale working task (lease lapsed, no call) fails', async (t) => {
 const logsPause = (batch: WriteBatch) =>
   batch.events.some((e) => JSON.stringify(StreamResponse.toJSON(e.response)).includes('TASK_STATE_INPUT_REQUIRED'));
 
-t.test('a stale task whose cards were stored but not its pause (the process died in between) pauses on them', async (t) => {
-  const { core, supervisor } = await instanceA(t);
+/**
+ * A working task whose dead instance stored the turn's cards but never its pause: that instance's
+ * commit that logs the pause never completes. The task's lease has lapsed.
+ */
+async function strandedTask(
+  t: Test,
+  core: Core,
+  opts: CoreOptions = {},
+  principal?: string,
+): Promise<{ taskId: string; card: StoredCall }> {
   const deadConn = core.store.connect();
-  // The dead instance: its commit that logs the pause never completes (the process died first).
   let held: ((err: Error) => void) | undefined;
   const hold = (batch: WriteBatch, commit: () => Promise<number[]>) =>
     logsPause(batch) ? new Promise<number[]>((_resolve, reject) => (held = reject)) : commit();
   const dying = Object.assign(Object.create(deadConn) as MemoryTaskStore, {
     commit: (batch: WriteBatch) => hold(batch, () => deadConn.commit(batch)),
+    createTask: (task: Task, _principal?: string, o?: NewTaskOptions) => deadConn.createTask(task, principal, o),
   });
   t.teardown(async () => {
     held?.(new Error('the process is gone'));
     await deadConn.close();
   });
-  const dead = await makeCore(t, { store: dying, instanceId: 'dead', leaseMs: 30_000 });
+  const dead = await makeCore(t, { store: dying, instanceId: 'dead', leaseMs: 30_000, ...opts });
   const task = await startTask(dead, { text: 'edit' });
   dead.loop.startTurn(task, [{ text: 'edit' }]);
   await until('the pause commit to be reached', () => held !== undefined);
   const [card] = await core.store.loadTurn(task.id);
-  t.match(card, { phase: 'awaiting', toolName: 'edit' }, 'the card is stored, waiting');
-  t.equal(await storedState(core.store, task.id), 'working', 'the pause is not');
   await core.store.leaseTasks([task.id], 'dead', new Date(Date.now() - 1_000));
+  return { taskId: task.id, card: card };
+}
+
+t.test('a stale task whose cards were stored but not its pause (the process died in between) pauses on them', async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const { taskId, card } = await strandedTask(t, core);
+  t.match(card, { phase: 'awaiting', toolName: 'edit' }, 'the card is stored, waiting');
+  t.equal(await storedState(core.store, taskId), 'working', 'the pause is not');
 
   await supervisor.sweep();
   await core.runs.drain();
 
-  t.equal(await storedState(core.store, task.id), 'input-required', 'paused on the stored card, not failed');
-  t.same(shape(await logOf(core.store, task.id)).slice(-2), ['edit:PENDING', 'input-required!']);
+  t.equal(await storedState(core.store, taskId), 'input-required', 'paused on the stored card, not failed');
+  t.same(shape(await logOf(core.store, taskId)).slice(-2), ['edit:PENDING', 'input-required!']);
   t.match((await core.store.loadCall(card.id))?.phase, 'awaiting', 'the card still waits for its answer');
   t.ok(
     core.logger.warnings().some((r) => r.msg === 'paused a task whose process died before its pause was stored'),
     'and the operator is told',
   );
+});
+
+t.test('a stranded task is not recovered when its pause cannot be known or answered, nor failed while a call is live', async (t) => {
+  await t.test('claimed by another instance during the sweep (after it found the task stale): left to it, not failed', async (t) => {
+    const db = new MemoryTaskStore();
+    t.teardown(() => db.close());
+    const race: { meanwhile?: () => Promise<unknown> } = {};
+    const racing = Object.assign(Object.create(db) as MemoryTaskStore, {
+      findStaleTasks: async (before: Date) => {
+        const ids = await db.findStaleTasks(before);
+        await race.meanwhile?.();
+        return ids;
+      },
+    });
+    const { core, supervisor } = await instanceA(t, { store: db, loopStore: racing });
+    const { taskId, card } = await strandedTask(t, core);
+    race.meanwhile = () => db.claimCalls(taskId, [{ id: card.id, answer: 'proceed_once' }], 'C', new Date(Date.now() + 30_000));
+    await supervisor.sweep();
+    await core.runs.drain();
+    t.equal(await storedState(core.store, taskId), 'working', 'not failed');
+    t.equal((await core.store.loadCall(card.id))?.phase, 'ready', "C's claim stands, for C to run");
+  });
+  await t.test(
+    "an authenticated principal's task: which pause (input- or auth-required) is not known, so it fails as before",
+    async (t) => {
+      const { core, supervisor } = await instanceA(t);
+      const { taskId } = await strandedTask(t, core, {}, 'alice');
+      await supervisor.sweep();
+      await core.runs.drain();
+      t.equal(await storedState(core.store, taskId), 'failed');
+    },
+  );
+  await t.test('every waiting call past its approval time: nobody to answer, it fails as before', async (t) => {
+    const { core, supervisor } = await instanceA(t);
+    const { taskId } = await strandedTask(t, core, { approvalTimeoutMs: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await supervisor.sweep();
+    await core.runs.drain();
+    t.equal(await storedState(core.store, taskId), 'failed');
+  });
 });
 
 t.test("a live peer's running call and working task are left alone; its own leases are not renewed by A", async (t) => {
