@@ -19,7 +19,7 @@ import path from 'node:path';
 /** Failures that follow from the A2A specification or the development-tool RFC, not from a defect. */
 const KNOWN_EXCEPTIONS: Record<string, string> = {
   'tests/compatibility/agent_card/test_agent_card.py::TestAgentCardStructure::test_agent_card_validates_against_schema':
-    'the card read without A2A-Version is the v0.3 card (url, preferredTransport, protocolVersion) that v0.3 clients read, plus supportedInterfaces; the v1.0 schema forbids the v0.3 fields',
+    'the card read without A2A-Version is the v0.3 card (url, preferredTransport, additionalInterfaces, protocolVersion) that v0.3 clients read, plus supportedInterfaces; the v1.0 schema forbids the v0.3 fields',
   'CARD-STRUCT-001': 'the same check, as the v1.0 requirement table names it',
   'tests/optional/quality/test_task_state_quality.py::test_task_state_transitions':
     'expects a task still working after a message/send without configuration.blocking returns, and a follow-up taken while it works; an absent blocking means blocking here (as in the a2a-js SDK), so the send returns at the pause or the end, and a turn in progress refuses a message (-32004, wait or cancel) rather than splice it into a model history still being written',
