@@ -134,7 +134,7 @@ export function sendParamsFromProtoJson(body: JsonObject): JsonObject {
 }
 
 /** The `tasks/{id}/pushNotificationConfigs/{configId}` a config is named by. */
-export const pushConfigName = (taskId: string, configId: string) => `tasks/${taskId}/pushNotificationConfigs/${configId}`;
+const pushConfigName = (taskId: string, configId: string) => `tasks/${taskId}/pushNotificationConfigs/${configId}`;
 
 /**
  * A config posted to `/v1/tasks/{taskId}/pushNotificationConfigs` as `tasks/pushNotificationConfig/set`

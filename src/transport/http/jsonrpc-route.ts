@@ -65,7 +65,7 @@ function requestId(body: unknown): Envelope['id'] {
  * An internal error (INTERNAL_ERROR) keeps its details in the log: its message may carry SQL,
  * paths or values a client must not see.
  */
-export function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
+function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
   if (envelope.error?.code !== RPC_ERROR_CODE.INTERNAL_ERROR) return envelope;
   request.log.error({ detail: envelope.error.message }, `internal error answered as ${RPC_ERROR_CODE.INTERNAL_ERROR}`);
   return { ...envelope, error: { code: RPC_ERROR_CODE.INTERNAL_ERROR, message: 'Internal error (details are in the server log)' } };
