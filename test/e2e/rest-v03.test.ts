@@ -188,6 +188,13 @@ t.test('errors: {code, message} under the HTTP status of the code', async (t) =>
   await expectError(await v03(srv, '/tasks'), 404, -32601, /A2A-Version: 1\.0/);
   await expectError(await v03(srv, '/extendedAgentCard'), 404, -32601, /A2A-Version: 1\.0/);
   await expectError(await v03(srv, '/nowhere'), 404, -32601);
+  // Hostile paths: a broken percent-escape is refused; an escaped slash or dot-dot is only a task id that does not exist.
+  // (Fastify refuses a broken escape itself, before any route: its own body.)
+  const broken = await v03(srv, '/tasks/%E0%A4%A');
+  t.equal(broken.status, 400);
+  t.match(await broken.json(), { message: /is not a valid url component/ });
+  await expectError(await v03(srv, '/tasks/..%2F..%2Fetc%2Fpasswd'), 404, -32001, /\.\.\/\.\.\/etc\/passwd/);
+  await expectError(await v03(srv, '/tasks/constructor/pushNotificationConfigs/__proto__'), 404, -32001);
   // A named 0.3 is the same binding; a version nobody speaks is refused.
   await expectError(await v03(srv, '/tasks/no-such-task', { headers: { 'a2a-version': '0.3' } }), 404, -32001);
   const unknown = await v03(srv, '/tasks/no-such-task', { headers: { 'a2a-version': '0.9' } });
