@@ -1,8 +1,9 @@
 /** `run_shell_command`: runs `bash -c` inside the workspace, in its own process group (in a sandbox when there is one). */
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { gitSafeEnvironment } from './git-env.js';
 import { recordGroup } from './process-group.js';
-import { NO_SANDBOX, type ShellSandbox } from './sandbox.js';
+import { NO_SANDBOX, type SandboxedCommand, type ShellSandbox } from './sandbox.js';
 import type { CommandLine, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import { describeGivenPath, ProtectedPaths, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
 
@@ -205,12 +206,38 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
   }
 
   /**
-   * Spawns the command and resolves once bash has exited and its output is closed.
-   * The group is ended on timeout, on cancellation, and (for background leftovers)
-   * when bash exits: SIGTERM, then SIGKILL after a grace period.
+   * Prepares the command in its sandbox (with git's safe configuration imposed, git-env.ts),
+   * spawns it, and resolves once bash has exited and its output is closed. The sandbox is
+   * released once the program has exited (or could not start).
    */
-  private execute(
+  private async execute(
     command: string,
+    where: { cwd: string; workspace: string },
+    output: TailBuffer,
+    ctx: ToolContext,
+  ): Promise<{ ending: Ending; reason: 'done' | 'timeout' | 'cancelled' }> {
+    // stderr joins stdout in one pipe so the combined output keeps its real order; on the
+    // same line, so bash's "line N" messages still match the command.
+    const script = `exec 2>&1; ${command}`;
+    let started: SandboxedCommand;
+    try {
+      started = await this.sandbox.command(script, where, gitSafeEnvironment(this.env));
+    } catch (err) {
+      return { ending: { kind: 'spawn_error', message: `the sandbox could not be prepared: ${(err as Error).message}` }, reason: 'done' };
+    }
+    if (ctx.signal.aborted) {
+      started.release();
+      return { ending: { kind: 'exit', code: null, signal: null }, reason: 'cancelled' };
+    }
+    return this.spawnStarted(started, where, output, ctx);
+  }
+
+  /**
+   * Spawns a prepared command. The group is ended on timeout, on cancellation, and (for
+   * background leftovers) when bash exits: SIGTERM, then SIGKILL after a grace period.
+   */
+  private spawnStarted(
+    started: SandboxedCommand,
     where: { cwd: string; workspace: string },
     output: TailBuffer,
     ctx: ToolContext,
@@ -223,10 +250,6 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       let exited: Ending | undefined;
       let settled = false;
 
-      // stderr joins stdout in one pipe so the combined output keeps its real order; on the
-      // same line, so bash's "line N" messages still match the command.
-      const script = `exec 2>&1; ${command}`;
-      const started = this.sandbox.command(script, where);
       const child = spawn(started.file, started.args, {
         cwd: where.cwd,
         detached: true,
@@ -283,8 +306,12 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
 
       child.stdout.on('data', onData);
       child.stderr.on('data', onData);
-      child.on('error', (err) => finish({ kind: 'spawn_error', message: err.message }));
+      child.on('error', (err) => {
+        started.release();
+        finish({ kind: 'spawn_error', message: err.message });
+      });
       child.on('exit', (code, signal) => {
+        started.release(); // the sandbox (bwrap and its namespaces) is gone with it
         exited = { kind: 'exit', code, signal };
         // Background processes may still hold the pipes open; they do not outlive the command.
         terminateGroup();

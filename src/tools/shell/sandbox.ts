@@ -1,35 +1,54 @@
 /**
  * The shell sandbox: how `run_shell_command` starts `bash -c <script>`. With bubblewrap
- * (`bwrap`), the command sees the host's file system read-only except its workspace and a
- * private, empty /tmp; the server's own files (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE,
- * credentials) are masked by empty ones, inside the workspace too; it has its own PID, IPC and
- * UTS namespaces (no view of the server's /proc, hence not of its environment), no network
- * unless allowed, no capabilities, and it dies with the server (`--die-with-parent`). Without
- * it (`off`), the command runs as the server's user, with the server's view of everything.
+ * (`bwrap`), the command sees only what it needs: the system directories (/usr, /etc, /opt, …)
+ * read-only, its workspace read-write, and a private, empty /tmp, /run and HOME; nothing else of
+ * the host's file system exists for it — no other home directory, no /var, and so no host UNIX
+ * socket (a database's, Docker's, D-Bus's, an ssh-agent's) is reachable by path. Inside the
+ * workspace, the server's own files (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, credentials) are
+ * masked by empty ones, and tool-configuration files (git hooks and config, `.npmrc`, `.vscode/`,
+ * …; see tool-config.ts) are read-only, absent ones included. It has its own PID, IPC and UTS
+ * namespaces (no view of the server's /proc, hence not of its environment), no network unless
+ * allowed, no capabilities, and it dies with the server (`--die-with-parent`). Without it
+ * (`off`), the command runs as the server's user, with the server's view of everything.
+ *
+ * Every command, sandboxed or not, gets the variables the caller imposes (git's safe
+ * configuration, git-env.ts) on top of its environment.
  *
  * The sandbox does not open a session of its own (no `--new-session`): the tool spawns bwrap
  * detached, so bwrap leads a fresh session and process group with no terminal, and bash inside
  * stays in that group, which the tool's timeout and cancel kill whole. A process that leaves
  * the group (`setsid`) still dies with the PID namespace when bwrap goes.
  */
+import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
+import fs, { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gitSafeEnvironment, withGitConfig } from './git-env.js';
+import { PlaceholderRegistry, scanToolConfig, type ToolConfigScan } from './tool-config.js';
 
 /** SHELL_SANDBOX: `auto` = bwrap when it is present and works, else off; `bwrap` = required. */
 export type ShellSandboxMode = 'auto' | 'bwrap' | 'off';
 
-/** How a command is started: the program and its arguments. */
+/** How a command is started: the program and its arguments; `release` once it has ended (bwrap exited). */
 export interface SandboxedCommand {
   file: string;
   args: string[];
+  /** Called once the command has ended or failed to start (removes the sandbox's placeholders). */
+  release: () => void;
+}
+
+/** Where a command runs: its working directory and its workspace (both real paths). */
+export interface CommandPlace {
+  cwd: string;
+  workspace: string;
 }
 
 /**
  * Starts shell commands. `command` MUST return a program that runs `bash -c script` with `cwd`
- * as its working directory, confined as `kind` says, and that the caller can spawn detached
- * (its process group is the command's).
+ * as its working directory and the variables `env` on top of its environment, confined as
+ * `kind` says, and that the caller can spawn detached (its process group is the command's); the
+ * caller MUST call `release` once the program has exited (or failed to start).
  */
 export interface ShellSandbox {
   readonly kind: 'bwrap' | 'off';
@@ -37,15 +56,26 @@ export interface ShellSandbox {
   readonly network: boolean;
   /** One sentence for the model: what the command can and cannot touch. */
   readonly description: string;
-  command(script: string, where: { cwd: string; workspace: string }): SandboxedCommand;
+  command(script: string, where: CommandPlace, env: Readonly<Record<string, string>>): Promise<SandboxedCommand>;
 }
 
-/** No sandbox: `bash -c script` as the server's user. */
+/** `NAME=value` arguments for env(1). */
+function assignments(env: Readonly<Record<string, string>>): string[] {
+  return Object.entries(env).map(([k, v]) => `${k}=${v}`);
+}
+
+const NOTHING_TO_RELEASE = (): void => undefined;
+
+/** No sandbox: `env VARS… bash -c script` as the server's user (env(1) adds the variables to the inherited environment). */
 export const NO_SANDBOX: ShellSandbox = Object.freeze({
   kind: 'off' as const,
   network: true,
   description: 'It is not sandboxed: it runs with the permissions of the server.',
-  command: (script: string): SandboxedCommand => ({ file: 'bash', args: ['-c', script] }),
+  command: async (script: string, _where: CommandPlace, env: Readonly<Record<string, string>>): Promise<SandboxedCommand> => ({
+    file: 'env',
+    args: [...assignments(env), 'bash', '-c', script],
+    release: NOTHING_TO_RELEASE,
+  }),
 });
 
 /** What a bwrap sandbox needs: the binary, the paths to mask, and whether the network stays. */
@@ -56,7 +86,26 @@ export interface BwrapOptions {
   network: boolean;
   /** An empty, read-only directory holding an empty, read-only file `empty`: what masks are made of. */
   maskDir: string;
+  /** The HOME commands see (an empty tmpfs there); default: this process's home directory. */
+  home?: string;
 }
+
+/**
+ * The host directories a command sees, read-only: programs, libraries, and /etc (name service,
+ * certificates, locale: no sockets; its secrets are masked, {@link ETC_SECRETS}). A symbolic
+ * link among them (/bin -> usr/bin on merged-/usr systems) is recreated as a link.
+ */
+export const SYSTEM_DIRS: readonly string[] = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
+
+/** Files of /etc only root should read (the command may run as root): covered by empty ones. */
+const ETC_SECRETS: readonly string[] = [
+  '/etc/shadow',
+  '/etc/shadow-',
+  '/etc/gshadow',
+  '/etc/gshadow-',
+  '/etc/security/opasswd',
+  '/etc/ssl/private',
+];
 
 /** True when `p` is `dir` or lies beneath it. */
 function within(dir: string, p: string): boolean {
@@ -64,32 +113,144 @@ function within(dir: string, p: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
+/** The mask for `p`: an empty read-only directory over a directory, an empty file over anything else; undefined when `p` is missing. */
+function maskFor(maskDir: string, p: string): string | undefined {
+  try {
+    return fs.statSync(p).isDirectory() ? path.join(maskDir, 'dir') : path.join(maskDir, 'empty');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The host's layout as the sandbox shows it, read once: system mounts, the node install, the masks of /etc's secrets. */
+export interface HostLayout {
+  /** bwrap arguments for the system directories (binds and links). */
+  system: string[];
+  /** Directories bound read-only (system directories and the node install): what a command can see besides its workspace. */
+  visible: string[];
+  /** bwrap arguments masking /etc's secrets and the ssh host keys. */
+  etcMasks: string[];
+}
+
+/** Reads the host's layout (once per sandbox; cheap: a few lstat calls). */
+export function hostLayout(maskDir: string): HostLayout {
+  const system: string[] = [];
+  const visible: string[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) system.push('--symlink', fs.readlinkSync(dir), dir);
+    else if (st.isDirectory()) {
+      system.push('--ro-bind', dir, dir);
+      visible.push(dir);
+    }
+  }
+  // node (and npm beside it) where it is installed outside the system directories (nvm, a tarball).
+  const nodePrefix = path.dirname(path.dirname(fs.realpathSync(process.execPath)));
+  if (nodePrefix !== '/' && !visible.some((d) => within(d, nodePrefix))) {
+    system.push('--ro-bind', nodePrefix, nodePrefix);
+    visible.push(nodePrefix);
+  }
+  const secrets = [...ETC_SECRETS, ...sshHostKeys()];
+  const etcMasks = secrets.flatMap((p) => {
+    const mask = maskFor(maskDir, p);
+    return mask === undefined ? [] : ['--ro-bind', mask, p];
+  });
+  return { system, visible, etcMasks };
+}
+
+/** /etc/ssh's private host keys. */
+function sshHostKeys(): string[] {
+  try {
+    return fs
+      .readdirSync('/etc/ssh')
+      .filter((n) => /^ssh_host_.*_key$/.test(n))
+      .map((n) => path.join('/etc/ssh', n));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * /etc/resolv.conf when it links into /run (systemd-resolved): the file it names, bound
+ * read-only after /run's tmpfs, so that name lookups work when the network is allowed.
+ */
+function resolvConf(): string[] {
+  try {
+    const real = fs.realpathSync('/etc/resolv.conf');
+    return within('/run', real) ? ['--ro-bind', real, real] : [];
+  } catch {
+    return [];
+  }
+}
+
 /**
  * The masks for the server's own files: an empty read-only directory over a directory, an
- * empty read-only file over a file. Paths under /tmp are invisible already (the sandbox's /tmp
- * is a fresh tmpfs) unless the workspace brings them back; paths that do not exist are skipped.
+ * empty read-only file over a file. Only where the command could see them (the workspace, the
+ * system directories); elsewhere they do not exist for it. Paths that do not exist are skipped.
  */
-function maskArgs(options: BwrapOptions, workspace: string): string[] {
+function maskArgs(options: BwrapOptions, workspace: string, visible: readonly string[]): string[] {
   const args: string[] = [];
   for (const p of options.protectedPaths) {
-    if (within('/tmp', p) && !within(workspace, p)) continue;
-    let stat: fs.Stats;
-    try {
-      stat = fs.statSync(p);
-    } catch {
-      continue; // nothing there to read
-    }
-    const mask = stat.isDirectory() ? path.join(options.maskDir, 'dir') : path.join(options.maskDir, 'empty');
-    args.push('--ro-bind', mask, p);
+    if (!within(workspace, p) && !visible.some((d) => within(d, p))) continue;
+    const mask = maskFor(options.maskDir, p);
+    if (mask !== undefined) args.push('--ro-bind', mask, p);
   }
   return args;
 }
 
+/** Where HOME is in the sandbox: the real home's path, as an empty tmpfs, unless that would cover the workspace or a system directory. */
+function homeArgs(home: string, workspace: string, visible: readonly string[]): { home: string; args: string[] } {
+  const usable =
+    path.isAbsolute(home) &&
+    home !== '/' &&
+    !within(workspace, home) &&
+    !['/dev', '/proc'].some((d) => within(d, home)) &&
+    !visible.some((d) => within(d, home) || within(home, d));
+  if (!usable) return { home: '/tmp/home', args: ['--dir', '/tmp/home'] };
+  return { home, args: ['--tmpfs', home] };
+}
+
+/** The tool-configuration binds: existing entries read-only over themselves, absent ones covered by empty read-only ones. */
+function toolConfigArgs(scan: ToolConfigScan | undefined, maskDir: string): string[] {
+  if (scan === undefined) return [];
+  const args: string[] = [];
+  for (const { path: p } of scan.existing) args.push('--ro-bind', p, p);
+  for (const { path: p, kind } of scan.absent) args.push('--ro-bind', path.join(maskDir, kind === 'dir' ? 'dir' : 'empty'), p);
+  return args;
+}
+
+/** What one command adds to the fixed layout: the tool-config scan, the imposed variables, git's exclude file for placeholders. */
+export interface CommandExtras {
+  scan?: ToolConfigScan;
+  env?: Readonly<Record<string, string>>;
+  /** A host file listing the placeholders, bound at {@link GIT_EXCLUDE_PATH} (git's core.excludesFile in the sandbox). */
+  gitExclude?: string;
+}
+
+/** Where the placeholders' exclude file appears in the sandbox. */
+export const GIT_EXCLUDE_PATH = '/run/sandbox/git-exclude';
+
 /**
  * bwrap's arguments for one command. Order matters: later mounts cover earlier ones, so the
- * masks come after the workspace.
+ * workspace comes after /tmp and HOME (it may lie under either), and the masks and
+ * tool-configuration binds after the workspace; `--remount-ro /` last makes the sandbox's own
+ * root (where bwrap made the mount points) read-only.
  */
-export function bwrapArgs(options: BwrapOptions, script: string, where: { cwd: string; workspace: string }): string[] {
+export function bwrapArgs(
+  options: BwrapOptions,
+  script: string,
+  where: CommandPlace,
+  extras: CommandExtras = {},
+  layout?: HostLayout,
+): string[] {
+  const host = layout ?? hostLayout(options.maskDir);
+  const home = homeArgs(options.home ?? os.homedir(), where.workspace, host.visible);
+  const env = Object.entries({ ...extras.env, HOME: home.home, TMPDIR: '/tmp' }).flatMap(([k, v]) => ['--setenv', k, v]);
   return [
     '--die-with-parent',
     '--unshare-pid',
@@ -99,22 +260,30 @@ export function bwrapArgs(options: BwrapOptions, script: string, where: { cwd: s
     ...(options.network ? [] : ['--unshare-net']),
     '--cap-drop',
     'ALL',
-    '--ro-bind',
-    '/',
-    '/',
+    ...host.system,
+    ...host.etcMasks,
     '--dev',
     '/dev',
     '--proc',
     '/proc',
     '--tmpfs',
     '/tmp',
+    '--tmpfs',
+    '/run',
+    '--symlink',
+    '../run',
+    '/var/run',
+    ...resolvConf(),
+    ...(extras.gitExclude === undefined ? [] : ['--ro-bind', extras.gitExclude, GIT_EXCLUDE_PATH]),
+    ...home.args,
     '--bind',
     where.workspace,
     where.workspace,
-    ...maskArgs(options, where.workspace),
-    '--setenv',
-    'TMPDIR',
-    '/tmp',
+    ...maskArgs(options, where.workspace, host.visible),
+    ...toolConfigArgs(extras.scan, options.maskDir),
+    '--remount-ro',
+    '/',
+    ...env,
     '--chdir',
     where.cwd,
     'bash',
@@ -123,22 +292,81 @@ export function bwrapArgs(options: BwrapOptions, script: string, where: { cwd: s
   ];
 }
 
+/** Placeholders of every bwrap sandbox in this process (one registry: commands of one workspace may run in different sandboxes). */
+const PLACEHOLDERS = new PlaceholderRegistry();
+
 /** A bubblewrap sandbox (see the module comment). */
 export class BwrapSandbox implements ShellSandbox {
   readonly kind = 'bwrap' as const;
   readonly network: boolean;
   readonly description: string;
+  private readonly layout: HostLayout;
 
   constructor(private readonly options: BwrapOptions) {
     this.network = options.network;
+    this.layout = hostLayout(options.maskDir);
     this.description =
-      'It runs in a sandbox: only the workspace is writable, /tmp is private and starts empty, the rest of the file system ' +
-      `is read-only, the server's own files read as empty${options.network ? '' : ', and there is no network access'}.`;
+      'It runs in a sandbox: only the workspace is writable (except its tool-configuration files such as .git/config, .git/hooks and .npmrc, ' +
+      'which are read-only), /tmp and HOME are private and start empty, only the system directories of the rest of the file system are ' +
+      `visible (read-only), the server's own files read as empty${options.network ? '' : ', and there is no network access'}.`;
   }
 
-  command(script: string, where: { cwd: string; workspace: string }): SandboxedCommand {
-    return { file: this.options.bwrap, args: bwrapArgs(this.options, script, where) };
+  /** bwrap's arguments for `script` with this sandbox's layout. */
+  argsFor(script: string, where: CommandPlace, extras: CommandExtras): string[] {
+    return bwrapArgs(this.options, script, where, extras, this.layout);
   }
+
+  async command(script: string, where: CommandPlace, env: Readonly<Record<string, string>>): Promise<SandboxedCommand> {
+    const release = PLACEHOLDERS.acquire(where.workspace);
+    try {
+      const scan = await scanToolConfig(where.workspace);
+      scan.absent = await creatable(scan.absent.map((a) => a.path)).then((ok) => scan.absent.filter((a) => ok.has(a.path)));
+      PLACEHOLDERS.record(
+        where.workspace,
+        scan.absent.map((a) => a.path),
+      );
+      const gitExclude = excludeFile(this.options.maskDir, where.workspace, scan);
+      const imposed = gitExclude === undefined ? env : withGitConfig(env, 'core.excludesFile', GIT_EXCLUDE_PATH);
+      const args = this.argsFor(script, where, { scan, env: imposed, gitExclude });
+      return { file: this.options.bwrap, args, release };
+    } catch (err) {
+      release();
+      throw err;
+    }
+  }
+}
+
+/** Those of `paths` whose directory is writable (bwrap must create a placeholder there); others are left out. */
+async function creatable(paths: readonly string[]): Promise<Set<string>> {
+  const ok = new Set<string>();
+  const dirs = new Map<string, Promise<boolean>>();
+  for (const p of paths) {
+    const dir = path.dirname(p);
+    if (!dirs.has(dir))
+      dirs.set(
+        dir,
+        fsp.access(dir, fs.constants.W_OK).then(
+          () => true,
+          () => false,
+        ),
+      );
+    if (await dirs.get(dir)) ok.add(p);
+  }
+  return ok;
+}
+
+/**
+ * A file listing the workspace root's file placeholders as git exclude patterns (`/.npmrc`),
+ * so that `git status` and `git add -A` in the sandbox do not see them; undefined when there
+ * are none. Written once per distinct content, in the private mask directory.
+ */
+function excludeFile(maskDir: string, workspace: string, scan: ToolConfigScan): string | undefined {
+  const lines = scan.absent.filter((a) => a.kind === 'file' && path.dirname(a.path) === workspace).map((a) => `/${path.basename(a.path)}`);
+  if (lines.length === 0) return undefined;
+  const text = `${lines.join('\n')}\n`;
+  const file = path.join(maskDir, `exclude-${createHash('sha256').update(text).digest('hex').slice(0, 16)}`);
+  if (!fs.existsSync(file)) fs.writeFileSync(file, text, { mode: 0o444 });
+  return file;
 }
 
 /** The sandbox a required mode could not set up (SHELL_SANDBOX=bwrap); the server does not start. */
@@ -189,6 +417,8 @@ export interface CreateSandboxOptions {
   network: boolean;
   /** PATH to look for bwrap in (default: the server's). */
   pathVar?: string;
+  /** The HOME of commands (default: this process's): an empty tmpfs at that path in the sandbox. */
+  home?: string;
   /** Use this bwrap binary instead of searching PATH (tests). */
   bwrap?: string;
 }
@@ -206,12 +436,39 @@ export function createShellSandbox(mode: ShellSandboxMode, options: CreateSandbo
   };
   const bwrap = findBwrap(options.pathVar, options.bwrap);
   if (bwrap === undefined) return why('bwrap (bubblewrap) is not installed or not on PATH');
-  const sandbox = new BwrapSandbox({ bwrap, protectedPaths: options.protectedPaths, network: options.network, maskDir: sharedMaskDir() });
-  const probe = sandbox.command('true', { cwd: '/', workspace: os.tmpdir() });
-  const r = spawnSync(probe.file, probe.args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
-  if (r.error !== undefined || r.status !== 0) {
-    const detail = r.error?.message ?? (r.stderr.toString('utf8').trim() || `exit code ${r.status ?? r.signal ?? 'unknown'}`);
-    return why(`bwrap does not work here (${detail})`);
-  }
+  const sandbox = new BwrapSandbox({
+    bwrap,
+    protectedPaths: options.protectedPaths,
+    network: options.network,
+    maskDir: sharedMaskDir(),
+    home: options.home,
+  });
+  const failure = probeSandbox(sandbox, bwrap);
+  if (failure !== undefined) return why(`bwrap does not work here (${failure})`);
   return { sandbox };
+}
+
+/**
+ * Runs `true` with the mounts commands get — the system directories, the private /tmp, /run and
+ * HOME, a workspace with a read-only tool-configuration file and a placeholder — synchronously
+ * (start-up). Returns what went wrong, or undefined.
+ */
+function probeSandbox(sandbox: BwrapSandbox, bwrap: string): string | undefined {
+  const workspace = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'shell-sandbox-probe-')));
+  try {
+    fs.writeFileSync(path.join(workspace, '.npmrc'), '');
+    const scan: ToolConfigScan = {
+      existing: [{ path: path.join(workspace, '.npmrc'), kind: 'file' }],
+      absent: [{ path: path.join(workspace, '.vscode'), kind: 'dir' }],
+      truncated: false,
+    };
+    const args = sandbox.argsFor('true', { cwd: workspace, workspace }, { scan, env: gitSafeEnvironment() });
+    const r = spawnSync(bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+    if (r.error !== undefined || r.status !== 0) {
+      return r.error?.message ?? (r.stderr.toString('utf8').trim() || `exit code ${r.status ?? r.signal ?? 'unknown'}`);
+    }
+    return undefined;
+  } finally {
+    fs.rmSync(workspace, { recursive: true, force: true });
+  }
 }

@@ -1,0 +1,249 @@
+/**
+ * Tool-configuration files in a workspace: files that git, npm, yarn, pnpm, direnv, editors or
+ * hook managers load by themselves and that can make them run code (git hooks and config,
+ * `.npmrc`, `.yarnrc.yml`'s yarnPath, `.pnpmfile.cjs`, `.vscode/tasks.json`, …). The sandbox
+ * binds each one read-only over itself, so a sandboxed command cannot plant code that a later
+ * tool — the developer's own `git commit` or `npm install` outside the sandbox — would run.
+ *
+ * They are found by a bounded walk that never follows a symbolic link and never blocks the
+ * event loop (fs.promises.opendir): at most {@link WALK_LIMITS} directories, entries and depth,
+ * breadth first, so the workspace root and the levels near it are always covered; generated
+ * trees (node_modules, virtual environments, build output) are not entered.
+ *
+ * Absent ones (at the workspace root, and a repository's hooks/ and info/) are covered too: a
+ * command could otherwise create `.npmrc` or a whole `.git`. See {@link PlaceholderRegistry}.
+ */
+import { type Dirent, promises as fsp } from 'node:fs';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Entries read-only wherever they lie in the workspace (files or directories, by name). */
+export const TOOL_CONFIG_NAMES: ReadonlySet<string> = new Set([
+  '.gitattributes',
+  '.gitmodules',
+  '.gitconfig',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.pnpmfile.cjs',
+  '.envrc',
+  '.pre-commit-config.yaml',
+  '.mise.toml',
+  'mise.toml',
+  '.vscode',
+  '.idea',
+  '.husky',
+  '.devcontainer',
+  '.githooks',
+  '.cargo',
+]);
+
+/** The directories among {@link TOOL_CONFIG_NAMES}: an absent one is covered by an empty directory, the rest by an empty file. */
+const TOOL_CONFIG_DIRS: ReadonlySet<string> = new Set(['.vscode', '.idea', '.husky', '.devcontainer', '.githooks', '.cargo']);
+
+/** In a git directory (`.git`, a bare repository, a submodule's under `.git/modules`): what git loads as configuration or runs. */
+const GIT_DIR_CONFIG = ['config', 'config.worktree', 'hooks', 'info', 'commondir'] as const;
+
+/** Absent from a git directory, covered by an empty directory (git creates both with `git init`). */
+const GIT_DIR_ABSENT_DIRS = ['hooks', 'info'] as const;
+
+/** Directories the walk does not enter: generated, large, and not where tools look for project configuration. */
+const SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.venv', 'venv', '__pycache__', '.tox', '.cache', '.next', 'target']);
+
+/** Bounds of the walk: past them, deeper tool-config files are left writable. */
+export const WALK_LIMITS = Object.freeze({ maxDirs: 2000, maxEntries: 50_000, maxDepth: 8 });
+
+/** A path to bind read-only, and what it is (an absent one is covered by an empty file or directory). */
+export interface ConfigPath {
+  path: string;
+  kind: 'file' | 'dir';
+}
+
+/** What the walk found: existing entries (bound over themselves) and absent ones (covered by a placeholder). */
+export interface ToolConfigScan {
+  existing: ConfigPath[];
+  absent: ConfigPath[];
+  /** True when a limit stopped the walk before it saw everything. */
+  truncated: boolean;
+}
+
+type Budget = { dirs: number; entries: number };
+
+/** The entries of `dir` (no symlink followed), counted against the budget; undefined when unreadable. */
+async function entriesOf(dir: string, budget: Budget): Promise<Dirent[] | undefined> {
+  if (budget.dirs <= 0) return undefined;
+  budget.dirs--;
+  let handle: fs.Dir;
+  try {
+    handle = await fsp.opendir(dir, { bufferSize: 256 });
+  } catch {
+    return undefined; // gone, or not readable: nothing to protect that a command could read either
+  }
+  const out: Dirent[] = [];
+  try {
+    for await (const entry of handle) {
+      if (budget.entries-- <= 0) break;
+      out.push(entry);
+    }
+  } catch {
+    // vanished while read: what was read stands
+  }
+  return out;
+}
+
+/** True when the entries look like a git directory: HEAD with objects/ and refs/ (a bare repository, or `.git`). */
+function looksLikeGitDir(entries: readonly Dirent[]): boolean {
+  const has = (name: string, dir: boolean) => entries.some((e) => e.name === name && (dir ? e.isDirectory() : e.isFile()));
+  return has('HEAD', false) && has('objects', true) && has('refs', true);
+}
+
+/** A git directory's configuration entries, its absent hooks/ and info/, and its submodules' git directories. */
+async function scanGitDir(dir: string, entries: readonly Dirent[], budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
+  for (const name of GIT_DIR_CONFIG) {
+    const e = entries.find((x) => x.name === name);
+    if (e !== undefined && !e.isSymbolicLink()) scan.existing.push({ path: path.join(dir, name), kind: e.isDirectory() ? 'dir' : 'file' });
+  }
+  for (const name of GIT_DIR_ABSENT_DIRS) {
+    if (!entries.some((x) => x.name === name)) scan.absent.push({ path: path.join(dir, name), kind: 'dir' });
+  }
+  const modules = entries.find((x) => x.name === 'modules' && x.isDirectory());
+  if (modules !== undefined && depth < WALK_LIMITS.maxDepth) await scanModules(path.join(dir, 'modules'), budget, scan, depth + 1);
+}
+
+/** `.git/modules`: each submodule's git directory (nested by the submodule's path). */
+async function scanModules(dir: string, budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
+  const entries = await entriesOf(dir, budget);
+  for (const e of entries ?? []) {
+    if (!e.isDirectory()) continue;
+    const sub = path.join(dir, e.name);
+    const inner = await entriesOf(sub, budget);
+    if (inner === undefined) continue;
+    if (looksLikeGitDir(inner)) await scanGitDir(sub, inner, budget, scan, depth);
+    else if (depth < WALK_LIMITS.maxDepth) await scanModules(sub, budget, scan, depth + 1);
+  }
+}
+
+/**
+ * A `.git` entry: a repository's git directory (its configuration read-only, the rest writable
+ * for ordinary git work); anything else — a `gitdir: …` file, or a directory that is not (yet) a
+ * repository, such as an empty placeholder — read-only as a whole, so no repository can be made there.
+ */
+async function scanDotGit(p: string, e: Dirent, depth: number, budget: Budget, scan: ToolConfigScan): Promise<void> {
+  const entries = e.isDirectory() ? await entriesOf(p, budget) : undefined;
+  if (entries !== undefined && looksLikeGitDir(entries)) await scanGitDir(p, entries, budget, scan, depth + 1);
+  else scan.existing.push({ path: p, kind: e.isDirectory() ? 'dir' : 'file' });
+}
+
+/** One directory of the walk: its tool-config entries; the subdirectories to walk next. */
+async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolConfigScan): Promise<string[]> {
+  const entries = await entriesOf(dir, budget);
+  if (entries === undefined) return [];
+  if (looksLikeGitDir(entries)) {
+    // A bare repository in the workspace (planted or not): its config and hooks, not its objects.
+    await scanGitDir(dir, entries, budget, scan, depth);
+    return [];
+  }
+  const next: string[] = [];
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isSymbolicLink()) continue; // never followed; a link's target is bound where it lies, if found there
+    if (e.name === '.git') {
+      await scanDotGit(p, e, depth, budget, scan);
+    } else if (TOOL_CONFIG_NAMES.has(e.name)) {
+      scan.existing.push({ path: p, kind: e.isDirectory() ? 'dir' : 'file' });
+    } else if (e.isDirectory() && !SKIPPED_DIRS.has(e.name) && depth < WALK_LIMITS.maxDepth) {
+      next.push(p);
+    }
+  }
+  return next;
+}
+
+/**
+ * The tool-configuration entries of `workspace` (a real path), breadth first within
+ * {@link WALK_LIMITS}. Absent ones at the root (and in the root repository) are listed in `absent`.
+ */
+export async function scanToolConfig(workspace: string): Promise<ToolConfigScan> {
+  const scan: ToolConfigScan = { existing: [], absent: [], truncated: false };
+  const budget: Budget = { dirs: WALK_LIMITS.maxDirs, entries: WALK_LIMITS.maxEntries };
+  const rootEntries = new Set((await fsp.readdir(workspace).catch(() => [] as string[])).map(String));
+  let level = [workspace];
+  for (let depth = 0; level.length > 0; depth++) {
+    const next: string[] = [];
+    for (const dir of level) next.push(...(await scanDir(dir, depth, budget, scan)));
+    level = next;
+  }
+  scan.truncated = budget.dirs <= 0 || budget.entries <= 0;
+  for (const name of ['.git', ...TOOL_CONFIG_NAMES]) {
+    if (rootEntries.has(name)) continue;
+    scan.absent.push({ path: path.join(workspace, name), kind: name === '.git' || TOOL_CONFIG_DIRS.has(name) ? 'dir' : 'file' });
+  }
+  return scan;
+}
+
+/**
+ * Placeholders for absent tool-configuration entries. bwrap can only mount over a path that
+ * exists, so for an absent `.npmrc` (or `.git`, `.vscode`, …) it creates an empty file (or
+ * directory) in the workspace, on the host, and mounts an empty read-only one over it: the
+ * command can neither write it nor create it. Afterwards the placeholder is removed — but only
+ * once no sandboxed command of that workspace is running in this process: unlinking a path
+ * that is a mount point in another command's namespace would unmount it there and let that
+ * command create the file after all. A placeholder is removed only while it is still empty
+ * (a person may have written it meanwhile).
+ *
+ * While a command runs, the placeholders are visible (as empty entries) on the host as well;
+ * inside the sandbox git ignores them (core.excludesFile, see the sandbox). Not coordinated
+ * across server processes: two servers sharing one workspace could remove each other's
+ * placeholders while a command runs; after a crash, empty placeholders stay behind.
+ */
+export class PlaceholderRegistry {
+  private readonly workspaces = new Map<string, { running: number; placeholders: Set<string> }>();
+
+  /** Marks a command of `workspace` as running; the returned function ends it (idempotent). */
+  acquire(workspace: string): () => void {
+    let entry = this.workspaces.get(workspace);
+    if (entry === undefined) {
+      entry = { running: 0, placeholders: new Set() };
+      this.workspaces.set(workspace, entry);
+    }
+    entry.running++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.release(workspace);
+    };
+  }
+
+  /** Records paths the running command of `workspace` gets placeholders for (they did not exist). */
+  record(workspace: string, paths: readonly string[]): void {
+    const entry = this.workspaces.get(workspace);
+    for (const p of paths) entry?.placeholders.add(p);
+  }
+
+  /** Whether a command of `workspace` is running (tests). */
+  running(workspace: string): number {
+    return this.workspaces.get(workspace)?.running ?? 0;
+  }
+
+  private release(workspace: string): void {
+    const entry = this.workspaces.get(workspace);
+    if (entry === undefined) return;
+    entry.running--;
+    if (entry.running > 0) return;
+    this.workspaces.delete(workspace);
+    // Synchronous on purpose: a command that starts after this line must not see a placeholder
+    // being removed under its mount. Deepest first, so `.git/hooks` goes before `.git`.
+    for (const p of [...entry.placeholders].sort((a, b) => b.length - a.length)) removeIfEmpty(p);
+  }
+}
+
+/** Removes `p` when it is still an empty regular file or an empty directory (never follows a link). */
+function removeIfEmpty(p: string): void {
+  try {
+    const st = fs.lstatSync(p);
+    if (st.isFile() && st.size === 0) fs.unlinkSync(p);
+    else if (st.isDirectory()) fs.rmdirSync(p); // fails unless empty
+  } catch {
+    // gone already, or no longer empty: left as it is
+  }
+}
