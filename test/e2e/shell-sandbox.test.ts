@@ -87,3 +87,51 @@ t.test('SHELL_SANDBOX=bwrap where bwrap cannot run: the server does not start', 
     message: /SHELL_SANDBOX=bwrap: bwrap \(bubblewrap\) is not installed or not on PATH/,
   });
 });
+
+/**
+ * Issue 19, finding 1: the model plants a bare repository (HEAD, config with core.fsmonitor,
+ * objects/, refs/) with write_file and runs `git status` in it, by dir_path and after a `cd`.
+ * The fsmonitor command must not run, with the sandbox or without.
+ */
+function plantScript(ws: string, marker: string): ModelScript {
+  const cache = path.join(ws, 'vendor/cache');
+  const config = `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ${cache}\n\tfsmonitor = "touch ${marker}; false"\n`;
+  const write = (file_path: string, content: string) => ({ functionCall: { name: 'write_file', args: { file_path, content } } });
+  const shell = (args: Record<string, string>) => ({ functionCall: { name: 'run_shell_command', args } });
+  return {
+    model: 'scripted-plant',
+    scripts: [
+      {
+        when: '^plant',
+        steps: [
+          {
+            chunks: [
+              [
+                write('vendor/cache/HEAD', 'ref: refs/heads/main\n'),
+                write('vendor/cache/config', config),
+                write('vendor/cache/objects/info/.keep', ''),
+                write('vendor/cache/refs/heads/.keep', ''),
+              ],
+            ],
+          },
+          { chunks: [[shell({ command: 'git status', dir_path: 'vendor/cache' })]] },
+          { chunks: [[shell({ command: 'cd vendor/cache && git status; echo after-status' })]] },
+          { chunks: [[{ text: 'done' }]] },
+        ],
+      },
+    ],
+  };
+}
+
+for (const mode of ['off', 'bwrap']) {
+  t.test(`${mode}: a planted bare repository's fsmonitor does not run on git status`, { skip: mode === 'bwrap' && skip }, async (t) => {
+    const ws = tempDir('devtool-plant-');
+    const marker = path.join(ws, 'pwned-marker');
+    const srv = await startServer(t, { script: plantScript(ws, marker), env: { WORKSPACE_DIR: ws, SHELL_SANDBOX: mode } });
+    const res = await rpc(srv.url, 'message/stream', { message: userMessage('plant', { metadata: { [URI]: { approval_mode: 'YOLO' } } }) });
+    t.ok(existsSync(path.join(ws, 'vendor/cache/config')), 'the repository was planted');
+    t.match(res.raw, /after-status/, 'both commands ran');
+    t.match(res.raw, /cannot use bare repository/, 'git refuses the planted repository');
+    t.notOk(existsSync(marker), 'the fsmonitor command did not run');
+  });
+}
