@@ -6,12 +6,13 @@
  * tool — the developer's own `git commit` or `npm install` outside the sandbox — would run.
  *
  * They are found by a bounded walk that never follows a symbolic link and never blocks the
- * event loop (fs.promises.opendir): at most {@link WALK_LIMITS} directories, entries and depth,
+ * event loop (fs.promises.opendir): within {@link WALK_LIMITS} (directories, entries, depth, time),
  * breadth first, so the workspace root and the levels near it are always covered; generated
  * trees (node_modules, virtual environments, build output) are not entered.
  *
- * Absent ones (at the workspace root, and a repository's hooks/ and info/) are covered too: a
- * command could otherwise create `.npmrc` or a whole `.git`. See {@link PlaceholderRegistry}.
+ * Some absent ones (at the workspace root: {@link ABSENT_AT_ROOT}; a repository's hooks/ and
+ * info/) are covered too: a command could otherwise create `.npmrc` or a whole `.git`. See
+ * {@link PlaceholderRegistry}.
  */
 import { type Dirent, promises as fsp } from 'node:fs';
 import fs from 'node:fs';
@@ -38,8 +39,23 @@ export const TOOL_CONFIG_NAMES: ReadonlySet<string> = new Set([
   '.cargo',
 ]);
 
-/** The directories among {@link TOOL_CONFIG_NAMES}: an absent one is covered by an empty directory, the rest by an empty file. */
-const TOOL_CONFIG_DIRS: ReadonlySet<string> = new Set(['.vscode', '.idea', '.husky', '.devcontainer', '.githooks', '.cargo']);
+/**
+ * Absent at the workspace root, covered by an empty read-only file (or directory): those whose
+ * mere creation makes a tool on the host run code without asking — a repository (hooks,
+ * fsmonitor), npm's `.npmrc` (script-shell, node-options), yarn's yarnPath, pnpm's pnpmfile,
+ * VS Code's automatic tasks. Not the others: direnv and mise ask before they trust a new
+ * `.envrc` or `mise.toml`; `.gitattributes` and `.gitmodules` only choose among drivers and
+ * URLs that configuration (read-only) defines; hook directories only run when git's
+ * configuration points at them; and every placeholder shows up on the host while a command runs.
+ */
+const ABSENT_AT_ROOT: ReadonlyMap<string, ConfigPath['kind']> = new Map([
+  ['.git', 'dir'],
+  ['.npmrc', 'file'],
+  ['.yarnrc', 'file'],
+  ['.yarnrc.yml', 'file'],
+  ['.pnpmfile.cjs', 'file'],
+  ['.vscode', 'dir'],
+] as const);
 
 /** In a git directory (`.git`, a bare repository, a submodule's under `.git/modules`): what git loads as configuration or runs. */
 const GIT_DIR_CONFIG = ['config', 'config.worktree', 'hooks', 'info', 'commondir'] as const;
@@ -50,8 +66,8 @@ const GIT_DIR_ABSENT_DIRS = ['hooks', 'info'] as const;
 /** Directories the walk does not enter: generated, large, and not where tools look for project configuration. */
 const SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.venv', 'venv', '__pycache__', '.tox', '.cache', '.next', 'target']);
 
-/** Bounds of the walk: past them, deeper tool-config files are left writable. */
-export const WALK_LIMITS = Object.freeze({ maxDirs: 2000, maxEntries: 50_000, maxDepth: 8 });
+/** Bounds of the walk (directories read, entries seen, depth, time): past them, deeper tool-config files are left writable. */
+export const WALK_LIMITS = Object.freeze({ maxDirs: 2000, maxEntries: 30_000, maxDepth: 8, maxMs: 250 });
 
 /** A path to bind read-only, and what it is (an absent one is covered by an empty file or directory). */
 export interface ConfigPath {
@@ -67,11 +83,14 @@ export interface ToolConfigScan {
   truncated: boolean;
 }
 
-type Budget = { dirs: number; entries: number };
+type Budget = { dirs: number; entries: number; until: number };
 
 /** The entries of `dir` (no symlink followed), counted against the budget; undefined when unreadable. */
 async function entriesOf(dir: string, budget: Budget): Promise<Dirent[] | undefined> {
-  if (budget.dirs <= 0) return undefined;
+  if (budget.dirs <= 0 || Date.now() > budget.until) {
+    budget.dirs = 0;
+    return undefined;
+  }
   budget.dirs--;
   let handle: fs.Dir;
   try {
@@ -164,7 +183,7 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
  */
 export async function scanToolConfig(workspace: string): Promise<ToolConfigScan> {
   const scan: ToolConfigScan = { existing: [], absent: [], truncated: false };
-  const budget: Budget = { dirs: WALK_LIMITS.maxDirs, entries: WALK_LIMITS.maxEntries };
+  const budget: Budget = { dirs: WALK_LIMITS.maxDirs, entries: WALK_LIMITS.maxEntries, until: Date.now() + WALK_LIMITS.maxMs };
   const rootEntries = new Set((await fsp.readdir(workspace).catch(() => [] as string[])).map(String));
   let level = [workspace];
   for (let depth = 0; level.length > 0; depth++) {
@@ -173,9 +192,8 @@ export async function scanToolConfig(workspace: string): Promise<ToolConfigScan>
     level = next;
   }
   scan.truncated = budget.dirs <= 0 || budget.entries <= 0;
-  for (const name of ['.git', ...TOOL_CONFIG_NAMES]) {
-    if (rootEntries.has(name)) continue;
-    scan.absent.push({ path: path.join(workspace, name), kind: name === '.git' || TOOL_CONFIG_DIRS.has(name) ? 'dir' : 'file' });
+  for (const [name, kind] of ABSENT_AT_ROOT) {
+    if (!rootEntries.has(name)) scan.absent.push({ path: path.join(workspace, name), kind });
   }
   return scan;
 }

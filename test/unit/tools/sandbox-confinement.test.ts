@@ -157,7 +157,7 @@ const PLANT = [
   'echo "{\\"tasks\\":[]}" > .vscode/tasks.json',
   'echo x > packages/a/.npmrc',
   'echo x >> sub/.git/config',
-  'mkdir -p .husky && echo x > .husky/pre-commit',
+  'echo "yarnPath: evil.js" > .yarnrc.yml',
   'echo x > .git/info/exclude',
 ]
   .map((c) => `{ ${c}; } 2>/dev/null && echo "WROTE: ${c.replace(/"/g, '')}"`)
@@ -183,7 +183,7 @@ const WATCHED = [
   '.vscode/tasks.json',
   'packages/a/.npmrc',
   'sub/.git/config',
-  '.husky/pre-commit',
+  '.yarnrc.yml',
   '.git/info/exclude',
 ];
 
@@ -205,7 +205,7 @@ t.test('tool-configuration files cannot be written or created; git add and commi
   t.notMatch(out, /\?\? \.npmrc/, 'and not the placeholder of the absent .npmrc');
   t.match(out, /\n2\n file\.txt \| 1 \+\n 1 file changed/, 'the commit was made, with file.txt alone');
   t.notOk(
-    fs.existsSync(path.join(ws, '.npmrc')) || fs.existsSync(path.join(ws, '.husky')) || fs.existsSync(path.join(ws, '.envrc')),
+    fs.existsSync(path.join(ws, '.npmrc')) || fs.existsSync(path.join(ws, '.yarnrc.yml')) || fs.existsSync(path.join(ws, '.pnpmfile.cjs')),
     'placeholders are gone',
   );
   t.notOk(fs.existsSync(path.join(ws, 'pwned')));

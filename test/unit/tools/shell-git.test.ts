@@ -16,6 +16,8 @@ import { createShellSandbox, NO_SANDBOX, SandboxUnavailableError, type ShellSand
 import type { ToolResult } from '../../../src/tools/tool.js';
 
 /** Outside /tmp: a workspace under /tmp would be hidden by the old sandbox's private /tmp. */
+type Fixtures = Pick<typeof t, 'teardown'>;
+
 const SCRATCH = fs.existsSync('/var/tmp') ? '/var/tmp' : path.resolve('.tap');
 
 function bwrapSandbox(): ShellSandbox | string {
@@ -39,7 +41,7 @@ function git(cwd: string, ...args: string[]): void {
 }
 
 /** A workspace with a planted bare repository at vendor/cache (two commits, so a diff has something to show). */
-function plantedBare(t: Pick<typeof import('tap'), 'teardown'>): { ws: string; markers: string[] } {
+function plantedBare(t: Fixtures): { ws: string; markers: string[] } {
   const ws = fs.realpathSync(fs.mkdtempSync(path.join(SCRATCH, 'git-plant-')));
   t.teardown(() => fs.rmSync(ws, { recursive: true, force: true }));
   const src = path.join(ws, 'src-repo');
@@ -65,7 +67,7 @@ function plantedBare(t: Pick<typeof import('tap'), 'teardown'>): { ws: string; m
 }
 
 /** A workspace with a planted non-bare repository: vendor/lib/.git is a `gitdir:` file naming vendor/libgit (fsmonitor, a pre-commit hook). */
-function plantedLinked(t: Pick<typeof import('tap'), 'teardown'>): { ws: string; markers: string[] } {
+function plantedLinked(t: Fixtures): { ws: string; markers: string[] } {
   const ws = fs.realpathSync(fs.mkdtempSync(path.join(SCRATCH, 'git-plant-')));
   t.teardown(() => fs.rmSync(ws, { recursive: true, force: true }));
   const lib = path.join(ws, 'vendor/lib');
