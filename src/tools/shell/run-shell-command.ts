@@ -156,8 +156,11 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     if (ctx.signal.aborted) {
       return { isError: true, error: { type: 'cancelled', message: 'Command was cancelled before it started' } };
     }
+    // The sandbox binds the workspace at its real path, where the (real) cwd lies.
+    const workspace = realWorkspace(ctx.workspace);
+    if (!workspace.ok) return { isError: true, error: workspace.error };
     const output = new TailBuffer(this.maxOutputBytes);
-    const ending = await this.execute(args.command, { cwd: cwd.path, workspace: ctx.workspace }, output, ctx);
+    const ending = await this.execute(args.command, { cwd: cwd.path, workspace: workspace.path }, output, ctx);
     const text = output.text();
     const llmContent = [
       `Command: ${args.command}`,

@@ -101,6 +101,47 @@ t.test('bwrap arguments: masks after the workspace, network only when allowed, /
   t.notOk(bwrapArgs({ ...opts, network: true }, 'x', { cwd: ws, workspace: ws }).includes('--unshare-net'));
 });
 
+t.test('bwrap arguments: only system directories, private /tmp, /run and HOME, tool configuration read-only (issue 19)', async (t) => {
+  const { ws } = setup(t);
+  const opts = { bwrap: '/usr/bin/bwrap', protectedPaths: [], network: false, maskDir: '/m', home: '/home/dev' };
+  const scan = {
+    existing: [{ path: path.join(ws, '.git/config'), kind: 'file' as const }],
+    absent: [{ path: path.join(ws, '.npmrc'), kind: 'file' as const }],
+    truncated: false,
+  };
+  const args = bwrapArgs(opts, 'true', { cwd: ws, workspace: ws }, { scan, env: { GIT_CONFIG_COUNT: '1' } });
+  const at = (...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
+  t.equal(at('--ro-bind', '/', '/'), -1, 'the host root is not bound');
+  t.ok(at('--ro-bind', '/usr', '/usr') >= 0 && at('--ro-bind', '/etc', '/etc') >= 0, 'the system directories are, read-only');
+  if (fs.lstatSync('/bin').isSymbolicLink()) t.ok(at('--symlink', fs.readlinkSync('/bin'), '/bin') >= 0, '/bin is recreated as a link');
+  for (const dir of ['/tmp', '/run', '/home/dev']) t.ok(at('--tmpfs', dir) >= 0, `${dir} is an empty tmpfs`);
+  t.ok(at('--symlink', '../run', '/var/run') >= 0);
+  t.ok(at('--tmpfs', '/home/dev') < at('--bind', ws, ws), 'HOME comes before the workspace (which may lie in it)');
+  const config = path.join(ws, '.git/config');
+  t.ok(
+    at('--ro-bind', config, config) > at('--bind', ws, ws),
+    'an existing tool-config file is bound read-only over itself, after the workspace',
+  );
+  t.ok(at('--ro-bind', '/m/empty', path.join(ws, '.npmrc')) > at('--bind', ws, ws), 'an absent one is covered by the empty file');
+  t.ok(at('--remount-ro', '/') > at('--ro-bind', config, config), "the sandbox's own root is made read-only last");
+  t.ok(at('--setenv', 'HOME', '/home/dev') >= 0 && at('--setenv', 'GIT_CONFIG_COUNT', '1') >= 0, 'HOME and the imposed variables are set');
+  const inWs = bwrapArgs({ ...opts, home: path.join(ws, 'home') }, 'true', { cwd: ws, workspace: ws });
+  t.ok(
+    inWs.includes('/tmp/home') && !inWs.includes(path.join(ws, 'home')),
+    'a HOME inside the workspace is not covered: HOME is /tmp/home',
+  );
+});
+
+t.test('a workspace reached through a symbolic link runs at its real path', BWRAP, async (t) => {
+  const { root, ws, protectedPaths } = setup(t);
+  const { sandbox } = probe(protectedPaths);
+  if (!sandbox) return;
+  fs.symlinkSync(ws, path.join(root, 'link'));
+  const r = await run(sandbox, path.join(root, 'link'), 'pwd; cat src/a.txt');
+  t.notOk(r.isError, text(r));
+  t.match(text(r), new RegExp(`${ws}\nhello`));
+});
+
 t.test('modes: off, auto without bwrap falls back and says why, bwrap required refuses', async (t) => {
   t.equal(createShellSandbox('off', { protectedPaths: [], network: false }).sandbox, NO_SANDBOX);
   const auto = createShellSandbox('auto', { protectedPaths: [], network: false, bwrap: '/nonexistent/bwrap' });
