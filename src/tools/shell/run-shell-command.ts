@@ -256,7 +256,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       const child = spawn(started.file, started.args, {
         cwd: where.cwd,
         detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: ['ignore', 'pipe', 'pipe', ...(started.fds ?? [])],
         env: this.env,
       });
       const pid = child.pid;
@@ -307,8 +307,8 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
         resolve({ ending, reason });
       };
 
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
       child.on('error', (err) => {
         started.release();
         finish({ kind: 'spawn_error', message: err.message });

@@ -34,6 +34,8 @@ export type ShellSandboxMode = 'auto' | 'bwrap' | 'off';
 export interface SandboxedCommand {
   file: string;
   args: string[];
+  /** Descriptors the program must get as 3, 4, … (spawn's stdio after stdin, stdout, stderr). */
+  fds?: number[];
   /** Called once the command has ended or failed to start (removes the sandbox's placeholders). */
   release: () => void;
 }
@@ -216,10 +218,15 @@ function homeArgs(home: string, workspace: string, visible: readonly string[]): 
 }
 
 /** The tool-configuration binds: existing entries read-only over themselves, absent ones covered by empty read-only ones. */
-function toolConfigArgs(scan: ToolConfigScan | undefined, maskDir: string): string[] {
+function toolConfigArgs(scan: ToolConfigScan | undefined, maskDir: string, fds: ReadonlyMap<string, number> | undefined): string[] {
   if (scan === undefined) return [];
   const args: string[] = [];
-  for (const { path: p } of scan.existing) args.push('--ro-bind', p, p);
+  for (const { path: p } of scan.existing) {
+    const fd = fds?.get(p);
+    if (fd !== undefined) args.push('--ro-bind-fd', String(fd), p);
+    else if (fds === undefined) args.push('--ro-bind', p, p);
+    // else: it changed since the walk (now a link, or gone): left out rather than bound through a link
+  }
   for (const { path: p, kind } of scan.absent) args.push('--ro-bind', path.join(maskDir, kind === 'dir' ? 'dir' : 'empty'), p);
   return args;
 }
@@ -230,6 +237,12 @@ export interface CommandExtras {
   env?: Readonly<Record<string, string>>;
   /** A host file listing the placeholders, bound at {@link GIT_EXCLUDE_PATH} (git's core.excludesFile in the sandbox). */
   gitExclude?: string;
+  /**
+   * The descriptor number (in bwrap) of each existing tool-config entry, opened without following
+   * links: bound with `--ro-bind-fd`, so the mount is of the very file the walk found even if a
+   * concurrent command swaps a path component for a link. Without it, paths are bound by name.
+   */
+  configFds?: ReadonlyMap<string, number>;
 }
 
 /** Where the placeholders' exclude file appears in the sandbox. */
@@ -280,7 +293,7 @@ export function bwrapArgs(
     where.workspace,
     where.workspace,
     ...maskArgs(options, where.workspace, host.visible),
-    ...toolConfigArgs(extras.scan, options.maskDir),
+    ...toolConfigArgs(extras.scan, options.maskDir, extras.configFds),
     '--remount-ro',
     '/',
     ...env,
@@ -327,13 +340,42 @@ export class BwrapSandbox implements ShellSandbox {
       );
       const gitExclude = excludeFile(this.options.maskDir, where.workspace, scan);
       const imposed = gitExclude === undefined ? env : withGitConfig(env, 'core.excludesFile', GIT_EXCLUDE_PATH);
-      const args = this.argsFor(script, where, { scan, env: imposed, gitExclude });
-      return { file: this.options.bwrap, args, release };
+      const opened = await openExisting(scan.existing.map((e) => e.path));
+      const configFds = new Map([...opened.keys()].map((p, i) => [p, FIRST_EXTRA_FD + i]));
+      const args = this.argsFor(script, where, { scan, env: imposed, gitExclude, configFds });
+      const handles = [...opened.values()];
+      const done = (): void => {
+        release();
+        for (const h of handles) void h.close().catch(() => undefined); // closing cannot fail in a way that matters
+      };
+      return { file: this.options.bwrap, args, fds: handles.map((h) => h.fd), release: done };
     } catch (err) {
       release();
       throw err;
     }
   }
+}
+
+/** The first descriptor number past stdin, stdout and stderr: where the spawn puts {@link SandboxedCommand.fds}. */
+const FIRST_EXTRA_FD = 3;
+
+/**
+ * Opens each path read-only without following a link (O_NOFOLLOW, O_NONBLOCK: a FIFO does not
+ * block) and keeps it only when it is a regular file or a directory and the descriptor's own
+ * path (/proc/self/fd) is the path itself — no component was swapped for a link since the walk.
+ */
+async function openExisting(paths: readonly string[]): Promise<Map<string, fsp.FileHandle>> {
+  const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+  const opened = new Map<string, fsp.FileHandle>();
+  for (const p of paths) {
+    const handle = await fsp.open(p, flags).catch(() => undefined);
+    if (handle === undefined) continue;
+    const st = await handle.stat().catch(() => undefined);
+    const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+    if (st !== undefined && (st.isFile() || st.isDirectory()) && real === p) opened.set(p, handle);
+    else await handle.close().catch(() => undefined);
+  }
+  return opened;
 }
 
 /** Those of `paths` whose directory is writable (bwrap must create a placeholder there); others are left out. */
