@@ -250,8 +250,9 @@ export const GIT_EXCLUDE_PATH = '/run/sandbox/git-exclude';
 
 /**
  * bwrap's arguments for one command. Order matters: later mounts cover earlier ones, so the
- * workspace comes after /tmp and HOME (it may lie under either), and the masks and
- * tool-configuration binds after the workspace; `--remount-ro /` last makes the sandbox's own
+ * workspace comes after /tmp and HOME (it may lie under either), the tool-configuration
+ * binds after the workspace, and the masks of the server's files last (a settings file inside
+ * `.vscode/` stays masked); `--remount-ro /` last makes the sandbox's own
  * root (where bwrap made the mount points) read-only.
  */
 export function bwrapArgs(
@@ -292,8 +293,8 @@ export function bwrapArgs(
     '--bind',
     where.workspace,
     where.workspace,
-    ...maskArgs(options, where.workspace, host.visible),
     ...toolConfigArgs(extras.scan, options.maskDir, extras.configFds),
+    ...maskArgs(options, where.workspace, host.visible),
     '--remount-ro',
     '/',
     ...env,

@@ -124,6 +124,22 @@ t.test('bwrap arguments: only system directories, private /tmp, /run and HOME, t
   );
   t.ok(at('--ro-bind', '/m/empty', path.join(ws, '.npmrc')) > at('--bind', ws, ws), 'an absent one is covered by the empty file');
   t.ok(at('--remount-ro', '/') > at('--ro-bind', config, config), "the sandbox's own root is made read-only last");
+  const settings = path.join(ws, '.vscode/settings.json');
+  fs.mkdirSync(path.dirname(settings));
+  fs.writeFileSync(settings, '{"token":"SECRET"}');
+  const masked = bwrapArgs(
+    { ...opts, protectedPaths: [settings] },
+    'true',
+    { cwd: ws, workspace: ws },
+    {
+      scan: { existing: [{ path: path.dirname(settings), kind: 'dir' }], absent: [], truncated: false },
+    },
+  );
+  const atIn = (seq: string[]) => masked.findIndex((_, i) => seq.every((s, j) => masked[i + j] === s));
+  t.ok(
+    atIn(['--ro-bind', '/m/empty', settings]) > atIn(['--ro-bind', path.dirname(settings), path.dirname(settings)]),
+    "a server file inside a tool-config directory stays masked (the mask comes after the directory's bind)",
+  );
   t.ok(at('--setenv', 'HOME', '/home/dev') >= 0 && at('--setenv', 'GIT_CONFIG_COUNT', '1') >= 0, 'HOME and the imposed variables are set');
   const inWs = bwrapArgs({ ...opts, home: path.join(ws, 'home') }, 'true', { cwd: ws, workspace: ws });
   t.ok(
