@@ -95,6 +95,20 @@ t.test('no host UNIX socket is reachable: outside the workspace, in /tmp, under 
   t.match(text(await run(NO_SANDBOX, ws, connectAll(sockets.slice(0, 1)))), /CONNECTED/, 'so does an unsandboxed command');
 });
 
+t.test('an abstract UNIX socket of the host is out of reach too (its own network namespace)', BWRAP, async (t) => {
+  if (typeof sandbox === 'string') return;
+  const ws = scratch(t, 'confine-ws-');
+  const name = `\0confine-${randomBytes(4).toString('hex')}`;
+  await listenUnix(t, name);
+  // A NUL cannot travel in an argument: the script spells the abstract name as a JS escape.
+  const js = `require("net").connect("\\0${name.slice(1)}").on("connect",()=>console.log("CONNECTED")).on("error",(e)=>console.log("FAILED "+e.code))`;
+  const line = `unset NODE_OPTIONS; node -e '${js}'`;
+  const boxed = text(await run(sandbox, ws, line));
+  t.notMatch(boxed, /CONNECTED/);
+  t.match(boxed, /FAILED ECONNREFUSED/);
+  t.match(text(await run(NO_SANDBOX, ws, line)), /CONNECTED/, 'an unsandboxed command reaches it');
+});
+
 t.test('files outside the workspace cannot be read: the home directory, another directory', BWRAP, async (t) => {
   if (typeof sandbox === 'string') return;
   const ws = scratch(t, 'confine-ws-');
