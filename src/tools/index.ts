@@ -35,6 +35,7 @@ export {
   type CreateSandboxOptions,
 } from './shell/sandbox.js';
 export { killRecordedGroup, recordGroup } from './shell/process-group.js';
+export { GIT_SAFE_CONFIG, gitSafeEnvironment } from './shell/git-env.js';
 export { ProtectedPaths, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
 export { unifiedDiff } from './diff.js';
 
