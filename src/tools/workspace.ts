@@ -255,8 +255,8 @@ export type RegularFileRead =
       size?: number;
     };
 
-/** How a non-regular file is named in messages. */
-function fileKind(stat: fs.Stats): string {
+/** How a non-regular file is named in messages ("a named pipe (FIFO)"). */
+export function fileKind(stat: fs.Stats): string {
   if (stat.isFIFO()) return 'a named pipe (FIFO)';
   if (stat.isSocket()) return 'a socket';
   if (stat.isCharacterDevice()) return 'a character device';

@@ -1,4 +1,5 @@
 /** `read_many_files`: concatenates the text files named by paths, directories and globs. */
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { compileGlob, type CompiledGlob } from '../search/glob-pattern.js';
@@ -6,7 +7,14 @@ import { DEFAULT_MATCH_BUDGET_MS, MatchBudget, PathFilter } from '../search/path
 import { RegexWorker } from '../search/regex-worker.js';
 import { pathKind, resolvePattern, walkFiles, type WalkEntry } from '../search/walk.js';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
-import { ProtectedPaths, protectedPathError, realWorkspace, resolveInWorkspace, type WorkspaceToolOptions } from '../workspace.js';
+import {
+  fileKind,
+  ProtectedPaths,
+  protectedPathError,
+  realWorkspace,
+  resolveInWorkspace,
+  type WorkspaceToolOptions,
+} from '../workspace.js';
 import { readTextFile } from './read-file.js';
 
 /** Arguments of `read_many_files`. */
@@ -65,7 +73,8 @@ interface Candidate {
   rel: string;
 }
 
-type Collected = { files: Candidate[]; missing: string[] };
+/** `special`: paths named outright that are not regular files, each with what it is. */
+type Collected = { files: Candidate[]; missing: string[]; special: string[] };
 
 function invalid(message: string): { ok: false; error: ToolError } {
   return { ok: false, error: { type: 'invalid_argument', message } };
@@ -122,6 +131,15 @@ const DEFAULT_EXCLUDED_GLOBS: readonly CompiledGlob[] = DEFAULT_EXCLUDED_FILES.m
   if (!compiled.ok) throw new Error(compiled.error.message);
   return compiled.glob;
 });
+
+/** What a path that is neither a file nor a directory is ("a named pipe (FIFO)"). */
+async function describeSpecial(real: string): Promise<string> {
+  try {
+    return fileKind(await fs.lstat(real));
+  } catch {
+    return 'gone';
+  }
+}
 
 /** `real` relative to the workspace, with forward slashes. */
 function relTo(workspace: string, abs: string): string {
@@ -220,9 +238,13 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     const collected = await this.collect(args, ws.path, ctx.signal);
     if (!collected.ok) return { isError: true, error: collected.error };
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'Reading the files was cancelled' } };
-    const { files, missing } = collected.value;
+    const { files, missing, special } = collected.value;
     if (files.length === 0) {
-      const also = missing.length > 0 ? ` (not found: ${missing.join(', ')})` : '';
+      const notes = [
+        ...(missing.length > 0 ? [`not found: ${missing.join(', ')}`] : []),
+        ...(special.length > 0 ? [`not regular files, never read: ${special.join('; ')}`] : []),
+      ];
+      const also = notes.length > 0 ? ` (${notes.join('; ')})` : '';
       return {
         isError: true,
         error: {
@@ -231,14 +253,14 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
         },
       };
     }
-    return this.concatenate(files, missing);
+    return this.concatenate(files, missing, special);
   }
 
   /** Reads the candidates in order until a cap is reached; lists what was skipped and why. */
-  private async concatenate(files: Candidate[], missing: string[]): Promise<ToolResult> {
+  private async concatenate(files: Candidate[], missing: string[], special: string[]): Promise<ToolResult> {
     const sections: string[] = [];
     const read: string[] = [];
-    const skipped: string[] = missing.map((m) => `${m} (not found)`);
+    const skipped: string[] = [...missing.map((m) => `${m} (not found)`), ...special];
     const notices: string[] = [];
     let total = 0;
     for (const [i, file] of files.entries()) {
@@ -315,6 +337,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     const seen = new Set<string>();
     const files: Candidate[] = [];
     const missing: string[] = [];
+    const special: string[] = [];
     const add = (c: Candidate): void => {
       if (seen.has(c.real)) return;
       seen.add(c.real);
@@ -330,6 +353,8 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
           if (!target.ok) return target.error.type === 'path_protected' ? { ok: false, error: protectedPathError(name, p) } : target;
           const kind = pathKind(target.path);
           if (kind === 'missing') missing.push(p);
+          // A FIFO, socket or device is never opened: reading it could block or never end.
+          if (kind === 'other') special.push(`${p} (${await describeSpecial(target.path)}, not a regular file)`);
           if (kind === 'file') {
             // A file named outright escapes the default excludes, not the user's.
             const shown = path.isAbsolute(p) ? target.path : path.resolve(workspace, p);
@@ -355,6 +380,6 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     } finally {
       worker.close();
     }
-    return { ok: true, value: { files, missing } };
+    return { ok: true, value: { files, missing, special } };
   }
 }

@@ -113,7 +113,7 @@ export class PathFilter {
   private describe(reason: 'timeout' | 'error', message: string): ToolError {
     const first = this.globs[0]?.glob ?? '';
     const one = JSON.stringify(first.length > 80 ? `${first.slice(0, 60)}…` : first);
-    const pattern = this.globs.length === 1 ? `${this.argName} ${one}` : `one of the ${this.globs.length} patterns of ${this.argName}`;
+    const pattern = this.globs.length === 1 ? `${this.argName} ${one}` : `one of the ${this.argName} patterns`;
     if (reason === 'error') return { type: 'invalid_argument', message: `${pattern} could not be matched: ${message}` };
     return {
       type: 'search_timeout',
