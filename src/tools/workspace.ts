@@ -309,7 +309,7 @@ export async function readRegularFile(real: string, maxBytes: number): Promise<R
     if (!opened.isFile() || opened.dev !== before.dev || opened.ino !== before.ino) {
       return { ok: false, reason: 'changed', message: 'was replaced by another file while being read' };
     }
-    const bytes = await readAtMost(handle, maxBytes + 1);
+    const bytes = await readAtMost(handle, maxBytes + 1, opened.size);
     return bytes.length > maxBytes ? tooLarge(bytes.length) : { ok: true, bytes };
   } catch (err) {
     return { ok: false, reason: 'error', message: `cannot be read: ${errorReason(err)}` };
@@ -318,16 +318,22 @@ export async function readRegularFile(real: string, maxBytes: number): Promise<R
   }
 }
 
-/** Up to `limit` bytes from the start of an open file (fewer at its end). */
-async function readAtMost(handle: fs.promises.FileHandle, limit: number): Promise<Buffer> {
+/**
+ * Up to `limit` bytes from the start of an open regular file of `expected` bytes: one read of
+ * `expected` + 1 bytes, whose short count is the end of the file; only a file that grew since
+ * its stat is read on, in 64 KiB chunks, until `limit`.
+ */
+async function readAtMost(handle: fs.promises.FileHandle, limit: number, expected: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
+  let want = Math.min(limit, expected + 1);
   while (total < limit) {
-    const chunk = Buffer.allocUnsafe(Math.min(limit - total, 1024 * 1024));
+    const chunk = Buffer.allocUnsafe(Math.min(want, limit - total));
     const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
-    if (bytesRead === 0) break;
     chunks.push(chunk.subarray(0, bytesRead));
     total += bytesRead;
+    if (bytesRead < chunk.length) break;
+    want = 64 * 1024;
   }
   return Buffer.concat(chunks, total);
 }

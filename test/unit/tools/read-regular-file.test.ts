@@ -25,8 +25,11 @@ async function promptly<T>(p: Promise<T>): Promise<T> {
 }
 
 t.test('a regular file is read; the cap is exact', async (t) => {
-  const dir = t.testdir({ 'a.txt': 'hello', 'big.txt': 'x'.repeat(101) });
+  const dir = t.testdir({ 'a.txt': 'hello', 'big.txt': 'x'.repeat(101), 'empty.txt': '', 'mid.txt': 'y'.repeat(70_000) });
   t.match(await promptly(readRegularFile(path.join(dir, 'a.txt'), 5)), { ok: true, bytes: Buffer.from('hello') });
+  t.same(await promptly(readRegularFile(path.join(dir, 'empty.txt'), 5)), { ok: true, bytes: Buffer.alloc(0) });
+  const mid = await promptly(readRegularFile(path.join(dir, 'mid.txt'), 100_000));
+  t.equal(mid.ok && mid.bytes.toString(), 'y'.repeat(70_000));
   t.match(await promptly(readRegularFile(path.join(dir, 'big.txt'), 100)), {
     ok: false,
     reason: 'too_large',
