@@ -147,12 +147,13 @@ function releaseFifo(file: string): void {
 /**
  * A writer that opens the FIFO after `afterMs`, from its own process: a synchronous read of the
  * FIFO on this event loop (the old code) then ends, so the test fails on the card's latency
- * instead of hanging the suite. `timeout` ends the writer when nobody reads.
+ * instead of hanging the suite. It runs in its own process group, killed at teardown (with a
+ * writer blocked in open() when nobody reads).
  */
 function lateWriter(t: Test, file: string, afterMs: number): void {
-  const child: ChildProcess = spawn('timeout', ['10', 'sh', '-c', `sleep ${afterMs / 1000}; : > "$1"`, 'sh', file], { stdio: 'ignore' });
+  const child: ChildProcess = spawn('sh', ['-c', `sleep ${afterMs / 1000}; : > "$1"`, 'sh', file], { stdio: 'ignore', detached: true });
   t.teardown(() => {
-    if (child.exitCode === null && child.pid !== undefined) child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
   });
 }
 
