@@ -35,7 +35,7 @@ export {
   type CreateSandboxOptions,
 } from './shell/sandbox.js';
 export { killRecordedGroup, recordGroup } from './shell/process-group.js';
-export { ProtectedPaths, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
+export { ProtectedPaths, readRegularFile, type RegularFileRead, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
 export { unifiedDiff } from './diff.js';
 
 /**

@@ -244,7 +244,12 @@ export function describeGivenPath(workspace: string, given: string): string {
 
 /** Outcome of {@link readRegularFile}: the bytes, or why the file was not read. */
 export type RegularFileRead =
-  | { ok: true; bytes: Buffer }
+  | {
+      ok: true;
+      bytes: Buffer;
+      /** With `truncate`: the file had more than `maxBytes` bytes (the first `maxBytes` are returned). */
+      truncated?: boolean;
+    }
   | {
       ok: false;
       /** `changed`: the path was replaced (by a link or another file) between the check and the open. */
@@ -276,9 +281,10 @@ const SAFE_OPEN_FLAGS =
  * with O_NOFOLLOW (a link swapped in since fails) and O_NONBLOCK (a FIFO swapped in does not
  * hang the open), and the opened descriptor must be a regular file with the same device and
  * inode as checked. The read stops at `maxBytes` + 1 bytes, so a file that grows is cut off.
- * A named pipe, socket or device (`/dev/zero`) is refused before it is opened.
+ * A named pipe, socket or device (`/dev/zero`) is refused before it is opened. With
+ * `truncate`, a larger file is not refused: its first `maxBytes` are returned, `truncated` set.
  */
-export async function readRegularFile(real: string, maxBytes: number): Promise<RegularFileRead> {
+export async function readRegularFile(real: string, maxBytes: number, options: { truncate?: boolean } = {}): Promise<RegularFileRead> {
   let before: fs.Stats;
   try {
     before = await fs.promises.lstat(real);
@@ -295,7 +301,7 @@ export async function readRegularFile(real: string, maxBytes: number): Promise<R
     message: `is ${size} bytes, over the ${maxBytes}-byte limit`,
     size,
   });
-  if (before.size > maxBytes) return tooLarge(before.size);
+  if (before.size > maxBytes && options.truncate !== true) return tooLarge(before.size);
   let handle: fs.promises.FileHandle;
   try {
     handle = await fs.promises.open(real, SAFE_OPEN_FLAGS);
@@ -310,7 +316,8 @@ export async function readRegularFile(real: string, maxBytes: number): Promise<R
       return { ok: false, reason: 'changed', message: 'was replaced by another file while being read' };
     }
     const bytes = await readAtMost(handle, maxBytes + 1, opened.size);
-    return bytes.length > maxBytes ? tooLarge(bytes.length) : { ok: true, bytes };
+    if (bytes.length <= maxBytes) return { ok: true, bytes };
+    return options.truncate === true ? { ok: true, bytes: bytes.subarray(0, maxBytes), truncated: true } : tooLarge(bytes.length);
   } catch (err) {
     return { ok: false, reason: 'error', message: `cannot be read: ${errorReason(err)}` };
   } finally {

@@ -36,6 +36,11 @@ t.test('a regular file is read; the cap is exact', async (t) => {
     size: 101,
     message: 'is 101 bytes, over the 100-byte limit',
   });
+  t.same(await promptly(readRegularFile(path.join(dir, 'big.txt'), 100, { truncate: true })), {
+    ok: true,
+    bytes: Buffer.from('x'.repeat(100)),
+    truncated: true,
+  });
   t.match(await promptly(readRegularFile(path.join(dir, 'nope'), 100)), { ok: false, reason: 'missing' });
   t.match(await promptly(readRegularFile(dir, 100)), { ok: false, reason: 'directory' });
 });
