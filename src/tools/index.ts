@@ -36,7 +36,7 @@ export {
 } from './shell/sandbox.js';
 export { killRecordedGroup, recordGroup } from './shell/process-group.js';
 export { GIT_SAFE_CONFIG, gitSafeEnvironment } from './shell/git-env.js';
-export { ProtectedPaths, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
+export { ProtectedPaths, readRegularFile, type RegularFileRead, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
 export { unifiedDiff } from './diff.js';
 
 /**

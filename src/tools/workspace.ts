@@ -241,3 +241,106 @@ export function workspaceRelative(workspace: string, abs: string): string {
 export function describeGivenPath(workspace: string, given: string): string {
   return path.isAbsolute(given) ? given : `${given} (relative to the workspace ${workspace})`;
 }
+
+/** Outcome of {@link readRegularFile}: the bytes, or why the file was not read. */
+export type RegularFileRead =
+  | {
+      ok: true;
+      bytes: Buffer;
+      /** With `truncate`: the file had more than `maxBytes` bytes (the first `maxBytes` are returned). */
+      truncated?: boolean;
+    }
+  | {
+      ok: false;
+      /** `changed`: the path was replaced (by a link or another file) between the check and the open. */
+      reason: 'missing' | 'directory' | 'not_regular' | 'too_large' | 'changed' | 'error';
+      /** A phrase completing "<file> …", e.g. "is a named pipe (FIFO), not a regular file". */
+      message: string;
+      /** The file's size, for `too_large`. */
+      size?: number;
+    };
+
+/** How a non-regular file is named in messages ("a named pipe (FIFO)"). */
+export function fileKind(stat: fs.Stats): string {
+  if (stat.isFIFO()) return 'a named pipe (FIFO)';
+  if (stat.isSocket()) return 'a socket';
+  if (stat.isCharacterDevice()) return 'a character device';
+  if (stat.isBlockDevice()) return 'a block device';
+  if (stat.isSymbolicLink()) return 'a symbolic link';
+  return 'not a regular file';
+}
+
+/** Open flags of {@link readRegularFile}: a FIFO or device opens without waiting, a link is not followed. */
+const SAFE_OPEN_FLAGS =
+  fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0) | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NOCTTY ?? 0);
+
+/**
+ * The one way tools read a file's content: only a regular file of at most `maxBytes` is read,
+ * and never on the event loop. `real` must be a real path (from resolveInWorkspace, or a walk
+ * of real directories), so its last component is not a link: it is checked with lstat, opened
+ * with O_NOFOLLOW (a link swapped in since fails) and O_NONBLOCK (a FIFO swapped in does not
+ * hang the open), and the opened descriptor must be a regular file with the same device and
+ * inode as checked. The read stops at `maxBytes` + 1 bytes, so a file that grows is cut off.
+ * A named pipe, socket or device (`/dev/zero`) is refused before it is opened. With
+ * `truncate`, a larger file is not refused: its first `maxBytes` are returned, `truncated` set.
+ */
+export async function readRegularFile(real: string, maxBytes: number, options: { truncate?: boolean } = {}): Promise<RegularFileRead> {
+  let before: fs.Stats;
+  try {
+    before = await fs.promises.lstat(real);
+  } catch (err) {
+    const code = errorCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, reason: 'missing', message: 'does not exist' };
+    return { ok: false, reason: 'error', message: `cannot be read: ${errorReason(err)}` };
+  }
+  if (before.isDirectory()) return { ok: false, reason: 'directory', message: 'is a directory, not a file' };
+  if (!before.isFile()) return { ok: false, reason: 'not_regular', message: `is ${fileKind(before)}, not a regular file` };
+  const tooLarge = (size: number): RegularFileRead => ({
+    ok: false,
+    reason: 'too_large',
+    message: `is ${size} bytes, over the ${maxBytes}-byte limit`,
+    size,
+  });
+  if (before.size > maxBytes && options.truncate !== true) return tooLarge(before.size);
+  let handle: fs.promises.FileHandle;
+  try {
+    handle = await fs.promises.open(real, SAFE_OPEN_FLAGS);
+  } catch (err) {
+    if (errorCode(err) === 'ELOOP') return { ok: false, reason: 'changed', message: 'was replaced by a symbolic link while being read' };
+    if (errorCode(err) === 'ENOENT') return { ok: false, reason: 'missing', message: 'does not exist' };
+    return { ok: false, reason: 'error', message: `cannot be read: ${errorReason(err)}` };
+  }
+  try {
+    const opened = await handle.stat();
+    if (!opened.isFile() || opened.dev !== before.dev || opened.ino !== before.ino) {
+      return { ok: false, reason: 'changed', message: 'was replaced by another file while being read' };
+    }
+    const bytes = await readAtMost(handle, maxBytes + 1, opened.size);
+    if (bytes.length <= maxBytes) return { ok: true, bytes };
+    return options.truncate === true ? { ok: true, bytes: bytes.subarray(0, maxBytes), truncated: true } : tooLarge(bytes.length);
+  } catch (err) {
+    return { ok: false, reason: 'error', message: `cannot be read: ${errorReason(err)}` };
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Up to `limit` bytes from the start of an open regular file of `expected` bytes: one read of
+ * `expected` + 1 bytes, whose short count is the end of the file; only a file that grew since
+ * its stat is read on, in 64 KiB chunks, until `limit`.
+ */
+async function readAtMost(handle: fs.promises.FileHandle, limit: number, expected: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  let want = Math.min(limit, expected + 1);
+  while (total < limit) {
+    const chunk = Buffer.allocUnsafe(Math.min(want, limit - total));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
+    chunks.push(chunk.subarray(0, bytesRead));
+    total += bytesRead;
+    if (bytesRead < chunk.length) break;
+    want = 64 * 1024;
+  }
+  return Buffer.concat(chunks, total);
+}

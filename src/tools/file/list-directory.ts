@@ -1,5 +1,4 @@
 /** `list_directory`: lists the entries of one directory inside the workspace. */
-import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
@@ -68,7 +67,7 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
       const abs = path.join(resolved.path, entry.name);
       // The server's own files, and links into them, are not shown.
       if (this.protectedPaths.hides(abs)) continue;
-      const isDir = entry.isDirectory() || (entry.isSymbolicLink() && this.linksToDirectory(ctx.workspace, abs));
+      const isDir = entry.isDirectory() || (entry.isSymbolicLink() && (await this.linksToDirectory(ctx.workspace, abs)));
       (isDir ? dirs : files).push(entry.name);
     }
     const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -79,11 +78,11 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
   }
 
   /** A symlink counts as a directory only when its target is a directory inside the workspace. */
-  private linksToDirectory(workspace: string, linkPath: string): boolean {
+  private async linksToDirectory(workspace: string, linkPath: string): Promise<boolean> {
     const target = resolveInWorkspace(workspace, linkPath, 'entry', this.protectedPaths);
     if (!target.ok) return false;
     try {
-      return statSync(target.path).isDirectory();
+      return (await fs.stat(target.path)).isDirectory();
     } catch {
       return false;
     }

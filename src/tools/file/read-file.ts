@@ -1,7 +1,6 @@
 /** `read_file`: returns the text of one file inside the workspace, whole or a range of lines. */
-import fs from 'node:fs/promises';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
-import { describeGivenPath, errorCode, errorReason, ProtectedPaths, resolveInWorkspace, type WorkspaceToolOptions } from '../workspace.js';
+import { describeGivenPath, ProtectedPaths, readRegularFile, resolveInWorkspace, type WorkspaceToolOptions } from '../workspace.js';
 
 /** Arguments of `read_file`. */
 export interface ReadFileArgs extends Record<string, unknown> {
@@ -26,8 +25,10 @@ export function looksBinary(bytes: Uint8Array): boolean {
 export type TextFileResult = { ok: true; text: string } | { ok: false; error: ToolError };
 
 /**
- * Reads a regular text file of at most {@link MAX_READ_BYTES}. Failures are values typed
- * `file_not_found`, `target_is_directory`, `file_too_large`, `binary_file` or `read_error`.
+ * Reads a regular text file of at most {@link MAX_READ_BYTES}, through readRegularFile (so a
+ * FIFO, socket or device is refused without being opened for a blocking read). Failures are
+ * values typed `file_not_found`, `target_is_directory`, `file_too_large`, `not_a_regular_file`,
+ * `binary_file` or `read_error`.
  *
  * @param realPath the file's real path, already confined by resolveInWorkspace
  * @param where how messages name the file (see describeGivenPath)
@@ -35,35 +36,28 @@ export type TextFileResult = { ok: true; text: string } | { ok: false; error: To
  */
 export async function readTextFile(realPath: string, where: string, toolName = 'read_file'): Promise<TextFileResult> {
   const fail = (type: string, message: string): TextFileResult => ({ ok: false, error: { type, message } });
-  let handle: fs.FileHandle;
-  try {
-    handle = await fs.open(realPath, 'r');
-  } catch (err) {
-    if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return fail('file_not_found', `File not found: ${where}`);
-    return fail('read_error', `Cannot read ${where}: ${errorReason(err)}`);
+  const read = await readRegularFile(realPath, MAX_READ_BYTES);
+  if (!read.ok) {
+    switch (read.reason) {
+      case 'missing':
+        return fail('file_not_found', `File not found: ${where}`);
+      case 'directory':
+        return fail('target_is_directory', `${where} is a directory, not a file; use list_directory to see its entries`);
+      case 'too_large':
+        return fail(
+          'file_too_large',
+          `File too large: ${where} is ${read.size} bytes; ${toolName} only reads files up to ${MAX_READ_BYTES} bytes (2 MB)`,
+        );
+      case 'not_regular':
+        return fail('not_a_regular_file', `${where} ${read.message}; ${toolName} only reads regular files`);
+      default:
+        return fail('read_error', `Cannot read ${where}: it ${read.message}`);
+    }
   }
-  try {
-    const stat = await handle.stat();
-    if (stat.isDirectory()) {
-      return fail('target_is_directory', `${where} is a directory, not a file; use list_directory to see its entries`);
-    }
-    if (!stat.isFile()) return fail('read_error', `${where} is not a regular file`);
-    if (stat.size > MAX_READ_BYTES) {
-      return fail(
-        'file_too_large',
-        `File too large: ${where} is ${stat.size} bytes; ${toolName} only reads files up to ${MAX_READ_BYTES} bytes (2 MB)`,
-      );
-    }
-    const bytes = await handle.readFile();
-    if (looksBinary(bytes)) {
-      return fail('binary_file', `${where} is a binary file (contains NUL bytes); ${toolName} only reads text files`);
-    }
-    return { ok: true, text: bytes.toString('utf8') };
-  } catch (err) {
-    return fail('read_error', `Cannot read ${where}: ${errorReason(err)}`);
-  } finally {
-    await handle.close().catch(() => undefined);
+  if (looksBinary(read.bytes)) {
+    return fail('binary_file', `${where} is a binary file (contains NUL bytes); ${toolName} only reads text files`);
   }
+  return { ok: true, text: read.bytes.toString('utf8') };
 }
 
 /** The lines of `text`, each keeping its own line ending (a trailing newline does not start a new line). */

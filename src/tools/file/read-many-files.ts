@@ -1,14 +1,18 @@
 /** `read_many_files`: concatenates the text files named by paths, directories and globs. */
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
-import { filterMatcher, pathKind, resolvePattern, walkFiles } from '../search/walk.js';
+import { compileGlob, type CompiledGlob } from '../search/glob-pattern.js';
+import { DEFAULT_MATCH_BUDGET_MS, MatchBudget, PathFilter } from '../search/path-filter.js';
+import { RegexWorker } from '../search/regex-worker.js';
+import { pathKind, resolvePattern, walkFiles, type WalkEntry } from '../search/walk.js';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
 import {
+  fileKind,
   ProtectedPaths,
   protectedPathError,
   realWorkspace,
   resolveInWorkspace,
-  workspaceRelative,
   type WorkspaceToolOptions,
 } from '../workspace.js';
 import { readTextFile } from './read-file.js';
@@ -33,6 +37,8 @@ export interface ReadManyFilesOptions extends WorkspaceToolOptions {
   maxTotalBytes?: number;
   /** Read at most this many files (default 500). */
   maxFiles?: number;
+  /** Matching all the patterns of one call against the walked paths may take this long (default 5 s). */
+  matchBudgetMs?: number;
 }
 
 /** Directories left out of directory and glob expansion unless useDefaultExcludes is false. */
@@ -56,6 +62,9 @@ export const DEFAULT_EXCLUDED_DIRS: ReadonlySet<string> = new Set([
 /** File patterns left out likewise (secrets and compiled artefacts). */
 export const DEFAULT_EXCLUDED_FILES: readonly string[] = ['.env', '.env.*', '*.pyc', '*.class', '*.o', '*.so', '.DS_Store'];
 
+/** Patterns per argument (paths, include, exclude): each costs a match per walked path. */
+export const MAX_PATTERNS_PER_ARG = 100;
+
 const DEFAULT_MAX_TOTAL_BYTES = 1024 * 1024;
 const DEFAULT_MAX_FILES = 500;
 
@@ -64,7 +73,8 @@ interface Candidate {
   rel: string;
 }
 
-type Collected = { files: Candidate[]; missing: string[] };
+/** `special`: paths named outright that are not regular files, each with what it is. */
+type Collected = { files: Candidate[]; missing: string[]; special: string[] };
 
 function invalid(message: string): { ok: false; error: ToolError } {
   return { ok: false, error: { type: 'invalid_argument', message } };
@@ -83,10 +93,62 @@ function stringList(v: unknown, name: string, required: boolean): { ok: true; va
   if (v === undefined || v === null) return required ? invalid(`${name} must be a non-empty array of strings`) : { ok: true };
   if (!Array.isArray(v) || (required && v.length === 0))
     return invalid(`${name} must be a${required ? ' non-empty' : 'n'} array of strings`);
+  if (v.length > MAX_PATTERNS_PER_ARG) {
+    return invalid(`${name} has ${v.length} entries; at most ${MAX_PATTERNS_PER_ARG} are allowed (use broader patterns or several calls)`);
+  }
   for (const [i, item] of (v as unknown[]).entries()) {
     if (typeof item !== 'string' || item.trim() === '') return invalid(`${name}[${i}] must be a non-empty string`);
   }
   return { ok: true, value: v as string[] };
+}
+
+/**
+ * A filter pattern compiled for the search worker: without `/` it matches the base name at
+ * any depth (`*.ts`), as ripgrep's and Gemini CLI's filters do; with `/`, the whole path
+ * relative to the workspace. `dir/` excludes everything below dir. Over the complexity limit:
+ * `pattern_too_complex`, as for paths and include.
+ */
+function compileFilter(pattern: string, name: string): { ok: true; glob: CompiledGlob } | { ok: false; error: ToolError } {
+  const p = pattern.endsWith('/') ? `${pattern}**` : pattern;
+  if (p.includes('\0')) return invalid(`${name} must not contain a NUL character`);
+  return compileGlob(p, { basename: !p.includes('/') }, name);
+}
+
+/** The exclude patterns compiled (see compileFilter), or the first one refused. */
+function compileExcludes(exclude: readonly string[] | undefined): { ok: true; globs: CompiledGlob[] } | { ok: false; error: ToolError } {
+  const globs: CompiledGlob[] = [];
+  for (const [i, p] of (exclude ?? []).entries()) {
+    const compiled = compileFilter(p, `exclude[${i}]`);
+    if (!compiled.ok) return compiled;
+    globs.push(compiled.glob);
+  }
+  return { ok: true, globs };
+}
+
+/** {@link DEFAULT_EXCLUDED_FILES}, compiled once. */
+const DEFAULT_EXCLUDED_GLOBS: readonly CompiledGlob[] = DEFAULT_EXCLUDED_FILES.map((p) => {
+  const compiled = compileFilter(p, 'default exclude');
+  if (!compiled.ok) throw new Error(compiled.error.message);
+  return compiled.glob;
+});
+
+/** What a path that is neither a file nor a directory is ("a named pipe (FIFO)"). */
+async function describeSpecial(real: string): Promise<string> {
+  try {
+    return fileKind(await fs.lstat(real));
+  } catch {
+    return 'gone';
+  }
+}
+
+/** `real` relative to the workspace, with forward slashes. */
+function relTo(workspace: string, abs: string): string {
+  return path.relative(workspace, abs).split(path.sep).join('/');
+}
+
+/** The entries of a walk, each with `rel` relative to the workspace (what excludes match). */
+async function* workspaceRelativeEntries(workspace: string, walk: AsyncIterable<WalkEntry>): AsyncGenerator<Candidate & { abs: string }> {
+  for await (const entry of walk) yield { real: entry.real, abs: entry.abs, rel: relTo(workspace, entry.abs) };
 }
 
 /** Reads many text files at once, each under a `--- path ---` header. */
@@ -122,11 +184,13 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
   };
   private readonly maxTotalBytes: number;
   private readonly maxFiles: number;
+  private readonly matchBudgetMs: number;
   private readonly protectedPaths: ProtectedPaths;
 
   constructor(options: ReadManyFilesOptions = {}) {
     this.maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES;
     this.maxFiles = options.maxFiles ?? DEFAULT_MAX_FILES;
+    this.matchBudgetMs = options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS;
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
@@ -148,6 +212,8 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
       if (typeof v !== 'boolean') return invalid(`${name} must be a boolean when given`);
       out[name] = v;
     }
+    const excludes = compileExcludes(out.exclude);
+    if (!excludes.ok) return excludes;
     const ws = realWorkspace(ctx.workspace);
     if (!ws.ok) return ws;
     for (const [p, name] of namedPatterns(out)) {
@@ -172,9 +238,13 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     const collected = await this.collect(args, ws.path, ctx.signal);
     if (!collected.ok) return { isError: true, error: collected.error };
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'Reading the files was cancelled' } };
-    const { files, missing } = collected.value;
+    const { files, missing, special } = collected.value;
     if (files.length === 0) {
-      const also = missing.length > 0 ? ` (not found: ${missing.join(', ')})` : '';
+      const notes = [
+        ...(missing.length > 0 ? [`not found: ${missing.join(', ')}`] : []),
+        ...(special.length > 0 ? [`not regular files, never read: ${special.join('; ')}`] : []),
+      ];
+      const also = notes.length > 0 ? ` (${notes.join('; ')})` : '';
       return {
         isError: true,
         error: {
@@ -183,14 +253,14 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
         },
       };
     }
-    return this.concatenate(files, missing);
+    return this.concatenate(files, missing, special);
   }
 
   /** Reads the candidates in order until a cap is reached; lists what was skipped and why. */
-  private async concatenate(files: Candidate[], missing: string[]): Promise<ToolResult> {
+  private async concatenate(files: Candidate[], missing: string[], special: string[]): Promise<ToolResult> {
     const sections: string[] = [];
     const read: string[] = [];
-    const skipped: string[] = missing.map((m) => `${m} (not found)`);
+    const skipped: string[] = [...missing.map((m) => `${m} (not found)`), ...special];
     const notices: string[] = [];
     let total = 0;
     for (const [i, file] of files.entries()) {
@@ -236,56 +306,80 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     return { llmContent, display: { type: 'text', text: listing } };
   }
 
-  /** Expands paths, directories and globs into workspace files, in argument order without duplicates. */
+  /**
+   * Expands paths, directories and globs into workspace files, in argument order without
+   * duplicates. Every pattern (the globs in paths and include, exclude, the default excludes)
+   * is matched in the search worker within one time budget for the call, never on the event loop.
+   */
   private async collect(
     args: ReadManyFilesArgs,
     workspace: string,
     signal: AbortSignal,
   ): Promise<{ ok: true; value: Collected } | { ok: false; error: ToolError }> {
+    const userGlobs = compileExcludes(args.exclude);
+    if (!userGlobs.ok) return userGlobs;
     const useDefaults = args.useDefaultExcludes !== false;
-    // `dir/` excludes everything below dir.
-    const userExcludes = (args.exclude ?? []).map((p) => filterMatcher(p.endsWith('/') ? `${p}**` : p));
-    const excludes = [...userExcludes, ...(useDefaults ? DEFAULT_EXCLUDED_FILES : []).map((p) => filterMatcher(p))];
+    const worker = new RegexWorker();
+    const budget = new MatchBudget(this.matchBudgetMs);
+    const userExcludes = new PathFilter(worker, userGlobs.globs, 'exclude', budget, signal);
+    const allExcludes = new PathFilter(
+      worker,
+      [...userGlobs.globs, ...(useDefaults ? DEFAULT_EXCLUDED_GLOBS : [])],
+      'exclude',
+      budget,
+      signal,
+    );
     const skipDirs = useDefaults ? DEFAULT_EXCLUDED_DIRS : undefined;
     // A directory an exclude pattern names (`fixtures`, `test/fixtures`) is not walked at all.
-    const ignore = (real: string, isDir: boolean): boolean => isDir && userExcludes.some((m) => m(workspaceRelative(workspace, real)));
+    const prune = (dirs: readonly string[]) => userExcludes.matches(dirs.map((d) => ({ rel: relTo(workspace, d), isDir: true })));
+    const filters = [userExcludes, allExcludes];
+    const walkOptions = { workspace, protectedPaths: this.protectedPaths, skipDirs, signal, prune };
     const seen = new Set<string>();
     const files: Candidate[] = [];
     const missing: string[] = [];
-    const add = (real: string, shown: string, explicit: boolean): void => {
-      const rel = workspaceRelative(workspace, shown);
-      if (seen.has(real) || (explicit ? userExcludes : excludes).some((m) => m(rel))) return;
-      seen.add(real);
-      files.push({ real, rel });
+    const special: string[] = [];
+    const add = (c: Candidate): void => {
+      if (seen.has(c.real)) return;
+      seen.add(c.real);
+      files.push({ real: c.real, rel: c.rel });
     };
-    for (const [p, name] of namedPatterns(args)) {
-      const resolved = resolvePattern(workspace, workspace, p, name, this.protectedPaths);
-      if (!resolved.ok) return resolved;
-      const { baseReal, glob } = resolved.pattern;
-      if (!picomatch.scan(p).isGlob) {
-        const target = resolveInWorkspace(workspace, path.resolve(workspace, p), name, this.protectedPaths);
-        if (!target.ok) return target.error.type === 'path_protected' ? { ok: false, error: protectedPathError(name, p) } : target;
-        const kind = pathKind(target.path);
-        if (kind === 'file') add(target.path, path.isAbsolute(p) ? target.path : path.resolve(workspace, p), true);
-        else if (kind === 'missing') missing.push(p);
-        if (kind !== 'directory') continue;
-        const walk = walkFiles(target.path, {
-          workspace,
-          protectedPaths: this.protectedPaths,
-          skipDirs,
-          signal,
-          ignore,
-          recursive: args.recursive !== false,
-        });
-        for await (const entry of walk) add(entry.real, entry.abs, false);
-        continue;
+    try {
+      for (const [p, name] of namedPatterns(args)) {
+        const resolved = resolvePattern(workspace, workspace, p, name, this.protectedPaths);
+        if (!resolved.ok) return resolved;
+        let walked: AsyncIterable<Candidate>;
+        if (!picomatch.scan(p).isGlob) {
+          const target = resolveInWorkspace(workspace, path.resolve(workspace, p), name, this.protectedPaths);
+          if (!target.ok) return target.error.type === 'path_protected' ? { ok: false, error: protectedPathError(name, p) } : target;
+          const kind = pathKind(target.path);
+          if (kind === 'missing') missing.push(p);
+          // A FIFO, socket or device is never opened: reading it could block or never end.
+          if (kind === 'other') special.push(`${p} (${await describeSpecial(target.path)}, not a regular file)`);
+          if (kind === 'file') {
+            // A file named outright escapes the default excludes, not the user's.
+            const shown = path.isAbsolute(p) ? target.path : path.resolve(workspace, p);
+            walked = userExcludes.stream([{ real: target.path, rel: relTo(workspace, shown) }], { keep: false });
+          } else if (kind === 'directory') {
+            const walk = walkFiles(target.path, { ...walkOptions, recursive: args.recursive !== false });
+            walked = allExcludes.stream(workspaceRelativeEntries(workspace, walk), { keep: false });
+          } else continue;
+        } else {
+          const { baseReal, glob } = resolved.pattern;
+          if (pathKind(baseReal) !== 'directory') continue;
+          const compiled = compileGlob(glob, {}, name);
+          if (!compiled.ok) return compiled;
+          const globFilter = new PathFilter(worker, compiled.glob, name, budget, signal);
+          filters.push(globFilter);
+          const matching = globFilter.stream(walkFiles(baseReal, walkOptions));
+          walked = allExcludes.stream(workspaceRelativeEntries(workspace, matching), { keep: false });
+        }
+        for await (const c of walked) add(c);
+        const failure = filters.find((f) => f.failure !== undefined)?.failure;
+        if (failure) return { ok: false, error: failure };
       }
-      if (pathKind(baseReal) !== 'directory') continue;
-      const isMatch = picomatch(glob, { dot: true });
-      for await (const entry of walkFiles(baseReal, { workspace, protectedPaths: this.protectedPaths, skipDirs, signal, ignore })) {
-        if (isMatch(entry.rel)) add(entry.real, entry.abs, false);
-      }
+    } finally {
+      worker.close();
     }
-    return { ok: true, value: { files, missing } };
+    return { ok: true, value: { files, missing, special } };
   }
 }

@@ -135,6 +135,8 @@ export interface CompiledGlob {
   flags: string;
   /** Match the RegExp against the path's base name only. */
   basename: boolean;
+  /** Match directories only (a `.gitignore` line ending in `/`). */
+  dirOnly?: boolean;
 }
 
 /** Checks the complexity limit, then compiles with picomatch (dot files match). */

@@ -11,7 +11,7 @@ import {
   type WorkspaceToolOptions,
 } from '../workspace.js';
 import { compileGlob } from './glob-pattern.js';
-import { DEFAULT_MATCH_BUDGET_MS, PathFilter } from './path-filter.js';
+import { DEFAULT_MATCH_BUDGET_MS, MatchBudget, PathFilter } from './path-filter.js';
 import { RegexWorker } from './regex-worker.js';
 import {
   ALWAYS_SKIPPED_DIRS,
@@ -20,6 +20,7 @@ import {
   pathKind,
   resolvePattern,
   walkFiles,
+  type Gitignore,
   type ResolvedPattern,
   type WalkEntry,
 } from './walk.js';
@@ -108,8 +109,7 @@ export class GlobTool implements Tool<GlobArgs> {
     const ws = realWorkspace(ctx.workspace);
     if (!ws.ok) return { isError: true, error: ws.error };
     const nocase = args.case_sensitive !== true;
-    const gitignore = args.respect_git_ignore === false ? undefined : loadGitignore(ws.path);
-    const ignore = gitignore && ((real: string, isDir: boolean): boolean => gitignore(workspaceRelative(ws.path, real), isDir));
+    const gitignore = args.respect_git_ignore === false ? undefined : await loadGitignore(ws.path, this.protectedPaths);
 
     // Walk from the pattern's literal base when it exists; a case-insensitive match may
     // still find it under another spelling, so then walk the whole search directory.
@@ -122,7 +122,7 @@ export class GlobTool implements Tool<GlobArgs> {
       lexicalRoot = searchDir;
       glob = pattern.relPattern;
     }
-    const matched = await this.matchingFiles(root, glob, nocase, ws.path, ignore, ctx.signal);
+    const matched = await this.matchingFiles(root, glob, nocase, ws.path, gitignore, ctx.signal);
     if (!matched.ok) return { isError: true, error: matched.error };
     const found: { path: string; mtime: number }[] = [];
     for (const entry of matched.entries) {
@@ -135,48 +135,58 @@ export class GlobTool implements Tool<GlobArgs> {
       found.push({ path: path.join(lexicalRoot, entry.rel), mtime });
     }
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The file search was cancelled' } };
-    if (found.length === 0) return this.noMatch(args, ctx.workspace, searchDir);
+    if (found.length === 0) return this.noMatch(args, ctx.workspace, searchDir, gitignore?.notes);
     found.sort((a, b) => b.mtime - a.mtime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return this.report(
       args,
       workspaceRelative(ctx.workspace, searchDir),
       found.map((f) => f.path),
-      gitignore !== undefined,
+      gitignore,
     );
   }
 
   /**
-   * The files under `root` whose path matches `glob`. The walk runs here; the matching runs
-   * in the search worker within the time budget, so no pattern can freeze the server.
+   * The files under `root` whose path matches `glob`. The walk runs here; the matching of the
+   * pattern and of the `.gitignore` rules runs in the search worker within one time budget, so
+   * no pattern and no `.gitignore` line can freeze the server.
    */
   private async matchingFiles(
     root: string,
     glob: string,
     nocase: boolean,
     workspace: string,
-    ignore: ((real: string, isDir: boolean) => boolean) | undefined,
+    gitignore: Gitignore | undefined,
     signal: AbortSignal,
   ): Promise<{ ok: true; entries: WalkEntry[] } | { ok: false; error: ToolError }> {
     const compiled = compileGlob(glob, { nocase }, 'pattern');
     if (!compiled.ok) return compiled;
-    const walk = walkFiles(root, { workspace, protectedPaths: this.protectedPaths, skipDirs: ALWAYS_SKIPPED_DIRS, signal, ignore });
     const worker = new RegexWorker();
+    const budget = new MatchBudget(this.matchBudgetMs);
+    const ignored =
+      gitignore && gitignore.globs.length > 0 ? new PathFilter(worker, gitignore.globs, '.gitignore', budget, signal) : undefined;
+    const relToWorkspace = (real: string): string => path.relative(workspace, real).split(path.sep).join('/');
+    // Ignored directories are not walked; ignored files are filtered in batches, like the pattern.
+    const prune = ignored && ((dirs: readonly string[]) => ignored.matches(dirs.map((d) => ({ rel: relToWorkspace(d), isDir: true }))));
+    const walk = walkFiles(root, { workspace, protectedPaths: this.protectedPaths, skipDirs: ALWAYS_SKIPPED_DIRS, signal, prune });
     try {
-      const filter = new PathFilter(worker, compiled.glob, 'pattern', this.matchBudgetMs, signal);
+      const filter = new PathFilter(worker, compiled.glob, 'pattern', budget, signal);
+      const kept = ignored ? ignored.stream(walk, { keep: false, key: (e) => relToWorkspace(e.real) }) : walk;
       const entries: WalkEntry[] = [];
-      for await (const entry of filter.stream(walk)) entries.push(entry);
-      return filter.failure ? { ok: false, error: filter.failure } : { ok: true, entries };
+      for await (const entry of filter.stream(kept)) entries.push(entry);
+      const failure = ignored?.failure ?? filter.failure;
+      return failure ? { ok: false, error: failure } : { ok: true, entries };
     } finally {
       worker.close();
     }
   }
 
   /** Gemini CLI's listing, capped at maxResults with a notice. */
-  private report(args: GlobArgs, where: string, paths: string[], respectedGitignore: boolean): ToolResult {
+  private report(args: GlobArgs, where: string, paths: string[], gitignore: Gitignore | undefined): ToolResult {
     const shown = paths.slice(0, this.maxResults);
+    const respected = gitignore !== undefined && gitignore.globs.length > 0;
     const lines = [
       `Found ${paths.length} file(s) matching "${args.pattern}" within ${where}` +
-        `${respectedGitignore ? ' (respecting .gitignore)' : ''}, sorted by modification time (newest first):`,
+        `${respected ? ' (respecting .gitignore)' : ''}, sorted by modification time (newest first):`,
       ...shown,
     ];
     if (paths.length > shown.length) {
@@ -185,12 +195,16 @@ export class GlobTool implements Tool<GlobArgs> {
           'Use a more specific pattern or path to see the rest.]',
       );
     }
+    for (const note of gitignore?.notes ?? []) lines.push(`[Note: ${note}]`);
     const text = lines.join('\n');
     return { llmContent: text, display: { type: 'text', text } };
   }
 
-  private noMatch(args: GlobArgs, workspace: string, searchDir: string): ToolResult {
-    const text = `No files found matching pattern "${args.pattern}" within ${workspaceRelative(workspace, searchDir)}`;
+  private noMatch(args: GlobArgs, workspace: string, searchDir: string, notes: readonly string[] = []): ToolResult {
+    const text = [
+      `No files found matching pattern "${args.pattern}" within ${workspaceRelative(workspace, searchDir)}`,
+      ...notes.map((n) => `[Note: ${n}]`),
+    ].join('\n');
     return { llmContent: text, display: { type: 'text', text } };
   }
 

@@ -21,6 +21,18 @@ function regex(source, flags) {
   if (!cached || cached.source !== source || cached.flags !== flags) cached = { source, flags, re: new RegExp(source, flags) };
   return cached.re;
 }
+// Compiled globs by source and flags: a walk sends one request per directory with the same set.
+const globCache = new Map();
+function globRegex(source, flags) {
+  const key = flags + '/' + source;
+  let re = globCache.get(key);
+  if (re === undefined) {
+    if (globCache.size >= 1024) globCache.clear();
+    re = new RegExp(source, flags);
+    globCache.set(key, re);
+  }
+  return re;
+}
 function matchLines({ source, flags, text, max }) {
   const re = regex(source, flags);
   const lines = text.split('\\n');
@@ -31,19 +43,25 @@ function matchLines({ source, flags, text, max }) {
   return hits;
 }
 // picomatch's own test: '' never matches, the pattern itself always does.
-function matchPaths({ source, flags, glob, basename, paths }) {
-  const re = regex(source, flags);
+function globMatches(g, re, p) {
+  if (p === '') return false;
+  if (p === g.glob) return true;
+  let subject = p;
+  if (g.basename) {
+    const segs = p.split('/');
+    subject = segs[segs.length - 1] === '' ? segs[segs.length - 2] : segs[segs.length - 1];
+  }
+  return re.test(subject);
+}
+// A path is a hit when any glob matches it; a dirOnly glob only matches paths flagged as directories.
+function matchPaths({ globs, paths, dirs }) {
+  const res = globs.map((g) => globRegex(g.source, g.flags));
   const hits = [];
   for (let i = 0; i < paths.length; i++) {
-    const p = paths[i];
-    if (p === '') continue;
-    if (p === glob) { hits.push(i); continue; }
-    let subject = p;
-    if (basename) {
-      const segs = p.split('/');
-      subject = segs[segs.length - 1] === '' ? segs[segs.length - 2] : segs[segs.length - 1];
+    for (let j = 0; j < globs.length; j++) {
+      if (globs[j].dirOnly && !(dirs && dirs[i])) continue;
+      if (globMatches(globs[j], res[j], paths[i])) { hits.push(i); break; }
     }
-    if (re.test(subject)) hits.push(i);
   }
   return hits;
 }
@@ -91,7 +109,7 @@ export type WorkerMatch = { ok: true; hits: number[] } | { ok: false; reason: 't
 
 type Request =
   | { op: 'lines'; source: string; flags: string; text: string; max: number }
-  | { op: 'paths'; source: string; flags: string; glob: string; basename: boolean; paths: string[] };
+  | { op: 'paths'; globs: readonly CompiledGlob[]; paths: string[]; dirs?: boolean[] };
 
 /** One worker leased for one search call; `close()` when done. */
 export class RegexWorker {
@@ -110,10 +128,19 @@ export class RegexWorker {
     return this.call({ op: 'lines', source: regex.source, flags: regex.flags, text, max }, timeoutMs, timeout, signal);
   }
 
-  /** Indexes of the paths that match the glob (picomatch's semantics). */
-  matchPaths(glob: CompiledGlob, paths: string[], timeoutMs: number, signal: AbortSignal): Promise<WorkerMatch> {
+  /**
+   * Indexes of the paths that match any of the globs (picomatch's semantics). `dirs[i]` says
+   * whether `paths[i]` is a directory: a glob with `dirOnly` matches directories only.
+   */
+  matchPaths(
+    globs: readonly CompiledGlob[],
+    paths: string[],
+    timeoutMs: number,
+    signal: AbortSignal,
+    dirs?: boolean[],
+  ): Promise<WorkerMatch> {
     const timeout = `matching the pattern against file paths took more than ${timeoutMs} ms`;
-    return this.call({ op: 'paths', ...glob, paths }, timeoutMs, timeout, signal);
+    return this.call({ op: 'paths', globs, paths, ...(dirs ? { dirs } : {}) }, timeoutMs, timeout, signal);
   }
 
   private call(request: Request, timeoutMs: number, timeoutMessage: string, signal: AbortSignal): Promise<WorkerMatch> {

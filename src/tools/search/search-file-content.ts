@@ -1,11 +1,11 @@
 /** `search_file_content`: a regular-expression search over the text files of the workspace, in plain JS. */
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { looksBinary } from '../file/read-file.js';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
 import {
   describeGivenPath,
   ProtectedPaths,
+  readRegularFile,
   realWorkspace,
   resolveInWorkspace,
   workspaceRelative,
@@ -199,16 +199,14 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
     return { llmContent: text, display: { type: 'text', text } };
   }
 
-  /** The file's text, or undefined when it is too large, binary or unreadable. */
+  /**
+   * The file's text, or undefined when it is too large, binary, unreadable or not a regular
+   * file (a named pipe or device is never opened for a blocking read: see readRegularFile).
+   */
   private async readSearchable(real: string): Promise<string | undefined> {
-    try {
-      const stat = await fs.stat(real);
-      if (!stat.isFile() || stat.size > this.maxFileBytes) return undefined;
-      const bytes = await fs.readFile(real);
-      return looksBinary(bytes) ? undefined : bytes.toString('utf8');
-    } catch {
-      return undefined;
-    }
+    const read = await readRegularFile(real, this.maxFileBytes);
+    if (!read.ok || looksBinary(read.bytes)) return undefined;
+    return read.bytes.toString('utf8');
   }
 
   /** Resolves `path` (default: the workspace) to an existing file or directory inside it. */

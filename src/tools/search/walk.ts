@@ -2,13 +2,13 @@
  * The workspace walker shared by `glob`, `search_file_content` and `read_many_files`,
  * with glob-pattern resolution and a small `.gitignore` reader.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ToolError } from '../tool.js';
-import { protectedPathError, resolveInWorkspace, type ProtectedPaths } from '../workspace.js';
-import { checkGlobComplexity } from './glob-pattern.js';
+import { protectedPathError, readRegularFile, resolveInWorkspace, type ProtectedPaths } from '../workspace.js';
+import { checkGlobComplexity, compileGlob, type CompiledGlob } from './glob-pattern.js';
 
 /** Directory names never walked by `glob` and `search_file_content`. */
 export const ALWAYS_SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git']);
@@ -35,8 +35,21 @@ export interface WalkOptions {
   recursive?: boolean;
   /** Stops the walk at the next directory or file when aborted. */
   signal?: AbortSignal;
-  /** `real` is the directory's or file's real path; true skips it (a directory with everything below). */
-  ignore?: (real: string, isDir: boolean) => boolean;
+  /**
+   * Called once per directory that has subdirectories, with their real paths; resolves to a
+   * flag per subdirectory, true skipping it with everything below, or undefined to stop the
+   * walk. Asynchronous so that the matching runs in the search worker (path-filter.ts), not on
+   * the event loop. Files are not pruned here: callers filter them in batches (PathFilter.stream).
+   */
+  prune?: (dirs: readonly string[]) => Promise<readonly boolean[] | undefined>;
+}
+
+/** An entry of one directory that the walk would take, before pruning. */
+interface Candidate {
+  rel: string;
+  abs: string;
+  real: string;
+  isDir: boolean;
 }
 
 /**
@@ -47,44 +60,62 @@ export interface WalkOptions {
  * Unreadable directories and the server's own files are skipped.
  */
 export async function* walkFiles(root: string, options: WalkOptions): AsyncGenerator<WalkEntry> {
-  const { skipDirs, signal, ignore, protectedPaths } = options;
-  const recursive = options.recursive ?? true;
+  const { signal, prune } = options;
   const pending: string[] = [''];
   while (pending.length > 0) {
     if (signal?.aborted) return;
     const relDir = pending.pop() as string;
-    let entries;
-    try {
-      entries = await fs.readdir(path.join(root, relDir), { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const candidates = await directoryCandidates(root, relDir, options);
+    if (candidates === undefined) continue;
+    const dirs = candidates.filter((c) => c.isDir);
+    const skip = prune && dirs.length > 0 ? await prune(dirs.map((d) => d.real)) : [];
+    if (skip === undefined) return;
     const subdirs: string[] = [];
-    for (const entry of entries) {
+    for (const [i, dir] of dirs.entries()) if (skip[i] !== true) subdirs.push(dir.rel);
+    for (const c of candidates) {
       if (signal?.aborted) return;
-      const rel = relDir === '' ? entry.name : `${relDir}/${entry.name}`;
-      const abs = path.join(root, rel);
-      if (entry.isDirectory()) {
-        if (recursive && !skipDirs?.has(entry.name) && !protectedPaths.covers(abs) && !ignore?.(abs, true)) subdirs.push(rel);
-      } else if (entry.isFile()) {
-        if (!protectedPaths.covers(abs) && !ignore?.(abs, false)) yield { rel, abs, real: abs };
-      } else if (entry.isSymbolicLink()) {
-        const real = linkedFile(options.workspace, abs, protectedPaths);
-        if (real !== undefined && !ignore?.(real, false)) yield { rel, abs, real };
-      }
+      if (!c.isDir) yield { rel: c.rel, abs: c.abs, real: c.real };
     }
     // Reversed so that popping visits subdirectories in name order.
     for (const dir of subdirs.reverse()) pending.push(dir);
   }
 }
 
+/** The entries of one directory the walk may take, in name order; undefined when it cannot be read. */
+async function directoryCandidates(root: string, relDir: string, options: WalkOptions): Promise<Candidate[] | undefined> {
+  const { skipDirs, protectedPaths } = options;
+  const recursive = options.recursive ?? true;
+  let entries;
+  try {
+    entries = await fs.readdir(path.join(root, relDir), { withFileTypes: true });
+  } catch {
+    return undefined;
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const out: Candidate[] = [];
+  for (const entry of entries) {
+    if (options.signal?.aborted) break;
+    const rel = relDir === '' ? entry.name : `${relDir}/${entry.name}`;
+    const abs = path.join(root, rel);
+    if (entry.isDirectory()) {
+      if (recursive && !skipDirs?.has(entry.name) && !protectedPaths.covers(abs)) out.push({ rel, abs, real: abs, isDir: true });
+    } else if (entry.isFile()) {
+      if (!protectedPaths.covers(abs)) out.push({ rel, abs, real: abs, isDir: false });
+    } else if (entry.isSymbolicLink()) {
+      const real = await linkedFile(options.workspace, abs, protectedPaths);
+      if (real !== undefined) out.push({ rel, abs, real, isDir: false });
+    }
+    // FIFOs, sockets and devices are never yielded: no tool reads them.
+  }
+  return out;
+}
+
 /** The real path of a symlink's target when it is a regular file inside the workspace and not protected. */
-function linkedFile(workspace: string, link: string, protectedPaths: ProtectedPaths): string | undefined {
+async function linkedFile(workspace: string, link: string, protectedPaths: ProtectedPaths): Promise<string | undefined> {
   const resolved = resolveInWorkspace(workspace, link, 'entry', protectedPaths);
   if (!resolved.ok) return undefined;
   try {
-    return statSync(resolved.path).isFile() ? resolved.path : undefined;
+    return (await fs.stat(resolved.path)).isFile() ? resolved.path : undefined;
   } catch {
     return undefined;
   }
@@ -147,17 +178,6 @@ function escapeGlob(name: string): string {
   return name.replace(/[\\*?[\]{}()!+@]/g, '\\$&');
 }
 
-/**
- * A matcher for a filter pattern (include/exclude): a pattern without `/` matches the
- * base name at any depth (`*.ts`), as ripgrep's and Gemini CLI's filters do; one with
- * `/` matches the whole relative path (`src/**\/*.ts`). Dot files match.
- * It matches on the calling thread with no time limit: for a pattern from the model, use
- * compileGlob (glob-pattern.ts) with `basename: !pattern.includes('/')` and a PathFilter.
- */
-export function filterMatcher(pattern: string, nocase = false): (rel: string) => boolean {
-  return picomatch(pattern, { dot: true, nocase, basename: !pattern.includes('/') });
-}
-
 /** True when `dir` is an existing directory. */
 export function isDirectory(dir: string): boolean {
   return pathKind(dir) === 'directory';
@@ -173,31 +193,40 @@ export function pathKind(p: string): 'directory' | 'file' | 'missing' | 'other' 
   }
 }
 
-interface IgnoreRule {
-  match: (p: string) => boolean;
-  dirOnly: boolean;
-  anchored: boolean;
+/** Bytes of `.gitignore` read at most; a larger one is not used (with a note). */
+export const GITIGNORE_MAX_BYTES = 256 * 1024;
+/** Rules of `.gitignore` used at most: each costs a match per walked path. */
+export const GITIGNORE_MAX_RULES = 2_000;
+
+/** The workspace `.gitignore` as globs for a PathFilter, with notes on what was left out. */
+export interface Gitignore {
+  /** Matched against paths relative to the workspace; `dirOnly` rules match directories only. */
+  globs: CompiledGlob[];
+  /** Why the file or some of its lines were not used, for the tool's output. */
+  notes: string[];
 }
 
 /**
- * Reads the workspace root `.gitignore` (only that file) and returns a predicate over
- * paths relative to the workspace. Supported subset: blank and `#` lines, `dir/`
- * (directories only), `*.ext` and other slash-less patterns (base name at any depth),
- * `/anchored` and `a/b` patterns (relative to the root), `**`. Negation (`!pattern`) is
- * ignored rather than half-implemented: it can only make fewer files ignored, so a file
- * it would re-include stays hidden. A line over the glob complexity limit is skipped:
- * these rules match on the calling thread, for every entry walked.
- * Returns undefined when there is no `.gitignore`.
+ * Reads the workspace root `.gitignore` (only that file) and compiles its rules to globs that
+ * the search worker matches (a PathFilter): a line is a pattern from the workspace, so it never
+ * runs on the event loop. The file is read only when it is a regular file inside the workspace
+ * (a link to a file in the workspace is followed) of at most {@link GITIGNORE_MAX_BYTES}, through
+ * readRegularFile: a named pipe, a device or a link out of the workspace is ignored with a note.
+ * Supported subset: blank and `#` lines, `dir/` (directories only), `*.ext` and other slash-less
+ * patterns (base name at any depth), `/anchored` and `a/b` patterns (relative to the root), `**`.
+ * Negation (`!pattern`) is ignored rather than half-implemented: it can only make fewer files
+ * ignored, so a file it would re-include stays hidden. A line over the glob complexity limit
+ * is skipped with a note. Returns undefined when there is no `.gitignore` and nothing to note.
  */
-export function loadGitignore(workspace: string): ((relToWorkspace: string, isDir: boolean) => boolean) | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path.join(workspace, '.gitignore'), 'utf8');
-  } catch {
-    return undefined;
-  }
-  const rules: IgnoreRule[] = [];
-  for (const raw of text.split(/\r?\n/)) {
+export async function loadGitignore(workspace: string, protectedPaths: ProtectedPaths): Promise<Gitignore | undefined> {
+  const resolved = resolveInWorkspace(workspace, '.gitignore', '.gitignore', protectedPaths);
+  if (!resolved.ok) return { globs: [], notes: [`.gitignore was not used: ${resolved.error.message}`] };
+  const read = await readRegularFile(resolved.path, GITIGNORE_MAX_BYTES);
+  if (!read.ok) return read.reason === 'missing' ? undefined : { globs: [], notes: [`.gitignore was not used: it ${read.message}`] };
+  const globs: CompiledGlob[] = [];
+  const notes: string[] = [];
+  let skipped = 0;
+  for (const raw of read.bytes.toString('utf8').split(/\r?\n/)) {
     let line = raw.replace(/(?<!\\)\s+$/, '');
     if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
     const dirOnly = line.endsWith('/');
@@ -205,9 +234,18 @@ export function loadGitignore(workspace: string): ((relToWorkspace: string, isDi
     // git: a slash at the start or in the middle anchors the pattern to the .gitignore's directory.
     const anchored = line.includes('/');
     line = line.replace(/^\/+/, '');
-    if (line === '' || checkGlobComplexity(line, '.gitignore line') !== undefined) continue;
-    rules.push({ match: picomatch(line, { dot: true }), dirOnly, anchored });
+    if (line === '') continue;
+    const compiled = globs.length < GITIGNORE_MAX_RULES ? compileGlob(line, { basename: !anchored }, '.gitignore line') : undefined;
+    if (!compiled?.ok) {
+      skipped++;
+      continue;
+    }
+    globs.push({ ...compiled.glob, dirOnly });
   }
-  if (rules.length === 0) return undefined;
-  return (rel, isDir) => rules.some((r) => (!r.dirOnly || isDir) && r.match(r.anchored ? rel : path.posix.basename(rel)));
+  if (skipped > 0) {
+    notes.push(
+      `${skipped} .gitignore line(s) were not used (over the glob complexity limit, or past the first ${GITIGNORE_MAX_RULES} rules)`,
+    );
+  }
+  return globs.length === 0 && notes.length === 0 ? undefined : { globs, notes };
 }

@@ -16,6 +16,7 @@ import { RegexWorker } from '../../../src/tools/search/regex-worker.js';
 import { SearchFileContentTool } from '../../../src/tools/search/search-file-content.js';
 import { loadGitignore } from '../../../src/tools/search/walk.js';
 import type { ToolContext, ToolResult } from '../../../src/tools/tool.js';
+import { ProtectedPaths } from '../../../src/tools/workspace.js';
 
 /** The security review's pattern: `{?,??}*` repeated `groups` times, then U+0001 (which no name contains). */
 const braces = (groups: number): string => '{?,??}*'.repeat(groups) + '\u0001';
@@ -257,9 +258,10 @@ t.test('read_many_files refuses over-limit globs too (they go through resolvePat
 
 t.test('.gitignore lines over the limit are skipped', async (t) => {
   const ctx = workspace(t, { '.gitignore': `${braces(8)}\n*.log\n` });
-  const ignored = loadGitignore(ctx.workspace);
-  t.ok(ignored?.('x.log', false));
-  t.notOk(ignored?.(NAME_29, false), 'the over-limit line is not compiled');
+  const rules = await loadGitignore(ctx.workspace, ProtectedPaths.NONE);
+  t.equal(rules?.globs.length, 1, 'only *.log is compiled');
+  t.equal(rules?.globs[0]?.glob, '*.log');
+  t.match(rules?.notes, [/1 \.gitignore line\(s\) were not used/]);
 });
 
 t.test('the limits', async (t) => {

@@ -1,8 +1,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { filterMatcher, loadGitignore, pathKind, resolvePattern, walkFiles } from '../../../src/tools/search/walk.js';
+import { compileGlob } from '../../../src/tools/search/glob-pattern.js';
+import { PathFilter } from '../../../src/tools/search/path-filter.js';
+import { RegexWorker } from '../../../src/tools/search/regex-worker.js';
+import { loadGitignore, pathKind, resolvePattern, walkFiles, type Gitignore } from '../../../src/tools/search/walk.js';
 import { ProtectedPaths } from '../../../src/tools/workspace.js';
+
+/** Which of `cases` the .gitignore rules ignore, matched in the search worker as glob does. */
+async function ignoredBy(g: Gitignore, cases: ReadonlyArray<readonly [string, boolean]>): Promise<boolean[] | undefined> {
+  const worker = new RegexWorker();
+  try {
+    return await new PathFilter(worker, g.globs, '.gitignore', 5_000, new AbortController().signal).matches(
+      cases.map(([rel, isDir]) => ({ rel, isDir })),
+    );
+  } finally {
+    worker.close();
+  }
+}
 
 const NONE = ProtectedPaths.NONE;
 
@@ -38,10 +53,8 @@ t.test('walkFiles: depth-first in name order; links to files inside only', async
   t.same(await collect(ws, { workspace: ws, protectedPaths: NONE }), ['a.txt', 'b/x.txt', 'b/c/y.txt', 'skip/z.txt']);
   t.same(await collect(ws, { workspace: ws, protectedPaths: NONE, recursive: false }), ['a.txt']);
   t.same(await collect(ws, { workspace: ws, protectedPaths: NONE, skipDirs: new Set(['skip', 'c']) }), ['a.txt', 'b/x.txt']);
-  t.same(await collect(ws, { workspace: ws, protectedPaths: NONE, ignore: (real, isDir) => isDir && real.endsWith('/b') }), [
-    'a.txt',
-    'skip/z.txt',
-  ]);
+  const prune = async (dirs: readonly string[]) => dirs.map((d) => d.endsWith('/b'));
+  t.same(await collect(ws, { workspace: ws, protectedPaths: NONE, prune }), ['a.txt', 'skip/z.txt']);
   t.same(await collect(path.join(ws, 'missing'), { workspace: ws, protectedPaths: NONE }), [], 'an unreadable root yields nothing');
   fs.symlinkSync('a.txt', path.join(ws, 'a-link'));
   const entries = [];
@@ -64,11 +77,11 @@ t.test('walkFiles stops when aborted', async (t) => {
 });
 
 t.test('loadGitignore supports a simple subset', async (t) => {
-  t.equal(loadGitignore(setup(t)), undefined, 'no .gitignore');
-  t.equal(loadGitignore(setup(t, '# only comments\n\n!neg\n/\n')), undefined, 'no rules');
+  t.equal(await loadGitignore(setup(t), NONE), undefined, 'no .gitignore');
+  t.equal(await loadGitignore(setup(t, '# only comments\n\n!neg\n/\n'), NONE), undefined, 'no rules');
   const ws = setup(t, 'build/\n*.log  \n/root-only.txt\nlib/gen\n!keep.log\nout/**\n**/tmp\r\n');
-  const ignored = loadGitignore(ws);
-  if (ignored === undefined) throw new Error('expected rules');
+  const rules = await loadGitignore(ws, NONE);
+  if (rules === undefined) throw new Error('expected rules');
   const cases: [string, boolean, boolean][] = [
     ['build', true, true],
     ['build', false, false],
@@ -85,15 +98,30 @@ t.test('loadGitignore supports a simple subset', async (t) => {
     ['a/b/tmp', false, true],
     ['src/main.ts', false, false],
   ];
-  for (const [rel, isDir, want] of cases) t.equal(ignored(rel, isDir), want, `${rel}${isDir ? '/' : ''}`);
+  const got = await ignoredBy(
+    rules,
+    cases.map(([rel, isDir]) => [rel, isDir] as const),
+  );
+  for (const [i, [rel, isDir, want]] of cases.entries()) t.equal(got?.[i], want, `${rel}${isDir ? '/' : ''}`);
 });
 
-t.test('filterMatcher: base name without a slash, path with one', async (t) => {
-  t.ok(filterMatcher('*.ts')('a/b/c.ts'));
-  t.ok(filterMatcher('*.ts')('.hidden.ts'));
-  t.notOk(filterMatcher('src/*.ts')('a/src/c.ts'));
-  t.ok(filterMatcher('src/**/*.{ts,tsx}')('src/a/b.tsx'));
-  t.ok(filterMatcher('*.TS', true)('a.ts'));
+t.test('filter globs: base name without a slash, path with one', async (t) => {
+  const worker = new RegexWorker();
+  const matches = async (pattern: string, rel: string, nocase = false): Promise<boolean> => {
+    const compiled = compileGlob(pattern, { nocase, basename: !pattern.includes('/') }, 'p');
+    if (!compiled.ok) throw new Error(compiled.error.message);
+    const flags = await new PathFilter(worker, compiled.glob, 'p', 5_000, new AbortController().signal).matches([{ rel }]);
+    return flags?.[0] === true;
+  };
+  try {
+    t.ok(await matches('*.ts', 'a/b/c.ts'));
+    t.ok(await matches('*.ts', '.hidden.ts'));
+    t.notOk(await matches('src/*.ts', 'a/src/c.ts'));
+    t.ok(await matches('src/**/*.{ts,tsx}', 'src/a/b.tsx'));
+    t.ok(await matches('*.TS', 'a.ts', true));
+  } finally {
+    worker.close();
+  }
 });
 
 t.test('resolvePattern', async (t) => {
