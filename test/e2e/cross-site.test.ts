@@ -11,8 +11,12 @@
 import t from 'tap';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from '../support/server.js';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
 
 const HOST = { host: '127.0.0.1' };
+
+/** A server on a store of its own: GET /tasks/metadata (no authentication) lists every task in it. */
+const ownServer = (t: Parameters<typeof buildServer>[0]) => buildServer(t, { app: { store: new MemoryTaskStore() } });
 
 async function inject(
   app: FastifyInstance,
@@ -35,7 +39,7 @@ async function idleTask(app: FastifyInstance): Promise<string> {
 const SIMPLE_TYPES = ['text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'];
 
 t.test('Origin: null is refused on every route', async (t) => {
-  const { app } = await buildServer(t);
+  const { app } = await ownServer(t);
   const rpc = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } });
   const json = { 'content-type': 'application/json', origin: 'null' };
   for (const [method, url, payload] of [
@@ -54,7 +58,7 @@ t.test('Origin: null is refused on every route', async (t) => {
 });
 
 t.test('legacy POST /tasks and /executeCommand read JSON only (415), and nothing is created', async (t) => {
-  const { app } = await buildServer(t);
+  const { app } = await ownServer(t);
   for (const type of SIMPLE_TYPES) {
     const created = await inject(app, 'POST', '/tasks', { 'content-type': type }, 'contextId=x');
     t.equal(created.status, 415, `POST /tasks as ${type} → 415`);
@@ -69,8 +73,8 @@ t.test('legacy POST /tasks and /executeCommand read JSON only (415), and nothing
 });
 
 t.test('POST /v1/tasks/{id}:cancel with a simple-request media type is refused; without a body and type it cancels', async (t) => {
-  const { app } = await buildServer(t);
-  for (const version of [{ 'a2a-version': '1.0' }, {}]) {
+  const { app } = await ownServer(t);
+  for (const version of [{ 'a2a-version': '1.0' }, {}] as Array<Record<string, string>>) {
     const id = await idleTask(app);
     for (const type of SIMPLE_TYPES) {
       const res = await inject(app, 'POST', `/v1/tasks/${id}:cancel`, { 'content-type': type, ...version });

@@ -12,6 +12,7 @@ import { contentTypeUnsupported, httpErrorOf } from '../../protocol/errors.js';
 import { authenticationHook, requestCaller } from './jsonrpc-route.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
+import { checkId, checkRequestFields } from './validate-params.js';
 
 export interface RestAnswer {
   status: number;
@@ -46,12 +47,28 @@ async function send(request: FastifyRequest, reply: FastifyReply, work: () => Pr
   }
 }
 
+/**
+ * The checks every JSON-RPC method's params get (validate-params.ts), on a route's body and
+ * path: ids bounded and free of control characters, text storable and bounded. The message names
+ * the field (`body.contextId`, `taskId`).
+ */
+function badFields(request: FastifyRequest): string | undefined {
+  const params = request.params as Record<string, string> | undefined;
+  for (const [key, value] of Object.entries(params ?? {})) {
+    const bad = checkId(value, key);
+    if (bad !== undefined) return bad;
+  }
+  return request.body === UNPARSABLE ? undefined : checkRequestFields(request.body, 'body');
+}
+
 export async function legacyRoutes(app: FastifyInstance, opts: LegacyRoutesOptions): Promise<void> {
   const { handler } = opts;
   acceptOnlyJson(app);
   app.addHook('preHandler', async (request, reply) => {
     const type = nonJsonMediaType(request);
     if (type !== undefined) return reply.code(415).send({ error: contentTypeUnsupported(type).message });
+    const bad = badFields(request);
+    if (bad !== undefined) return reply.code(400).send({ error: bad });
   });
   const onRequest = authenticationHook(opts.authenticate);
   const caller = (request: FastifyRequest) => requestCaller(request);
