@@ -47,7 +47,12 @@ function roots(): { root: string; alice: string } {
   return { root, alice };
 }
 
-async function server(t: Parameters<typeof startServer>[0], env: Record<string, string>, auth = true): Promise<TestServer> {
+async function server(
+  t: Parameters<typeof startServer>[0],
+  env: Record<string, string>,
+  auth = true,
+  store = new MemoryTaskStore(),
+): Promise<TestServer> {
   const env2 = { ...env };
   if (auth) {
     const file = path.join(tempDir('devtool-auth-'), 'auth.json');
@@ -63,7 +68,7 @@ async function server(t: Parameters<typeof startServer>[0], env: Record<string, 
     );
     env2.AUTH_CONFIG = file;
   }
-  return startServer(t, { script: SCRIPT, env: env2, app: { store: new MemoryTaskStore() } });
+  return startServer(t, { script: SCRIPT, env: env2, app: { store } });
 }
 
 const headers = (who: Who) => ({ authorization: `Bearer ${KEYS[who]}` });
@@ -165,4 +170,19 @@ t.test('WORKSPACE_SHARING: owner by default, shared on request, anything else st
     () => loadConfig({ WORKSPACE_DIR: dir, WORKSPACE_SHARING: 'open' }, dir),
     /WORKSPACE_SHARING="open" is not one of owner, shared/,
   );
+});
+
+t.test('a context opened while workspaces were shared is checked again when its task continues', async (t) => {
+  const { root, alice } = roots();
+  const store = new MemoryTaskStore();
+  const shared = await server(t, { WORKSPACE_ROOTS: root, WORKSPACE_SHARING: 'shared' }, true, store);
+  const before = await send(shared, 'bob', 'hello', alice);
+  const task = before.results[0];
+  t.equal(before.error, undefined, 'bob opened it while it was shared');
+  const owned = await server(t, { WORKSPACE_ROOTS: root }, true, store.connect());
+  t.equal((await send(owned, 'alice', 'hello', alice)).error, undefined, 'then alice claims it');
+  const next = { ...userMessage('read env'), taskId: task.id, contextId: task.contextId };
+  const res = await rpc(owned.url, 'message/stream', { message: next }, { headers: headers('bob') });
+  t.equal(res.json?.error?.code, FORBIDDEN, "bob's follow-up in his old context → -32010");
+  t.notMatch(JSON.stringify(res.events ?? []), SECRET, 'nothing was read');
 });

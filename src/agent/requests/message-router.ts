@@ -137,6 +137,8 @@ export class MessageRouter {
     let stamped = { ...message, contextId: task.task.contextId };
     const authorizing = phaseStart();
     checkSameWorkspace(requested, task.context.workspace);
+    // A context opened before its workspace was claimed (WORKSPACE_SHARING was shared then) is checked again here.
+    await this.checkWorkspace(caller, task.context.workspace);
     access.checkSettings(caller, requested);
     await this.checkMcpUrls(requested);
     phaseEnd('authorize', authorizing);
