@@ -9,7 +9,7 @@
  * workspace open.
  */
 import t from 'tap';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { loadConfig } from '../../src/config/load-config.js';
@@ -104,6 +104,12 @@ t.test("another principal cannot open alice's workspace, a directory inside it o
     );
     t.notMatch(outputs(res.results), SECRET, 'nothing was read');
   }
+
+  const link = path.join(root, 'link-to-alice');
+  symlinkSync(alice, link);
+  const viaLink = await send(srv, 'vic', 'read env', link);
+  t.equal(viaLink.error?.code, FORBIDDEN, 'a symbolic link to her directory is her directory (the real path is claimed)');
+  t.notMatch(outputs(viaLink.results), SECRET, 'nothing was read through the link');
 
   const sub = await send(srv, 'alice', 'hello', path.join(alice, 'sub'));
   t.equal(sub.error, undefined, 'alice may open a directory inside her own');
