@@ -173,7 +173,11 @@ function setUpSecurity(app: FastifyInstance, config: Readonly<Config>): Security
   }
   const { apiKeys, jwt, approverRoles, adminRoles } = auth;
   app.log.info({ apiKeys: apiKeys.length, jwt: jwt !== undefined, approverRoles, adminRoles }, 'authentication on');
-  return { auth, authenticator: createAuthenticator(auth), access: new Access({ enabled: true, approverRoles, adminRoles }) };
+  return {
+    auth,
+    authenticator: createAuthenticator(auth),
+    access: new Access({ enabled: true, approverRoles, adminRoles, workspaceSharing: config.workspaceSharing }),
+  };
 }
 
 /**

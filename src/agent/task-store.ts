@@ -191,6 +191,9 @@ export interface WriteBatch {
  */
 export type EventListener = (taskId: string, seq: number, final: boolean, local?: boolean) => void;
 
+/** See TaskStore.claimWorkspace. `conflict`: another principal's claimed directory that overlaps the one asked for. */
+export type WorkspaceClaim = { ok: true } | { ok: false; conflict: string };
+
 export interface TaskStore {
   createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void>;
   /** Replaces a context's settings (a later message changed its approval mode or allowed tools). */
@@ -286,6 +289,14 @@ export interface TaskStore {
   claimReminders(before: Date, now: Date): Promise<StoredCall[]>;
   /** Awaiting calls whose expiresAt is before `now`. */
   findExpired(now: Date): Promise<StoredCall[]>;
+
+  /**
+   * Claims directory `dir` (an absolute real path) for `principal`, unless another principal
+   * claimed it, a directory above it or one inside it: then nothing changes and the result names
+   * that claim. Claiming what the principal holds already succeeds. Of two concurrent claims of
+   * overlapping directories by different principals, from any processes, exactly one succeeds.
+   */
+  claimWorkspace(dir: string, principal: string): Promise<WorkspaceClaim>;
 
   audit(entry: AuditEntry): Promise<void>;
   listAudit(q: { taskId?: string; contextId?: string }): Promise<AuditRecord[]>;

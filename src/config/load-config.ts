@@ -40,6 +40,13 @@ export interface Config {
    * without AUTH_CONFIG (local use), only inside WORKSPACE_DIR with it.
    */
   workspaceRoots?: string[];
+  /**
+   * WORKSPACE_SHARING, with AUTH_CONFIG: `owner` (default) — a workspace belongs to the principal
+   * that first opens a context on it, and no other principal may open it, a directory inside it or
+   * one containing it (WORKSPACE_DIR, the default workspace, is everyone's); `shared` — every
+   * principal may open every workspace the roots allow. Without AUTH_CONFIG there are no principals.
+   */
+  workspaceSharing: 'owner' | 'shared';
   /** The URL clients reach; defaults to http://host:port/. Goes into the agent card. */
   publicUrl?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -299,6 +306,12 @@ function workspaceRoots(env: Env, cwd: string, fallback: string[] | undefined): 
     });
 }
 
+function workspaceSharing(env: Env): Config['workspaceSharing'] {
+  const raw = (str(env, 'WORKSPACE_SHARING') ?? 'owner').toLowerCase();
+  if (raw !== 'owner' && raw !== 'shared') throw new ConfigError(`WORKSPACE_SHARING="${raw}" is not one of owner, shared`);
+  return raw;
+}
+
 function authConfigFile(env: Env, cwd: string): string | undefined {
   const raw = str(env, 'AUTH_CONFIG');
   if (raw === undefined) return undefined;
@@ -390,6 +403,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
     port,
     workspaceDir: fs.realpathSync(workspaceDir),
     workspaceRoots: workspaceRoots(env, cwd, authFile === undefined ? undefined : [fs.realpathSync(workspaceDir)]),
+    workspaceSharing: workspaceSharing(env),
     publicUrl,
     logLevel,
     model: Object.freeze(loadModelConfig(env, cwd)),

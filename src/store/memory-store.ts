@@ -29,6 +29,7 @@ import type {
   TaskStore,
   TaskVersion,
   WriteBatch,
+  WorkspaceClaim,
 } from '../agent/task-store.js';
 import type { WireDialect } from '../agent/wire/wire-encoder.js';
 import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
@@ -36,6 +37,7 @@ import type { StoredSigningKey } from '../push/push-signer.js';
 import { stateName } from '../protocol/a2a.js';
 import { byCodeUnits, planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
 import { eventFromRow, taskFromJson, taskToJson } from './mappers.js';
+import { belowPrefix, selfAndAncestors } from './workspace-paths.js';
 
 type Json = Record<string, unknown>;
 
@@ -104,6 +106,8 @@ export class MemoryDatabase {
   /** By JSON `[taskId, id]`. */
   readonly pushConfigs = new Map<string, PushRow>();
   readonly signingKeys = new Map<string, StoredSigningKey>();
+  /** Workspace claims: directory → principal. */
+  readonly workspaceClaims = new Map<string, string>();
   /** The stores that listen (one entry per store, like one LISTEN per PgTaskStore). */
   readonly hearers = new Set<(notes: Note[]) => void>();
   private clock = 0;
@@ -693,6 +697,18 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   }
 
   /** Append-only: nothing updates or deletes audit records. */
+  /** One synchronous step, as the table lock makes it in PostgreSQL. */
+  async claimWorkspace(dir: string, principal: string): Promise<WorkspaceClaim> {
+    const claims = this.use('claimWorkspace').workspaceClaims;
+    const above = new Set(selfAndAncestors(dir));
+    const below = belowPrefix(dir);
+    for (const [claimed, owner] of claims) {
+      if (owner !== principal && (above.has(claimed) || claimed.startsWith(below))) return { ok: false, conflict: claimed };
+    }
+    if (!claims.has(dir)) claims.set(dir, principal);
+    return { ok: true };
+  }
+
   async audit(entry: AuditEntry): Promise<void> {
     commitBatch(this.use('audit'), { ...nothing(), audit: [entry] });
   }

@@ -23,8 +23,10 @@ import type {
   StoredTask,
   TaskStore,
   TaskVersion,
+  WorkspaceClaim,
   WriteBatch,
 } from '../agent/task-store.js';
+import { claimWorkspace } from './workspace-claims.js';
 import { anyOf, rowsOf, type Database, type StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
 import * as push_ from './push-queries.js';
@@ -326,6 +328,10 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /** Append-only: nothing in the code updates or deletes audit rows. */
+  async claimWorkspace(dir: string, principal: string): Promise<WorkspaceClaim> {
+    return claimWorkspace(this.db, dir, principal);
+  }
+
   async audit(entry: AuditEntry): Promise<void> {
     await this.commit({ ...NOTHING, audit: [entry] });
   }

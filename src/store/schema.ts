@@ -221,3 +221,15 @@ export const signingKeys = pgTable('signing_keys', {
   publicJwk: jsonb('public_jwk').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
+
+/**
+ * Who owns each workspace (WORKSPACE_SHARING=owner, with authentication): the principal that
+ * first opened a context on it. The primary key decides between two principals claiming one
+ * directory at once; the claim transaction locks the table, so of two claims of overlapping
+ * directories (a parent and a child) only the first commits.
+ */
+export const workspaceClaims = pgTable('workspace_claims', {
+  path: text('path').primaryKey(),
+  principal: text('principal').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});

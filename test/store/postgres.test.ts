@@ -45,6 +45,7 @@ if (url === undefined || url === '') {
         'tasks',
         'tool_calls',
         'trust_grants',
+        'workspace_claims',
       ],
     );
     const fks = await admin`

@@ -27,6 +27,7 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
   dialectCases(t, makeStore);
   subscribeAndListCases(t, makeStore);
   auditAndCloseCases(t, makeStore);
+  workspaceClaimCases(t, makeStore);
   callContract(t, makeStore);
   commitContract(t, makeStore);
   compactionContract(t, makeStore);
@@ -320,5 +321,28 @@ function auditAndCloseCases(t: Test, makeStore: MakeStore): void {
     await store.close();
     await t.resolves(store.close(), 'a second close resolves');
     await opened.close();
+  });
+}
+
+/** Workspace claims: the first principal owns a directory; overlapping claims of others lose, also when they race from two stores. */
+function workspaceClaimCases(t: Test, makeStore: MakeStore): void {
+  t.test('workspace claims: first principal wins, overlap in either direction refused, races decided once', async (t) => {
+    const a = await open(t, makeStore);
+    const b = await open(t, makeStore);
+    const root = `/ws-${uid('claims')}`;
+    t.same(await a.claimWorkspace(`${root}/alice`, 'key:alice'), { ok: true });
+    t.same(await a.claimWorkspace(`${root}/alice`, 'key:alice'), { ok: true }, 'claiming again what one holds');
+    t.same(await b.claimWorkspace(`${root}/alice`, 'key:vic'), { ok: false, conflict: `${root}/alice` }, 'the same directory');
+    t.same(await b.claimWorkspace(`${root}/alice/src`, 'key:vic'), { ok: false, conflict: `${root}/alice` }, 'a directory inside');
+    t.same(await b.claimWorkspace(root, 'key:vic'), { ok: false, conflict: `${root}/alice` }, 'a directory containing it');
+    t.same(await b.claimWorkspace(`${root}/alice-2`, 'key:vic'), { ok: true }, 'a sibling sharing the name prefix is not inside');
+    t.same(await a.claimWorkspace(`${root}/alice/src`, 'key:alice'), { ok: true }, 'the owner claims inside its own');
+    for (let i = 0; i < 5; i++) {
+      const dir = `${root}/race-${i}`;
+      const same = await Promise.all([a.claimWorkspace(dir, 'key:p'), b.claimWorkspace(dir, 'key:q')]);
+      t.equal(same.filter((c) => c.ok).length, 1, `one directory, two principals at once: one wins (${i})`);
+      const nested = await Promise.all([a.claimWorkspace(`${dir}-n/child`, 'key:p'), b.claimWorkspace(`${dir}-n`, 'key:q')]);
+      t.equal(nested.filter((c) => c.ok).length, 1, `a child and its parent at once: one wins (${i})`);
+    }
   });
 }

@@ -10,6 +10,7 @@ import { messageData, messageText, newTask, stateName } from '../../protocol/a2a
 import type { A2aVersion } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
+import { overlaps } from '../policy/access.js';
 import type { Access } from '../policy/access.js';
 import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
 import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
@@ -136,6 +137,8 @@ export class MessageRouter {
     let stamped = { ...message, contextId: task.task.contextId };
     const authorizing = phaseStart();
     checkSameWorkspace(requested, task.context.workspace);
+    // A context opened before its workspace was claimed (WORKSPACE_SHARING was shared then) is checked again here.
+    await this.checkWorkspace(caller, task.context.workspace);
     access.checkSettings(caller, requested);
     await this.checkMcpUrls(requested);
     phaseEnd('authorize', authorizing);
@@ -359,10 +362,12 @@ export class MessageRouter {
     let context = fresh ? undefined : await cache.loadContext(contextId, ownerCheck);
     if (context) {
       checkSameWorkspace(requested, context.workspace);
+      await this.checkWorkspace(caller, context.workspace);
       await this.applySettings(context, requested);
       return context;
     }
     const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
+    await this.checkWorkspace(caller, workspace);
     const created = { id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) };
     await store.createContext(created);
     context = fresh
@@ -371,6 +376,21 @@ export class MessageRouter {
     if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
     checkSameWorkspace(requested, context.workspace);
     return context;
+  }
+
+  /**
+   * When workspaces belong to principals (Access.ownsWorkspaces): the default workspace is
+   * everyone's, and so is no directory overlapping it; any other one is the caller's once it
+   * holds or claims it (the store decides between concurrent claims). Throws forbidden.
+   */
+  private async checkWorkspace(caller: Caller | undefined, workspace: string): Promise<void> {
+    const { access, defaultWorkspace } = this.opts;
+    if (!access.ownsWorkspaces || workspace === defaultWorkspace) return;
+    if (overlaps(workspace, defaultWorkspace)) throw access.workspaceSharedDefault(workspace, defaultWorkspace);
+    const principal = access.ownerFor(caller);
+    if (principal === undefined) throw forbidden(`workspace ${workspace} can only be opened by an authenticated caller`);
+    const claim = await this.opts.store.claimWorkspace(workspace, principal);
+    if (!claim.ok) throw access.workspaceTaken(caller, workspace, claim.conflict);
   }
 
   /** A later message changed the approval mode, allowed tools or MCP servers: store, and re-resolve tools. */

@@ -1,7 +1,8 @@
 /**
  * DNS-rebinding and cross-site guard. This server runs shell commands, so when it listens
  * on loopback it answers only requests whose Host (and, from browsers, Origin) is local
- * or the configured public URL's host.
+ * or the configured public URL's host. `Origin: null` (a sandboxed frame, a `data:` or
+ * `file:` page, a redirect across sites) names no site at all, so it is refused too.
  */
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 
@@ -29,7 +30,12 @@ export function createHostGuard(opts: HostGuardOptions): onRequestAsyncHookHandl
         .send({ error: `Host "${host}" is not allowed; this server accepts only ${[...allowed].join(', ')} (set PUBLIC_URL to add one)` });
     }
     const origin = request.headers.origin;
-    if (origin !== undefined && origin !== 'null') {
+    if (origin === 'null') {
+      return reply.code(403).send({
+        error: 'Origin "null" (a sandboxed frame, a file: or data: page, or a cross-site redirect) is not allowed to call this server',
+      });
+    }
+    if (origin !== undefined) {
       let originHost = '';
       try {
         originHost = hostName(new URL(origin).host.toLowerCase());

@@ -14,7 +14,7 @@ import { CallerUser } from '../../protocol/caller.js';
 import { contentTypeUnsupported, RPC_ERROR_CODE } from '../../protocol/errors.js';
 import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
 import type { Caller } from '../../protocol/caller.js';
-import { validateParams } from './validate-params.js';
+import { checkRequestFields, validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
@@ -186,6 +186,9 @@ function checkEnvelope(request: FastifyRequest, caller: Caller | undefined): Che
 async function callExtension(request: FastifyRequest, extension: ExtensionMethod, req: Checked): Promise<Envelope> {
   const { id, version, body, caller } = req;
   if (body.jsonrpc !== '2.0') return rpcError(id, RPC_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"');
+  // The same checks as every A2A method's params get, before the method sees them.
+  const bad = checkRequestFields(body.params, 'params');
+  if (bad !== undefined) return rpcError(id, RPC_ERROR_CODE.INVALID_PARAMS, `Invalid params: ${bad}`);
   try {
     return { jsonrpc: '2.0', id, result: await extension(body.params ?? {}, caller) };
   } catch (err) {

@@ -2,14 +2,17 @@
  * The REST side routes of the legacy dialect (gemini-cli's own a2a-server): `POST /tasks`,
  * `GET /tasks/metadata`, `GET /tasks/:taskId/metadata`, `GET /listCommands`, `POST /executeCommand`.
  * Thin: authentication (the same hook as `POST /`) and the HTTP answer; the agent decides.
- * The app-wide Host/Origin guard applies to them as to every route.
+ * The app-wide Host/Origin guard applies to them as to every route. Bodies are JSON only: a
+ * request that declares any other media type (text/plain, a form: what a cross-site page can
+ * send without a preflight) is refused with 415 before it is read.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../../protocol/caller.js';
-import { httpErrorOf } from '../../protocol/errors.js';
+import { contentTypeUnsupported, httpErrorOf } from '../../protocol/errors.js';
 import { authenticationHook, requestCaller } from './jsonrpc-route.js';
-import { UNPARSABLE } from './json-body.js';
+import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
+import { checkId, checkRequestFields } from './validate-params.js';
 
 export interface RestAnswer {
   status: number;
@@ -44,8 +47,29 @@ async function send(request: FastifyRequest, reply: FastifyReply, work: () => Pr
   }
 }
 
+/**
+ * The checks every JSON-RPC method's params get (validate-params.ts), on a route's body and
+ * path: ids bounded and free of control characters, text storable and bounded. The message names
+ * the field (`body.contextId`, `taskId`).
+ */
+function badFields(request: FastifyRequest): string | undefined {
+  const params = request.params as Record<string, string> | undefined;
+  for (const [key, value] of Object.entries(params ?? {})) {
+    const bad = checkId(value, key);
+    if (bad !== undefined) return bad;
+  }
+  return request.body === UNPARSABLE ? undefined : checkRequestFields(request.body, 'body');
+}
+
 export async function legacyRoutes(app: FastifyInstance, opts: LegacyRoutesOptions): Promise<void> {
   const { handler } = opts;
+  acceptOnlyJson(app);
+  app.addHook('preHandler', async (request, reply) => {
+    const type = nonJsonMediaType(request);
+    if (type !== undefined) return reply.code(415).send({ error: contentTypeUnsupported(type).message });
+    const bad = badFields(request);
+    if (bad !== undefined) return reply.code(400).send({ error: bad });
+  });
   const onRequest = authenticationHook(opts.authenticate);
   const caller = (request: FastifyRequest) => requestCaller(request);
   app.post('/tasks', { onRequest }, (request, reply) => send(request, reply, () => handler.createTask(request.body, caller(request))));

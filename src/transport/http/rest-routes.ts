@@ -39,7 +39,7 @@ import { intQuery, taskTarget } from './rest-common.js';
 import { authenticationHook, requestCaller } from './jsonrpc-route.js';
 import { acceptOnlyJson, nonJsonMediaType, objectBody } from './json-body.js';
 import type { Authenticate } from './jsonrpc-route.js';
-import { validateParams } from './validate-params.js';
+import { checkId, checkRequestFields, validateParams } from './validate-params.js';
 import { writeSse } from './sse.js';
 
 export interface RestRoutesOptions {
@@ -226,6 +226,21 @@ function pushRoutes(app: FastifyInstance, handler: A2ARequestHandler) {
   );
 }
 
+/**
+ * Ids in the path (a task's, a push config's) and query parameters get the checks every
+ * JSON-RPC method's params get (validate-params.ts): bounded, no control characters, valid
+ * Unicode. Bodies are checked where they are read (validateParams).
+ */
+function badPathOrQuery(request: FastifyRequest): string | undefined {
+  const params = (request.params ?? {}) as Record<string, string>;
+  for (const [key, value] of Object.entries(params)) {
+    if (key === '*') continue; // the not-found route's rest of the path: the v0.3 binding checks its ids
+    const bad = key === 'target' ? checkId(taskTarget(value).id, 'id') : checkId(value, key);
+    if (bad !== undefined) return bad;
+  }
+  return checkRequestFields({ ...(request.query as Record<string, unknown>) }, 'query');
+}
+
 export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions): Promise<void> {
   const { handler } = opts;
   const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
@@ -236,6 +251,8 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
     // §11.1: JSON only. Any request that declares another media type is refused, as the SDK's server does.
     const type = nonJsonMediaType(request);
     if (type !== undefined) return sendError(request, reply, contentTypeUnsupported(type));
+    const bad = badPathOrQuery(request);
+    if (bad !== undefined) return sendError(request, reply, invalidParams(bad));
     // A request that names no A2A-Version speaks 0.3 (§3.6.2): the v0.3 binding on the same paths answers it.
     if (speaksV03(request)) return answerV03(request, reply, pathBelowPrefix(request), v03);
   });

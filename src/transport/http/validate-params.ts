@@ -77,13 +77,85 @@ function checkText(value: unknown, at: string, depth = 0): string | undefined {
   return undefined;
 }
 
-function checkIds(m: Json, at: string): string | undefined {
-  for (const key of ['messageId', 'taskId', 'contextId']) {
-    const v = m[key];
-    if (typeof v === 'string' && v.length > MAX_ID_LENGTH)
-      return `${at}.${key} is ${v.length} characters long; at most ${MAX_ID_LENGTH} are accepted`;
+/** Control characters (U+0000–U+001F, U+007F): never part of an id, and U+0000 cannot be stored. */
+function hasControl(v: string): boolean {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/**
+ * An id (a task's, a context's, a message's, a push config's, a path segment): at most
+ * MAX_ID_LENGTH characters, no control characters, valid Unicode. Returns the message naming `at`.
+ */
+export function checkId(v: string, at: string): string | undefined {
+  if (v.length > MAX_ID_LENGTH) return `${at} is ${v.length} characters long; at most ${MAX_ID_LENGTH} are accepted`;
+  if (hasControl(v)) return `${at} contains a control character (U+0000–U+001F or U+007F), which an id may not hold`;
+  return checkString(v, at);
+}
+
+/** The fields that name something stored by id, in both spellings (proto and lowerCamelCase). */
+const ID_KEYS = new Set([
+  'id',
+  'messageId',
+  'message_id',
+  'taskId',
+  'task_id',
+  'contextId',
+  'context_id',
+  'pushNotificationConfigId',
+  'configId',
+  'tool_call_id',
+  'toolCallId',
+]);
+
+/** Every id field of `o` (a string under one of ID_KEYS) passes checkId. */
+function checkIds(o: Json, at: string): string | undefined {
+  for (const [key, v] of Object.entries(o)) {
+    if (!ID_KEYS.has(key) || typeof v !== 'string') continue;
+    const err = checkId(v, `${at}.${key}`);
+    if (err) return err;
   }
   return undefined;
+}
+
+/** How long one string of a method's params may be, outside a message (a command's arguments, a URL, a token). */
+const MAX_TEXT_LENGTH = 64 * 1024;
+
+/** Strings of `value` (nested) are at most MAX_TEXT_LENGTH characters. */
+function checkLengths(value: unknown, at: string, depth = 0): string | undefined {
+  if (typeof value === 'string') {
+    return value.length > MAX_TEXT_LENGTH ? `${at} is ${value.length} characters long; at most ${MAX_TEXT_LENGTH} are accepted` : undefined;
+  }
+  if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) return undefined;
+  const entries = Array.isArray(value)
+    ? value.map((v, i) => [`[${i}]`, v] as const)
+    : Object.entries(value).map(([k, v]) => [`.${k}`, v] as const);
+  for (const [key, v] of entries) {
+    const err = checkLengths(v, `${at}${key}`, depth + 1);
+    if (err) return err;
+  }
+  return undefined;
+}
+
+/**
+ * The check every method's params and every REST route's body get, whatever else its own
+ * validation does: storable text (no NUL, no lone surrogate, bounded nesting), ids (of the
+ * object and of each object directly in it) bounded and free of control characters, strings
+ * at most MAX_TEXT_LENGTH. `at` names the whole (`params`, `body`).
+ */
+export function checkRequestFields(value: unknown, at: string): string | undefined {
+  const text = checkText(value, at);
+  if (text !== undefined || !isObj(value)) return text;
+  const ids = checkIds(value, at);
+  if (ids !== undefined) return ids;
+  for (const [key, v] of Object.entries(value)) {
+    const err = isObj(v) ? checkIds(v, `${at}.${key}`) : undefined;
+    if (err) return err;
+  }
+  return checkLengths(value, at);
 }
 
 /** Metadata nests at most MAX_DEPTH levels (checked first: measuring it recurses) and is at most MAX_METADATA_BYTES of JSON. */
@@ -151,18 +223,27 @@ const BY_ID: Record<WireVersion, Set<string>> = {
   '1.0': new Set(['GetTask', 'CancelTask', 'SubscribeToTask']),
 };
 
-/** Validates the params of the methods whose inputs a client most often gets wrong. */
+/**
+ * Validates a method's params: the shape of the methods whose inputs a client most often gets
+ * wrong, and for every method (push configs, lists, extension methods…) the checks of
+ * {@link checkRequestFields}. Called for methods of the request's version only (an unknown
+ * method is answered -32601 first).
+ */
 export function validateParams(method: string, params: unknown, version: WireVersion): string | undefined {
-  // A method of the other version is left to the SDK, which answers -32601.
-  if (!SEND[version].has(method) && !BY_ID[version].has(method)) return undefined;
-  if (!isObj(params)) return 'params must be an object';
+  if (method === '') return undefined; // the SDK answers INVALID_REQUEST
   if (SEND[version].has(method)) {
+    if (!isObj(params)) return 'params must be an object';
     return (
       checkMessage(params.message, version) ??
       checkMetadata(params.metadata, 'params.metadata') ??
       checkConfiguration(params.configuration, version) ??
-      checkText(params, 'params')
+      checkText(params, 'params') ??
+      checkIds(params, 'params')
     );
   }
-  return checkText(params, 'params') ?? checkTaskId(params, 'id') ?? nonNegInt(params, 'historyLength', 'params');
+  if (BY_ID[version].has(method)) {
+    if (!isObj(params)) return 'params must be an object';
+    return checkTaskId(params, 'id') ?? checkRequestFields(params, 'params') ?? nonNegInt(params, 'historyLength', 'params');
+  }
+  return params === undefined ? undefined : checkRequestFields(params, 'params');
 }
