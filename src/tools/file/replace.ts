@@ -127,11 +127,12 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
   async run(args: ReplaceArgs, ctx: ToolContext): Promise<ToolResult> {
     const where = describeGivenPath(ctx.workspace, args.file_path);
     const base = ctx.expectedBase;
-    if (base !== undefined && (await this.currentBase(args, ctx.workspace)) !== base) return { isError: true, error: staleProposal(where) };
+    if (base !== undefined && (await this.currentBase(args, ctx.workspace)) !== base)
+      return { isError: true, error: staleProposal(args.file_path) };
     const planned = await this.plan(args, ctx.workspace);
     if (!planned.ok) return { isError: true, error: planned.error };
     const { change, rel, count } = planned;
-    if (base !== undefined && change.baseHash !== base) return { isError: true, error: staleProposal(where) };
+    if (base !== undefined && change.baseHash !== base) return { isError: true, error: staleProposal(args.file_path) };
     try {
       await writeCreatingParents(change.filePath, change.newContent);
     } catch (err) {

@@ -93,7 +93,8 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     const { change, rel } = planned;
     const where = describeGivenPath(ctx.workspace, args.file_path);
     // What a card showed is written only over the content it was computed from (read just above).
-    if (ctx.expectedBase !== undefined && change.baseHash !== ctx.expectedBase) return { isError: true, error: staleProposal(where) };
+    if (ctx.expectedBase !== undefined && change.baseHash !== ctx.expectedBase)
+      return { isError: true, error: staleProposal(args.file_path) };
     try {
       await writeCreatingParents(change.filePath, change.newContent);
     } catch (err) {
