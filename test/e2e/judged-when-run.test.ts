@@ -36,6 +36,20 @@ const SCRIPT: ModelScript = {
       ],
     },
     {
+      when: '^link then copy$',
+      steps: [
+        {
+          chunks: [
+            [
+              call('run_shell_command', { command: 'git apply fix.patch' }),
+              call('run_shell_command', { command: 'cp payload.ini lnk/config' }),
+            ],
+          ],
+        },
+        { chunks: [[{ text: 'done' }]] },
+      ],
+    },
+    {
       when: '^copy then edit$',
       steps: [
         {
@@ -110,6 +124,27 @@ t.test(
     checkToolCalls(t, watch);
   },
 );
+
+t.test('the same across two granted lines: the cp judged after the patch made lnk -> .git asks', async (t) => {
+  const srv = await startServer(t, { script: SCRIPT });
+  mkdirSync(path.join(srv.workspace, '.git'));
+  writeFileSync(path.join(srv.workspace, '.git', 'config'), GIT_CONFIG);
+  writeFileSync(path.join(srv.workspace, 'fix.patch'), PATCH);
+  writeFileSync(path.join(srv.workspace, 'payload.ini'), '[core]\n\tfsmonitor = touch pwned\n');
+  const settings = { allowed_tools: ['run_shell_command(git apply)', 'run_shell_command(cp)'] };
+  const watch = new TaskWatch();
+  const first = watch.take(await send(srv, 'link then copy', { settings }));
+  t.equal(states(first).at(-1), 'input-required', 'the task pauses');
+  const copy = cards(first).filter((c) => c.input_parameters?.command === 'cp payload.ini lnk/config');
+  t.notOk(copy[0]?.confirmation_request, 'when the turn was planned, the cp was covered');
+  t.equal(copy.at(-1)?.status, 'PENDING', 'judged again after the patch ran: it waits');
+  t.ok(copy.at(-1)?.confirmation_request?.execute_details, 'with a card');
+  t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG, '.git/config was not written');
+  watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: copy[0].tool_call_id, selected_option_id: 'cancel' }));
+  t.equal(states(watch.results).at(-1), 'completed');
+  t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG);
+  checkToolCalls(t, watch);
+});
 
 t.test('an approved replace writes only what its card showed: its file changed, so it asks again with a fresh diff', async (t) => {
   const srv = await startServer(t, { script: SCRIPT });

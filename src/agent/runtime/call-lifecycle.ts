@@ -258,8 +258,9 @@ export function interruptCall(task: LiveTask, call: TurnCall, leaseOwner: string
 /** Runs a ready call and publishes EXECUTING (with live output), then its result. Never throws. */
 export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
   const snap = call.snapshot;
-  const shown = snap.confirmation?.proposal;
-  // An edit whose card showed a diff writes only over the content that diff was computed from.
+  // An edit a person approved writes only over the content its card's diff was computed from;
+  // one that runs without a person's answer for its card was judged, and is computed, now.
+  const shown = call.approvedCard !== undefined ? snap.confirmation?.proposal : undefined;
   const expectedBase = shown?.type === 'edit' ? shown.change.baseHash : undefined;
   move(call, 'executing');
   snap.status = 'EXECUTING';
