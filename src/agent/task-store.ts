@@ -129,7 +129,9 @@ export type AuditDecision =
   | 'failed'
   | 'cancelled'
   | 'expired'
-  | 'interrupted';
+  | 'interrupted'
+  /** A call that was ready went back to waiting with a new card (re-judged before it ran, or its file changed). */
+  | 're-proposed';
 
 export interface AuditEntry {
   taskId: string;
@@ -153,6 +155,12 @@ export interface CallClaim {
   /** Replacement arguments (modify_with_editor) and the card that goes with them. */
   args?: Record<string, unknown>;
   snapshot?: ToolCallSnapshot;
+  /**
+   * The hash of the card the answer approves (StoredCall.shownHash of the copy that read it):
+   * when given, the claim fails unless the stored card is that one — a call re-proposed
+   * meanwhile (reopenCall) is not approved by an answer to its earlier card.
+   */
+  shownHash?: string;
 }
 
 /**
@@ -251,8 +259,8 @@ export interface TaskStore {
 
   /**
    * Inserts calls, or replaces them by id — but a call's phase only moves forward
-   * (awaiting → ready → executing → done), and only `claimCalls` moves it from awaiting to ready
-   * and writes its answer: a save that would move a stored call backwards, or approve it, changes
+   * (awaiting → ready → executing → done), only `claimCalls` moves it from awaiting to ready
+   * and writes its answer, and only `reopenCall` moves it from ready back to awaiting: a save that would move a stored call backwards, or approve it, changes
    * nothing, and a save never changes a stored answer. So a stale copy of a task (another process
    * claimed or ran the call meanwhile) can never reopen or re-run a call.
    */
@@ -266,6 +274,15 @@ export interface TaskStore {
    * answer won, or it never waited) is reported and nothing changes.
    */
   claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult>;
+  /**
+   * The one move back: a call stored `ready` and leased by `owner` (the process about to run it)
+   * goes back to `awaiting` with `call`'s new card (snapshot, args, shownHash, expiresAt); its
+   * answer and lease are cleared, so only a new answer — claimed with the new card's hash —
+   * can approve it. Used when a call is re-judged before it runs and now needs a person, or when
+   * the file of an approved edit changed after its card was shown. False, and nothing changes,
+   * when the call is not stored ready under `owner`'s lease.
+   */
+  reopenCall(call: StoredCall, owner: string): Promise<boolean>;
   /**
    * Marks the task's model turn `turn` as closed — true exactly once per (task, turn), so
    * only one process continues the model after the last call of a turn settles.

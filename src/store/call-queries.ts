@@ -60,7 +60,14 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
             ...(c.args !== undefined ? { args: c.args } : {}),
             ...(c.snapshot !== undefined ? { snapshot: c.snapshot } : {}),
           })
-          .where(and(eq(toolCalls.taskId, taskId), eq(toolCalls.id, c.id), eq(toolCalls.phase, 'awaiting')))
+          .where(
+            and(
+              eq(toolCalls.taskId, taskId),
+              eq(toolCalls.id, c.id),
+              eq(toolCalls.phase, 'awaiting'),
+              c.shownHash !== undefined ? eq(toolCalls.shownHash, c.shownHash) : undefined,
+            ),
+          )
           .returning({ id: toolCalls.id });
         if (won.length === 0) lost.push(c.id);
       }
@@ -78,6 +85,27 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
     if (e instanceof ClaimLost) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => e.notAwaiting.includes(id)) };
     throw e;
   }
+}
+
+/** ready → awaiting with a new card, only under `owner`'s lease; see TaskStore.reopenCall. */
+export async function reopenCall(db: StoreDb, call: StoredCall, owner: string): Promise<boolean> {
+  const rows = await db
+    .update(toolCalls)
+    .set({
+      phase: 'awaiting',
+      answer: null,
+      args: call.args ?? null,
+      snapshot: call.snapshot,
+      shownHash: call.shownHash ?? null,
+      expiresAt: call.expiresAt ?? null,
+      remindedAt: null,
+      leaseOwner: null,
+      leaseUntil: null,
+      updatedAt: sql`now()`,
+    })
+    .where(and(eq(toolCalls.taskId, call.taskId), eq(toolCalls.id, call.id), eq(toolCalls.phase, 'ready'), eq(toolCalls.leaseOwner, owner)))
+    .returning({ id: toolCalls.id });
+  return rows.length === 1;
 }
 
 /**

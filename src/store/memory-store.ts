@@ -290,7 +290,8 @@ function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: s
   const lost = new Set<string>();
   for (const c of claims) {
     const row = db.calls.get(c.id);
-    if (row && row.call.taskId === taskId && row.call.phase === 'awaiting' && !won.has(c.id)) won.add(c.id);
+    const sameCard = c.shownHash === undefined || row?.call.shownHash === c.shownHash;
+    if (row && row.call.taskId === taskId && row.call.phase === 'awaiting' && sameCard && !won.has(c.id)) won.add(c.id);
     else lost.add(c.id);
   }
   if (lost.size > 0) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => lost.has(id)) };
@@ -561,6 +562,21 @@ export class MemoryTaskStore implements TaskStore, PushStore {
 
   async claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult> {
     return claim(this.use('claimCalls'), taskId, claims, owner, leaseUntil);
+  }
+
+  /** ready → awaiting with a new card, only under `owner`'s lease; see TaskStore.reopenCall. */
+  async reopenCall(call: StoredCall, owner: string): Promise<boolean> {
+    const row = this.use('reopenCall').calls.get(call.id);
+    if (!row || row.call.taskId !== call.taskId || row.call.phase !== 'ready' || row.call.leaseOwner !== owner) return false;
+    const { answer: _a, leaseOwner: _o, leaseUntil: _u, args: _g, shownHash: _h, expiresAt: _e, ...kept } = row.call;
+    const card = defined({
+      args: call.args === undefined ? undefined : jsonCopy(call.args),
+      shownHash: call.shownHash,
+      expiresAt: dateCopy(call.expiresAt),
+    });
+    row.call = { ...kept, ...card, phase: 'awaiting', snapshot: jsonCopy(call.snapshot) };
+    delete row.remindedAt;
+    return true;
   }
 
   /** True exactly once per (task, turn); an unknown task throws. */

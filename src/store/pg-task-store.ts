@@ -251,6 +251,10 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.claimCalls(this.db, taskId, claims, owner, leaseUntil);
   }
 
+  reopenCall(call: StoredCall, owner: string): Promise<boolean> {
+    return calls_.reopenCall(this.db, call, owner);
+  }
+
   closeTurn(taskId: string, turn: number): Promise<boolean> {
     return calls_.closeTurn(this.db, taskId, turn);
   }

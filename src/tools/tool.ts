@@ -3,6 +3,7 @@
  * arguments, describes what it is about to do (so a person can approve it), and runs.
  * The agent maps proposals and results onto development-tool `ToolCall` messages.
  */
+import { createHash } from 'node:crypto';
 
 /** JSON Schema (the OpenAPI subset Gemini accepts) describing a tool's arguments. */
 export interface ToolParameterSchema {
@@ -23,6 +24,17 @@ export interface FileChange {
   newContent: string;
   /** Unified diff of oldContent → newContent. */
   formattedDiff: string;
+  /**
+   * Which file content the diff was computed from ({@link contentHash} of oldContent, or of its
+   * absence). Kept with the card, never sent: an approved edit is written only while the file
+   * still has this content (ToolContext.expectedBase).
+   */
+  baseHash?: string;
+}
+
+/** The base of a FileChange: sha256 of the text, or `absent` for a file that does not exist. */
+export function contentHash(text: string | undefined): string {
+  return text === undefined ? 'absent' : `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
 }
 
 /** What a side-effecting call will do, for the confirmation card. */
@@ -51,6 +63,12 @@ export interface ToolContext {
    * command): the caller records it, so a recovery after a crash can kill it.
    */
   onProcessGroup?: (group: ProcessGroupRecord) => void;
+  /**
+   * For edit tools whose change a card showed: the card's FileChange.baseHash. The tool writes
+   * only if the file still has that content (checked right before writing); otherwise it fails
+   * `stale_proposal` and writes nothing. Absent: the change is computed on the file as it is.
+   */
+  expectedBase?: string;
 }
 
 /** What the user sees as the tool's result. */
@@ -132,4 +150,12 @@ export class ToolFailure extends Error {
     super(error.message);
     this.name = 'ToolFailure';
   }
+}
+
+/** The error of an edit whose file changed after its card was shown: nothing was written. */
+export function staleProposal(where: string): ToolError {
+  return {
+    type: 'stale_proposal',
+    message: `${where} changed after the card was shown; nothing was written — propose the edit again (re-read the file first)`,
+  };
 }

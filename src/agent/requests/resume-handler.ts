@@ -218,7 +218,9 @@ export async function applyResume(
   const result = await claim(
     [...answers].map(([call, { option }]) => {
       const e = edited.get(call);
-      return { id: call.snapshot.id, answer: option, args: e?.args ?? call.args, snapshot: e?.snapshot ?? call.snapshot };
+      // The card this copy showed: a call re-proposed meanwhile is not approved by an answer to its earlier card.
+      const shown = call.shownHash !== undefined ? { shownHash: call.shownHash } : {};
+      return { id: call.snapshot.id, answer: option, args: e?.args ?? call.args, snapshot: e?.snapshot ?? call.snapshot, ...shown };
     }),
   );
   if (!result.ok) {
@@ -226,7 +228,8 @@ export async function applyResume(
   }
   // The claim is won: from here on a failure must fail the task (its calls are no longer waiting).
   try {
-    startApproved(task, answers, edited, message, principal, loop);
+    const named = new Set(plan.decisions.map((d) => d.call));
+    startApproved(task, answers, named, edited, message, principal, loop);
   } catch (err) {
     loop.fail(task, 'applying the answers', err);
   }
@@ -236,6 +239,7 @@ export async function applyResume(
 function startApproved(
   task: LiveTask,
   answers: ReadonlyMap<TurnCall, { option: string; feedback?: string }>,
+  named: ReadonlySet<TurnCall>,
   edited: ReadonlyMap<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>,
   message: Message,
   principal: string | undefined,
@@ -255,12 +259,12 @@ function startApproved(
       declineCall(task, call, { principal, feedback });
       continue;
     }
-    approveCall(task, call, option, principal, feedback);
+    approveCall(task, call, option, principal, feedback, { covered: !named.has(call) });
     toRun.push(call);
   }
   loop.runApproved(task, toRun);
 }
 
 export type ClaimFn = (
-  claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>,
+  claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot']; shownHash?: string }>,
 ) => Promise<{ ok: true; lastSeq: number } | { ok: false; notAwaiting: string[] }>;

@@ -5,6 +5,9 @@
  *   propose ─┬─ needs no approval ─► ready ─► executing ─► done: SUCCEEDED | FAILED
  *            └─ awaiting ─┬─ approve ─► ready ─► …
  *                         └─ decline | expire | task canceled ─► done: CANCELLED
+ *   ready ─► awaiting: judged again right before it runs (on the disk as the turn's earlier
+ *            calls left it), it now needs a person, or the file its card's diff was computed
+ *            from changed: a fresh card, and the old answer (if any) is void (rejudgeCall)
  *   any open call ─► interrupt (its process died) | the task failed ─► done: FAILED or CANCELLED
  *
  * A move the table does not allow is a bug and throws; a result that arrives after the call
@@ -12,7 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ToolFailure } from '../../tools/tool.js';
-import type { ToolResult } from '../../tools/tool.js';
+import type { AnyTool, ToolProposal, ToolResult } from '../../tools/tool.js';
 import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
 import { hashShown } from './live-task.js';
 import { LiveOutputFeed } from './live-output.js';
@@ -23,7 +26,7 @@ import type { ToolCallSnapshot } from '../wire/agent-events.js';
 
 const NEXT: Readonly<Record<CallPhase, readonly CallPhase[]>> = {
   awaiting: ['ready', 'done'],
-  ready: ['executing', 'done'],
+  ready: ['executing', 'awaiting', 'done'],
   executing: ['done'],
   done: [],
 };
@@ -78,21 +81,107 @@ export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: num
 export async function requestApproval(task: LiveTask, call: TurnCall, approvalTimeoutMs: number | undefined): Promise<void> {
   if (call.tool === undefined || call.args === undefined) return;
   if (!needsApproval(call.tool, call.args, task.context)) return;
+  if (!(await prepareCard(task, call, call.tool, call.args))) return;
+  call.phase = 'awaiting';
+  call.shownHash = hashShown(call.snapshot);
+  if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + approvalTimeoutMs);
+}
+
+/**
+ * Sets the call's confirmation request, computed on the files as they are now. False when the
+ * proposal cannot be prepared: the call then carries the reason and fails when it runs.
+ */
+async function prepareCard(task: LiveTask, call: TurnCall, tool: AnyTool, args: Record<string, unknown>): Promise<boolean> {
   try {
-    const proposal = call.tool.propose
-      ? await call.tool.propose(call.args, { workspace: task.context.workspace })
-      : { type: 'generic' as const, description: call.snapshot.description ?? call.tool.name };
-    call.snapshot.confirmation = { options: optionsFor(call.tool, call.args, task.context.workspace), proposal };
-    call.phase = 'awaiting';
-    call.shownHash = hashShown(call.snapshot);
-    if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + approvalTimeoutMs);
+    const proposal = tool.propose
+      ? await tool.propose(args, { workspace: task.context.workspace })
+      : { type: 'generic' as const, description: call.snapshot.description ?? tool.name };
+    call.snapshot.confirmation = { options: optionsFor(tool, args, task.context.workspace), proposal };
+    return true;
   } catch (err) {
     call.snapshot.error =
       err instanceof ToolFailure
         ? err.error
-        : { message: `Could not prepare ${call.tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
+        : { message: `Could not prepare ${tool.name}: ${(err as Error).message}`, type: 'proposal_failed' };
     call.args = undefined;
+    return false;
   }
+}
+
+/**
+ * Judges a ready call again right before it runs, on the disk as the turn's earlier calls left
+ * it (what was judged when the turn was planned may no longer hold: a call before it may have
+ * made a symlink, or changed the file an edit's card showed). True: the call runs (or fails
+ * with the reason its arguments or card no longer hold). False: it went back to `awaiting` with
+ * a fresh card (audited `re-proposed`) and waits for a person; an answer to its earlier card
+ * is void.
+ * - A call no person approved for its card (it needed no approval, or an "always" answer on
+ *   another card covered it) has its file arguments checked again and the policy asked again.
+ * - A call a person approved runs as approved, but an edit only over the content its diff was
+ *   computed from.
+ */
+export async function rejudgeCall(task: LiveTask, call: TurnCall, approvalTimeoutMs: number | undefined): Promise<boolean> {
+  const { tool, args } = call;
+  if (tool === undefined || args === undefined) return true;
+  if (call.approvedCard !== undefined && call.approvedCard === call.shownHash) {
+    const why = await staleEdit(task, call, tool, args);
+    return why === undefined ? true : reproposeCall(task, call, why, approvalTimeoutMs);
+  }
+  if (tool.kind === 'edit') {
+    const checked = tool.validate(args, { workspace: task.context.workspace });
+    if (!checked.ok) {
+      call.snapshot.error = checked.error;
+      call.args = undefined;
+      return true;
+    }
+  }
+  if (!needsApproval(tool, args, task.context)) return true;
+  return reproposeCall(task, call, 'judged again before it ran, after the calls before it: it now needs approval', approvalTimeoutMs);
+}
+
+/** Why an approved edit's card no longer shows what it would write (its file changed since), or undefined. */
+async function staleEdit(task: LiveTask, call: TurnCall, tool: AnyTool, args: Record<string, unknown>): Promise<string | undefined> {
+  const shown = call.snapshot.confirmation?.proposal;
+  if (shown?.type !== 'edit' || shown.change.baseHash === undefined || tool.propose === undefined) return undefined;
+  let now: ToolProposal;
+  try {
+    now = await tool.propose(args, { workspace: task.context.workspace });
+  } catch {
+    return `${describeEdited(tool, args)} changed after the card was shown, and the edit no longer applies`;
+  }
+  if (now.type === 'edit' && now.change.baseHash === shown.change.baseHash) return undefined;
+  return `${describeEdited(tool, args)} changed after the card was shown`;
+}
+
+function describeEdited(tool: AnyTool, args: Record<string, unknown>): string {
+  return tool.editedPath?.(args) ?? tool.name;
+}
+
+/**
+ * Moves a ready call back to `awaiting` with a card computed now: its answer and feedback are
+ * void, the store reopens it under this process's lease (TaskStore.reopenCall), then the card
+ * is published and audited `re-proposed` with `reason`. False (the call does not run here).
+ */
+async function reproposeCall(task: LiveTask, call: TurnCall, reason: string, approvalTimeoutMs: number | undefined): Promise<boolean> {
+  const { tool, args } = call;
+  const previous = call.shownHash;
+  delete call.snapshot.confirmation;
+  if (tool === undefined || args === undefined || !(await prepareCard(task, call, tool, args))) return true; // fails with the reason
+  move(call, 'awaiting');
+  delete call.answer;
+  delete call.feedback;
+  delete call.approvedCard;
+  call.shownHash = hashShown(call.snapshot);
+  if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(Date.now() + approvalTimeoutMs);
+  else delete call.expiresAt;
+  if (!(await task.reopen(call))) {
+    call.elsewhere = true; // the store does not have it ready under this process's lease: not this copy's to run
+    return false;
+  }
+  task.publishCall(call);
+  const detail = { reason, ...(previous !== undefined ? { previousShownHash: previous } : {}) };
+  task.audit({ toolCallId: call.snapshot.id, decision: 're-proposed', shownHash: call.shownHash, detail });
+  return false;
 }
 
 /** Publishes a new call's first card; a call that waits is audited as proposed, with the hash of what was shown. */
@@ -103,11 +192,21 @@ export function showCall(task: LiveTask, call: TurnCall): void {
 
 /**
  * A person approved `call` with `option` (already claimed in the store): audited, "always" grants kept, ready to run.
+ * `covered`: the answer named another call, whose "always" grant covers this one.
  * Their `feedback`, if any, is audited with the answer and goes to the model with the call's result.
  */
-export function approveCall(task: LiveTask, call: TurnCall, option: string, principal: string | undefined, feedback?: string): void {
+export function approveCall(
+  task: LiveTask,
+  call: TurnCall,
+  option: string,
+  principal: string | undefined,
+  feedback?: string,
+  how: { covered?: boolean } = {},
+): void {
   move(call, 'ready');
   call.answer = option;
+  // An answer naming the call approves its card; one covered by another call's "always" is judged again when it runs.
+  if (how.covered !== true && call.shownHash !== undefined) call.approvedCard = call.shownHash;
   if (feedback !== undefined) call.feedback = feedback;
   const entry = { toolCallId: call.snapshot.id, principal, optionId: option, shownHash: call.shownHash, ...feedbackDetail(feedback) };
   task.audit({ decision: 'authorized', ...entry });
@@ -159,6 +258,10 @@ export function interruptCall(task: LiveTask, call: TurnCall, leaseOwner: string
 /** Runs a ready call and publishes EXECUTING (with live output), then its result. Never throws. */
 export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
   const snap = call.snapshot;
+  // An edit a person approved writes only over the content its card's diff was computed from;
+  // one that runs without a person's answer for its card was judged, and is computed, now.
+  const shown = call.approvedCard !== undefined ? snap.confirmation?.proposal : undefined;
+  const expectedBase = shown?.type === 'edit' ? shown.change.baseHash : undefined;
   move(call, 'executing');
   snap.status = 'EXECUTING';
   delete snap.confirmation;
@@ -180,6 +283,7 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     result = await call.tool.run(call.args, {
       workspace: task.context.workspace,
       signal: task.abort.signal,
+      ...(expectedBase !== undefined ? { expectedBase } : {}),
       onLiveOutput: (text) => feed.push(text),
       // Stored before the command can do much: after a crash, the recovery kills this group.
       onProcessGroup: (group) => {

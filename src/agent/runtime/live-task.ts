@@ -69,6 +69,11 @@ export interface TurnCall {
   /** What the model is told about this call once it is done. */
   response?: ModelPart;
   shownHash?: string;
+  /**
+   * The shownHash of the card a person's answer named (absent: it needed no approval, or an
+   * "always" answer on another card covered it). Only such a call skips being judged again before it runs.
+   */
+  approvedCard?: string;
   proposedAt: Date;
   expiresAt?: Date;
   /** The process group the running call started (recorded so a recovery can kill it after a crash). */
@@ -385,6 +390,19 @@ export class LiveTask {
     // The row first: once a client sees a card, an answer to it must find the call.
     this.saveCall(call);
     this.publish({ type: 'tool-call', call: structuredClone(call.snapshot) });
+  }
+
+  /**
+   * Stores `call`, set back to `awaiting` with its new card, through TaskStore.reopenCall (after
+   * every write queued so far). False when the store does not have it ready under this
+   * process's lease; nothing changed then.
+   */
+  async reopen(call: TurnCall): Promise<boolean> {
+    await this.flush();
+    if (this.halted) return false;
+    if (!(await this.deps.store.reopenCall(this.toStored(call), this.deps.instanceId))) return false;
+    this.askedInHistory.delete(call.snapshot.id); // its new card is kept in the history like a first one
+    return true;
   }
 
   saveCall(call: TurnCall): void {

@@ -5,7 +5,7 @@
  * Runs are detached from requests through TaskRuns, so an error fails its task, never the process.
  */
 import { pauseEvent } from './pause.js';
-import { abandonTurn, commandSummary, proposeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
+import { abandonTurn, commandSummary, proposeCall, rejudgeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
 import { memoryInstruction } from './memory.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -123,10 +123,15 @@ export class TurnLoop {
     return set;
   }
 
+  /**
+   * Runs the ready calls in order, each judged again right before it runs (rejudgeCall): one
+   * that now needs a person gets a fresh card instead, and the task pauses on it after the rest.
+   */
   private async runReady(task: LiveTask, calls: TurnCall[]): Promise<void> {
     for (const call of calls) {
       if (task.halted) return;
-      if (call.phase === 'ready') await runCall(task, call);
+      if (call.phase !== 'ready') continue;
+      if (await rejudgeCall(task, call, this.opts.approvalTimeoutMs)) await runCall(task, call);
     }
   }
 

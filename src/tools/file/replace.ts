@@ -2,7 +2,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
-import { ToolFailure } from '../tool.js';
+import { contentHash, staleProposal, ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import {
   describeGivenPath,
@@ -46,7 +46,8 @@ function countOccurrences(haystack: string, needle: string): number {
  * Replaces `old_string` with `new_string` literally (no regex, no `$` patterns), requiring
  * exactly `expected_replacements` occurrences; an empty `old_string` creates a new file.
  * The occurrence checks run in propose() (so a call that cannot apply fails before anyone is
- * asked) and again in run(), against the file as it is then.
+ * asked) and again in run(), against the file as it is then; a shown edit runs only on the
+ * content its diff was computed from (ToolContext.expectedBase).
  */
 export class ReplaceTool implements Tool<ReplaceArgs> {
   readonly name = 'replace';
@@ -73,8 +74,6 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
     },
     required: ['file_path', 'old_string', 'new_string'],
   };
-  /** The file content each proposal was based on (undefined: the file did not exist), to explain a later mismatch. */
-  private readonly proposedOver = new WeakMap<ReplaceArgs, string | undefined>();
   private readonly protectedPaths: ProtectedPaths;
 
   constructor(options: WorkspaceToolOptions = {}) {
@@ -113,26 +112,30 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
   async propose(args: ReplaceArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
     const planned = await this.plan(args, ctx.workspace);
     if (!planned.ok) throw new ToolFailure(planned.error);
-    this.proposedOver.set(args, planned.change.oldContent);
     return { type: 'edit', change: planned.change };
   }
 
   withModifiedContent(args: ReplaceArgs, newContent: string): ReplaceArgs {
-    const modified = { ...args, modified_content: newContent };
-    if (this.proposedOver.has(args)) this.proposedOver.set(modified, this.proposedOver.get(args));
-    return modified;
+    return { ...args, modified_content: newContent };
   }
 
+  /**
+   * Applies the edit to the file as it is now. With `ctx.expectedBase` (a card showed the diff),
+   * only if the file is still what that diff was computed from: a replacement that would still
+   * apply to changed text is not made either, since the person never saw the resulting file.
+   */
   async run(args: ReplaceArgs, ctx: ToolContext): Promise<ToolResult> {
+    const where = describeGivenPath(ctx.workspace, args.file_path);
+    const base = ctx.expectedBase;
+    if (base !== undefined && (await this.currentBase(args, ctx.workspace)) !== base)
+      return { isError: true, error: staleProposal(args.file_path) };
     const planned = await this.plan(args, ctx.workspace);
-    const changed = this.changedSinceProposal(args, planned);
-    if (changed !== undefined) return { isError: true, error: changed };
     if (!planned.ok) return { isError: true, error: planned.error };
     const { change, rel, count } = planned;
+    if (base !== undefined && change.baseHash !== base) return { isError: true, error: staleProposal(args.file_path) };
     try {
       await writeCreatingParents(change.filePath, change.newContent);
     } catch (err) {
-      const where = describeGivenPath(ctx.workspace, args.file_path);
       return { isError: true, error: { type: 'write_error', message: `Cannot write ${where}: ${errorReason(err)}` } };
     }
     const what =
@@ -144,22 +147,13 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
     return { llmContent: what, display: { type: 'diff', change } };
   }
 
-  /**
-   * When the file is no longer what the proposal was based on: an error if the approved
-   * edit no longer applies, or if it is the user's whole-file content (it would silently
-   * drop the other change). A replacement that still applies is made on the current text.
-   */
-  private changedSinceProposal(args: ReplaceArgs, planned: Planned): ToolError | undefined {
-    if (!this.proposedOver.has(args)) return undefined;
-    const before = this.proposedOver.get(args);
-    const now = planned.ok ? planned.change.oldContent : undefined;
-    if (planned.ok && now === before) return undefined;
-    if (planned.ok && args.modified_content === undefined) return undefined;
-    const why = planned.ok ? 'your modified content was not written, so that change is not lost' : planned.error.message;
-    return {
-      type: 'file_changed',
-      message: `${args.file_path} changed after this edit was proposed, and the edit was not applied: ${why}. Re-read the file and try again.`,
-    };
+  /** The base hash of the file as it is now (a file that cannot be read has none). */
+  private async currentBase(args: ReplaceArgs, workspace: string): Promise<string | undefined> {
+    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
+    if (!resolved.ok) return undefined;
+    const read = await readTextFile(resolved.path, args.file_path, this.name);
+    if (read.ok) return contentHash(read.text);
+    return read.error.type === 'file_not_found' ? contentHash(undefined) : undefined;
   }
 
   /** Reads the file as it is now and computes the change, or why it cannot be made. */
@@ -181,6 +175,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
       filePath: resolved.path,
       newContent: computed.content,
       formattedDiff: unifiedDiff(rel, oldContent, computed.content),
+      baseHash: contentHash(oldContent),
     };
     if (oldContent !== undefined) change.oldContent = oldContent;
     return { ok: true, change, rel, count: computed.count };

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
-import { ToolFailure } from '../tool.js';
+import { contentHash, staleProposal, ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import {
   describeGivenPath,
@@ -92,6 +92,9 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     if (!planned.ok) return { isError: true, error: planned.error };
     const { change, rel } = planned;
     const where = describeGivenPath(ctx.workspace, args.file_path);
+    // What a card showed is written only over the content it was computed from (read just above).
+    if (ctx.expectedBase !== undefined && change.baseHash !== ctx.expectedBase)
+      return { isError: true, error: staleProposal(args.file_path) };
     try {
       await writeCreatingParents(change.filePath, change.newContent);
     } catch (err) {
@@ -135,6 +138,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
       filePath,
       newContent: args.content,
       formattedDiff: unifiedDiff(rel, oldContent, args.content),
+      baseHash: contentHash(oldContent),
     };
     if (oldContent !== undefined) change.oldContent = oldContent;
     return { ok: true, change, rel };

@@ -282,6 +282,8 @@ t.test('an "always" answer covers the waiting siblings it grants, and only those
   );
   t.same((await core.store.loadContext(task.context.id))?.trustedTools, ['edit']);
   t.equal(task.state, 'completed');
+  t.equal(calls[0].approvedCard, calls[0].shownHash, 'the answered call runs as its card showed');
+  t.equal(calls[1].approvedCard, undefined, 'the covered sibling was judged again when it ran (no answer named its card)');
 
   const mixed = await paused(core, 'edit and exec');
   const [edit, exec] = mixed.calls.map((c) => c.snapshot.id) as [string, string];
@@ -293,6 +295,22 @@ t.test('an "always" answer covers the waiting siblings it grants, and only those
     mixed.task.awaiting().map((c) => c.snapshot.id),
     [exec],
   );
+});
+
+t.test('an answer read on a copy that shows an earlier card of the call is refused: the call was re-proposed meanwhile', async (t) => {
+  const core = await makeCore(t);
+  const { task, calls } = await paused(core, 'edit');
+  const id = calls[0].snapshot.id;
+  // Elsewhere: the call was approved, judged again before it ran, and asks again with a new card.
+  const until = new Date(Date.now() + core.leaseMs);
+  t.same(await core.store.claimCalls(task.id, [{ id, answer: 'proceed_once' }], 'elsewhere', until), { ok: true, lastSeq: task.lastSeq });
+  const stored = (await core.store.loadCall(id))!;
+  t.ok(await core.store.reopenCall({ ...stored, shownHash: 'f'.repeat(64) }, 'elsewhere'));
+  await t.rejects(applyResume(task, plan(core, task, answer(task, 'yes')), core.loop, answer(task, 'yes'), 'bob', storeClaim(core, task)), {
+    message: new RegExp(`tool call ${id} was already answered`),
+  });
+  t.same(core.toolRuns, [], 'the call did not run on an answer to a card that is no longer shown');
+  t.match(await core.store.loadCall(id), { phase: 'awaiting', shownHash: 'f'.repeat(64) }, 'it still waits for an answer to its new card');
 });
 
 t.test("modify_with_editor: the edited content becomes the call's only once the claim is won", async (t) => {

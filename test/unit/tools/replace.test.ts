@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ReplaceTool } from '../../../src/tools/file/replace.js';
-import type { ToolContext } from '../../../src/tools/tool.js';
+import { contentHash } from '../../../src/tools/tool.js';
+import type { ToolContext, ToolProposal } from '../../../src/tools/tool.js';
 
 type Fixtures = Pick<typeof t, 'testdir' | 'fixture'>;
 
@@ -242,11 +243,13 @@ t.test('propose returns the edit and writes nothing', async (t) => {
       oldContent: 'price: 10\n',
       newContent: 'price: 12\n',
       formattedDiff: '--- a/price.txt\n+++ b/price.txt\n@@ -1,1 +1,1 @@\n-price: 10\n+price: 12\n',
+      baseHash: contentHash('price: 10\n'),
     },
   });
   t.equal(read(ws, 'price.txt'), 'price: 10\n');
   const created = await tool.propose({ file_path: 'n.txt', old_string: '', new_string: 'n\n' }, ctx);
   t.ok(created.type === 'edit' && !('oldContent' in created.change), 'oldContent absent for a new file');
+  t.match(created, { change: { baseHash: 'absent' } }, 'the base of a new file is its absence');
 });
 
 t.test('propose throws when the edit cannot apply', async (t) => {
@@ -279,47 +282,61 @@ t.test('withModifiedContent writes exactly the new content', async (t) => {
   t.equal(read(ws, 'c/new.txt'), 'user');
 });
 
-t.test('a file changed after the proposal', async (t) => {
+/** The base hash a card showing this proposal carries (ToolContext.expectedBase). */
+const baseOf = (p: ToolProposal): string | undefined => (p.type === 'edit' ? p.change.baseHash : undefined);
+
+t.test('a file changed after the proposal: a shown edit writes nothing', async (t) => {
   const { ws, ctx } = setup(t);
+  const stale = (where: string) => ({
+    isError: true,
+    error: {
+      type: 'stale_proposal',
+      message: `${where} changed after the card was shown; nothing was written — propose the edit again (re-read the file first)`,
+    },
+  });
   const still = { file_path: 'code.js', old_string: 'function a()', new_string: 'function z()' };
-  await tool.propose(still, ctx);
+  const shown = baseOf(await tool.propose(still, ctx));
   fs.appendFileSync(path.join(ws, 'code.js'), '// appended\n');
+  t.same(await tool.run(still, { ...ctx, expectedBase: shown }), stale('code.js'), 'an edit that still applies is not made either');
+  t.equal(read(ws, 'code.js'), CODE + '// appended\n');
   t.match(
     await tool.run(still, ctx),
     { llmContent: 'Replaced 1 occurrence in code.js' },
-    'an edit that still applies is made on the current text',
+    'without a card, it applies to the file as it is',
   );
-  t.equal(read(ws, 'code.js'), CODE.replace('function a()', 'function z()') + '// appended\n');
 
   const gone = { file_path: 'price.txt', old_string: '10', new_string: '12' };
-  await tool.propose(gone, ctx);
+  const goneBase = baseOf(await tool.propose(gone, ctx));
   fs.writeFileSync(path.join(ws, 'price.txt'), 'price: 11\n');
-  t.same(await tool.run(gone, ctx), {
-    isError: true,
-    error: {
-      type: 'file_changed',
-      message:
-        'price.txt changed after this edit was proposed, and the edit was not applied: old_string was not found in price.txt; ' +
-        're-read the file with read_file and copy the exact text including whitespace and indentation. Re-read the file and try again.',
-    },
-  });
+  t.same(await tool.run(gone, { ...ctx, expectedBase: goneBase }), stale('price.txt'));
   t.equal(read(ws, 'price.txt'), 'price: 11\n');
 
   const create = { file_path: 'late.txt', old_string: '', new_string: 'mine' };
-  await tool.propose(create, ctx);
+  const createBase = baseOf(await tool.propose(create, ctx));
+  t.equal(createBase, 'absent');
   fs.writeFileSync(path.join(ws, 'late.txt'), 'theirs');
-  t.match(await tool.run(create, ctx), { isError: true, error: { type: 'file_changed', message: /late\.txt changed .*already exists/ } });
+  t.same(await tool.run(create, { ...ctx, expectedBase: createBase }), stale('late.txt'));
   t.equal(read(ws, 'late.txt'), 'theirs');
 
   const edited = { file_path: 'price.txt', old_string: '11', new_string: '12' };
-  await tool.propose(edited, ctx);
+  const editedBase = baseOf(await tool.propose(edited, ctx));
   const modified = tool.withModifiedContent(edited, 'user version\n');
   fs.writeFileSync(path.join(ws, 'price.txt'), 'price: 13\n');
-  t.match(await tool.run(modified, ctx), {
-    isError: true,
-    error: { type: 'file_changed', message: /price\.txt changed after this edit was proposed.*your modified content was not written/ },
-  });
+  t.same(
+    await tool.run(modified, { ...ctx, expectedBase: editedBase }),
+    stale('price.txt'),
+    "the user's own content is not written either",
+  );
   t.equal(read(ws, 'price.txt'), 'price: 13\n');
+
+  const same = { file_path: 'price.txt', old_string: '13', new_string: '14' };
+  const sameBase = baseOf(await tool.propose(same, ctx));
+  t.match(
+    await tool.run(same, { ...ctx, expectedBase: sameBase }),
+    { llmContent: 'Replaced 1 occurrence in price.txt' },
+    'unchanged: written',
+  );
+  t.equal(read(ws, 'price.txt'), 'price: 14\n');
 });
 
 t.test('write errors are reported', { skip: process.getuid?.() === 0 ? 'root ignores file modes' : false }, async (t) => {

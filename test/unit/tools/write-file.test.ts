@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { WriteFileTool } from '../../../src/tools/file/write-file.js';
+import { contentHash } from '../../../src/tools/tool.js';
 import type { ToolContext } from '../../../src/tools/tool.js';
 
 type Fixtures = Pick<typeof t, 'testdir' | 'fixture'>;
@@ -54,6 +55,7 @@ t.test('propose a new file: diff from /dev/null', async (t) => {
       filePath: path.join(ws, 'docs/new.md'),
       newContent: 'a\nb\n',
       formattedDiff: '--- /dev/null\n+++ b/docs/new.md\n@@ -0,0 +1,2 @@\n+a\n+b\n',
+      baseHash: 'absent',
     },
   });
   t.ok(p.type === 'edit' && !('oldContent' in p.change), 'oldContent absent for a new file');
@@ -71,8 +73,44 @@ t.test('propose a modification: a/ b/ headers relative to the workspace', async 
       oldContent: 'one\ntwo\n',
       newContent: 'one\nthree\n',
       formattedDiff: '--- a/NOTES.md\n+++ b/NOTES.md\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n',
+      baseHash: contentHash('one\ntwo\n'),
     },
   });
+});
+
+t.test('a shown write writes only over the content its diff was computed from', async (t) => {
+  const { ws, ctx } = setup(t);
+  const args = { file_path: 'NOTES.md', content: 'mine\n' };
+  const p = await tool.propose(args, ctx);
+  const expectedBase = p.type === 'edit' ? p.change.baseHash : undefined;
+  fs.writeFileSync(path.join(ws, 'NOTES.md'), 'theirs\n');
+  t.same(await tool.run(args, { ...ctx, expectedBase }), {
+    isError: true,
+    error: {
+      type: 'stale_proposal',
+      message: 'NOTES.md changed after the card was shown; nothing was written — propose the edit again (re-read the file first)',
+    },
+  });
+  t.equal(fs.readFileSync(path.join(ws, 'NOTES.md'), 'utf8'), 'theirs\n', 'nothing written');
+  const created = await tool.propose({ file_path: 'fresh.md', content: 'x\n' }, ctx);
+  fs.writeFileSync(path.join(ws, 'fresh.md'), 'planted\n');
+  t.match(
+    await tool.run(
+      { file_path: 'fresh.md', content: 'x\n' },
+      { ...ctx, expectedBase: created.type === 'edit' ? created.change.baseHash : '' },
+    ),
+    {
+      isError: true,
+      error: { type: 'stale_proposal' },
+    },
+    'a file that appeared after a "create" card is not overwritten',
+  );
+  t.equal(fs.readFileSync(path.join(ws, 'fresh.md'), 'utf8'), 'planted\n');
+  const again = await tool.propose(args, ctx);
+  t.match(await tool.run(args, { ...ctx, expectedBase: again.type === 'edit' ? again.change.baseHash : '' }), {
+    llmContent: /Wrote 1 line/,
+  });
+  t.equal(fs.readFileSync(path.join(ws, 'NOTES.md'), 'utf8'), 'mine\n', 'unchanged since the card: written');
 });
 
 t.test('propose for a path outside is a generic description, not a throw', async (t) => {
