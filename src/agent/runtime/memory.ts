@@ -3,9 +3,8 @@
  * model reads with every step, shown by `/memory show`, extended by `/memory add` and
  * drafted by `/init`. It is an ordinary workspace file: writing it asks like any edit.
  */
-import fs from 'node:fs/promises';
 import path from 'node:path';
-import { ProtectedPaths, resolveInWorkspace } from '../../tools/index.js';
+import { ProtectedPaths, readRegularFile, resolveInWorkspace } from '../../tools/index.js';
 
 export const MEMORY_FILE = 'GEMINI.md';
 /** The heading `/memory add` appends under (Gemini CLI's). */
@@ -20,19 +19,11 @@ export const MAX_MEMORY_BYTES = 64 * 1024;
 export async function readMemory(workspace: string, protectedPaths = ProtectedPaths.NONE): Promise<string | undefined> {
   const resolved = resolveInWorkspace(workspace, MEMORY_FILE, 'file_path', protectedPaths);
   if (!resolved.ok) return undefined;
-  try {
-    const handle = await fs.open(resolved.path, 'r');
-    try {
-      const buf = Buffer.alloc(MAX_MEMORY_BYTES + 1);
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      const text = buf.subarray(0, Math.min(bytesRead, MAX_MEMORY_BYTES)).toString('utf8');
-      return bytesRead > MAX_MEMORY_BYTES ? `${text}\n[… ${MEMORY_FILE} truncated at ${MAX_MEMORY_BYTES} bytes]` : text;
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    return undefined;
-  }
+  // A regular file only, opened without blocking (a FIFO named GEMINI.md must not hold a thread).
+  const read = await readRegularFile(resolved.path, MAX_MEMORY_BYTES, { truncate: true });
+  if (!read.ok) return undefined;
+  const text = read.bytes.toString('utf8');
+  return read.truncated === true ? `${text}\n[… ${MEMORY_FILE} truncated at ${MAX_MEMORY_BYTES} bytes]` : text;
 }
 
 /** The system-instruction block carrying the context file, or undefined when there is none. */

@@ -1,8 +1,9 @@
 /** `write_file`: creates or overwrites one file inside the workspace, after showing a diff. */
-import { statSync } from 'node:fs';
+import { constants as fsConstants, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
+import { MAX_READ_BYTES as MAX_EDIT_BYTES } from './read-file.js';
 import { contentHash, staleProposal, ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import {
@@ -10,6 +11,7 @@ import {
   errorCode,
   errorReason,
   ProtectedPaths,
+  readRegularFile,
   resolveInWorkspace,
   workspaceRelative,
   type WorkspaceToolOptions,
@@ -117,20 +119,17 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     }
     const filePath = resolved.path;
     let oldContent: string | undefined;
-    try {
-      oldContent = await fs.readFile(filePath, 'utf8');
-    } catch (err) {
-      const code = errorCode(err);
-      if (code === 'EISDIR') return { ok: false, error: directoryError(workspace, args.file_path) };
-      if (code === 'ENOTDIR') {
-        return {
-          ok: false,
-          error: { type: 'write_error', message: `Cannot write ${args.file_path}: a parent of it is a file, not a directory` },
-        };
-      }
-      if (code !== 'ENOENT') {
-        return { ok: false, error: { type: 'write_error', message: `Cannot read the current ${args.file_path}: ${errorReason(err)}` } };
-      }
+    // Only a regular file is read (or replaced): a FIFO or device there must not hold a thread.
+    const current = await readRegularFile(filePath, MAX_EDIT_BYTES);
+    if (current.ok) oldContent = current.bytes.toString('utf8');
+    else if (current.reason === 'directory') return { ok: false, error: directoryError(workspace, args.file_path) };
+    else if (current.reason !== 'missing') {
+      return { ok: false, error: { type: 'write_error', message: `Cannot write ${args.file_path}: it ${current.message}` } };
+    } else if (parentIsFile(filePath)) {
+      return {
+        ok: false,
+        error: { type: 'write_error', message: `Cannot write ${args.file_path}: a parent of it is a file, not a directory` },
+      };
     }
     const rel = workspaceRelative(workspace, filePath);
     const change: FileChange = {
@@ -148,12 +147,39 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
 /** Writes the file; only when its directory is missing, creates it and writes again (replace uses it too). */
 export async function writeCreatingParents(filePath: string, content: string): Promise<void> {
   try {
-    await fs.writeFile(filePath, content, 'utf8');
+    await writeRegular(filePath, content);
   } catch (err) {
     if (errorCode(err) !== 'ENOENT') throw err;
     await fs.mkdir(path.dirname(filePath), { recursive: true });
-    await fs.writeFile(filePath, content, 'utf8');
+    await writeRegular(filePath, content);
   }
+}
+
+/** Flags for writing an edit: never follow a final link, never block on a FIFO (ENXIO without a reader), no terminal. */
+const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
+
+/** Writes `content` to `filePath` only if it is (or becomes) a regular file: checked on the opened descriptor, truncated only then. */
+async function writeRegular(filePath: string, content: string): Promise<void> {
+  const handle = await fs.open(filePath, WRITE_FLAGS, 0o666);
+  try {
+    if (!(await handle.stat()).isFile()) throw new Error('it is not a regular file');
+    await handle.truncate(0);
+    await handle.writeFile(content, 'utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+/** True when some parent of `p` exists as a file (the write would fail with ENOTDIR). */
+function parentIsFile(p: string): boolean {
+  for (let dir = path.dirname(p); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    try {
+      return !statSync(dir).isDirectory();
+    } catch {
+      // not there: look further up
+    }
+  }
+  return false;
 }
 
 function isDirectory(p: string): boolean {

@@ -1,6 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { readMemory } from '../../../src/agent/runtime/memory.js';
 import { WriteFileTool } from '../../../src/tools/file/write-file.js';
 import { contentHash } from '../../../src/tools/tool.js';
 import type { ToolContext } from '../../../src/tools/tool.js';
@@ -188,4 +190,24 @@ t.test('run refuses a directory and a path under a file', async (t) => {
     isError: true,
     error: { type: 'write_error', message: /not a directory/ },
   });
+});
+
+t.test(
+  'a FIFO at the target is refused at once, on the proposal and on the run (no thread waits for a reader)',
+  { timeout: 10_000 },
+  async (t) => {
+    const { ws, ctx } = setup(t);
+    const fifo = path.join(ws, 'pipe.txt');
+    t.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    t.match(await tool.propose({ file_path: 'pipe.txt', content: 'x' }, ctx), { type: 'generic', description: /named pipe/ });
+    const result = await tool.run({ file_path: 'pipe.txt', content: 'x' }, ctx);
+    t.match(result, { isError: true, error: { type: 'write_error', message: /named pipe/ } });
+    t.ok(fs.lstatSync(fifo).isFIFO(), 'the FIFO is left as it was');
+  },
+);
+
+t.test('memory: a FIFO named GEMINI.md is no context file (read without blocking)', { timeout: 10_000 }, async (t) => {
+  const { ws } = setup(t);
+  t.equal(spawnSync('mkfifo', [path.join(ws, 'GEMINI.md')]).status, 0);
+  t.equal(await readMemory(ws), undefined);
 });
