@@ -276,13 +276,14 @@ export interface TaskStore {
   claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult>;
   /**
    * The one move back: a call stored `ready` and leased by `owner` (the process about to run it)
-   * goes back to `awaiting` with `call`'s new card (snapshot, args, shownHash, expiresAt); its
-   * answer and lease are cleared, so only a new answer — claimed with the new card's hash —
-   * can approve it. Used when a call is re-judged before it runs and now needs a person, or when
+   * goes back to `awaiting` with `call`'s new card (snapshot, args, shownHash, expiresAt) and
+   * its new id (`call.id`; the stored row was `previousId`): its answer and lease are cleared, so
+   * only a new answer naming the new card's id can approve it — a repeated answer to the old card
+   * (a client's retry) finds no call. Used when a call is re-judged before it runs and now needs a person, or when
    * the file of an approved edit changed after its card was shown. False, and nothing changes,
    * when the call is not stored ready under `owner`'s lease.
    */
-  reopenCall(call: StoredCall, owner: string): Promise<boolean>;
+  reopenCall(call: StoredCall, owner: string, previousId?: string): Promise<boolean>;
   /**
    * Marks the task's model turn `turn` as closed — true exactly once per (task, turn), so
    * only one process continues the model after the last call of a turn settles.

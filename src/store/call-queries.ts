@@ -87,11 +87,12 @@ export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[
   }
 }
 
-/** ready → awaiting with a new card, only under `owner`'s lease; see TaskStore.reopenCall. */
-export async function reopenCall(db: StoreDb, call: StoredCall, owner: string): Promise<boolean> {
+/** ready → awaiting with a new card (and id), only under `owner`'s lease; see TaskStore.reopenCall. */
+export async function reopenCall(db: StoreDb, call: StoredCall, owner: string, previousId: string = call.id): Promise<boolean> {
   const rows = await db
     .update(toolCalls)
     .set({
+      id: call.id,
       phase: 'awaiting',
       answer: null,
       args: call.args ?? null,
@@ -103,7 +104,9 @@ export async function reopenCall(db: StoreDb, call: StoredCall, owner: string): 
       leaseUntil: null,
       updatedAt: sql`now()`,
     })
-    .where(and(eq(toolCalls.taskId, call.taskId), eq(toolCalls.id, call.id), eq(toolCalls.phase, 'ready'), eq(toolCalls.leaseOwner, owner)))
+    .where(
+      and(eq(toolCalls.taskId, call.taskId), eq(toolCalls.id, previousId), eq(toolCalls.phase, 'ready'), eq(toolCalls.leaseOwner, owner)),
+    )
     .returning({ id: toolCalls.id });
   return rows.length === 1;
 }

@@ -564,18 +564,27 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     return claim(this.use('claimCalls'), taskId, claims, owner, leaseUntil);
   }
 
-  /** ready → awaiting with a new card, only under `owner`'s lease; see TaskStore.reopenCall. */
-  async reopenCall(call: StoredCall, owner: string): Promise<boolean> {
-    const row = this.use('reopenCall').calls.get(call.id);
+  /** ready → awaiting with a new card (and id), only under `owner`'s lease; see TaskStore.reopenCall. */
+  async reopenCall(call: StoredCall, owner: string, previousId: string = call.id): Promise<boolean> {
+    const db = this.use('reopenCall');
+    const row = db.calls.get(previousId);
     if (!row || row.call.taskId !== call.taskId || row.call.phase !== 'ready' || row.call.leaseOwner !== owner) return false;
+    if (previousId !== call.id && db.calls.has(call.id)) return false;
     const { answer: _a, leaseOwner: _o, leaseUntil: _u, args: _g, shownHash: _h, expiresAt: _e, ...kept } = row.call;
     const card = defined({
       args: call.args === undefined ? undefined : jsonCopy(call.args),
       shownHash: call.shownHash,
       expiresAt: dateCopy(call.expiresAt),
     });
-    row.call = { ...kept, ...card, phase: 'awaiting', snapshot: jsonCopy(call.snapshot) };
+    row.call = { ...kept, ...card, id: call.id, phase: 'awaiting', snapshot: jsonCopy(call.snapshot) };
     delete row.remindedAt;
+    if (previousId !== call.id) {
+      db.calls.delete(previousId);
+      db.calls.set(call.id, row);
+      const ids = db.tasks.get(call.taskId)!.calls;
+      ids.delete(previousId);
+      ids.add(call.id);
+    }
     return true;
   }
 

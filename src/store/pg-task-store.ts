@@ -251,8 +251,8 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.claimCalls(this.db, taskId, claims, owner, leaseUntil);
   }
 
-  reopenCall(call: StoredCall, owner: string): Promise<boolean> {
-    return calls_.reopenCall(this.db, call, owner);
+  reopenCall(call: StoredCall, owner: string, previousId?: string): Promise<boolean> {
+    return calls_.reopenCall(this.db, call, owner, previousId);
   }
 
   closeTurn(taskId: string, turn: number): Promise<boolean> {

@@ -6,7 +6,8 @@
  *   before it runs, now writes into .git, and so gets a card instead of running;
  * - a `replace` on app.cfg whose card a person approved, after a granted `cp` of the same turn
  *   changed app.cfg: it writes nothing the card did not show; it asks again with a fresh diff
- *   (a new shown hash, audited `re-proposed`), and only the answer to that card writes.
+ *   (a new card under a new id, audited `re-proposed`; the old card closes CANCELLED `superseded`),
+ *   only the answer to that card writes, and a repeated answer to the old card finds no call.
  */
 import t from 'tap';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -81,6 +82,14 @@ const GIT_CONFIG = '[core]\n\trepositoryformatversion = 0\n';
 /** The ToolCall DataParts of a stream, in order. */
 const cards = (results: any[]) => results.map(dataOf).filter((d) => d?.tool_call_id !== undefined);
 const states = (results: any[]) => results.map((r) => r.status?.state).filter((s) => s !== undefined);
+/** The card that replaced call `id` (its new id), after `id`'s card closed CANCELLED `superseded`. */
+function replacement(results: any[], id: string): any {
+  const all = cards(results);
+  const closed = all.findIndex((c) => c.tool_call_id === id && c.status === 'CANCELLED');
+  const replaced = all[closed];
+  const next = all.slice(closed + 1).find((c) => c.tool_name === replaced?.tool_name && c.tool_call_id !== id);
+  return closed < 0 ? undefined : { closed: replaced, next };
+}
 
 t.test(
   'a call is judged again after the calls before it ran: a symlink made by a granted line turns an AUTO_EDIT write into a card',
@@ -96,7 +105,8 @@ t.test(
     t.equal(states(first).at(-1), 'input-required', 'the task pauses');
     const writeCards = cards(first).filter((c) => c.tool_call_id === write);
     t.notOk(writeCards[0].confirmation_request, 'when the turn was planned, the write needed no approval');
-    const asked = writeCards.at(-1);
+    const { closed, next: asked } = replacement(first, write);
+    t.match(closed.error, { message: new RegExp(`Replaced by a new card \\(${asked.tool_call_id}\\)`) }, 'the planned card is superseded');
     t.equal(asked.status, 'PENDING', 'judged again before it ran: it waits');
     t.match(asked.confirmation_request.file_edit_details, { new_content: '[core]\n\tfsmonitor = touch pwned\n' });
     t.same(
@@ -110,15 +120,15 @@ t.test(
     t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG, '.git/config was not written');
 
     const audit = await (await sharedStore()).listAudit({ taskId: watch.taskId });
-    const reproposed = audit.find((a) => a.toolCallId === write && a.decision === 're-proposed');
+    const reproposed = audit.find((a) => a.toolCallId === asked.tool_call_id && a.decision === 're-proposed');
     t.ok(reproposed, 'the new card is audited re-proposed');
-    t.match(reproposed?.detail, { reason: /judged again before it ran/ });
+    t.match(reproposed?.detail, { reason: /judged again before it ran/, previousToolCallId: write });
     t.notOk(
-      audit.some((a) => a.toolCallId === write && a.decision === 'executed'),
+      audit.some((a) => (a.toolCallId === write || a.toolCallId === asked.tool_call_id) && a.decision === 'executed'),
       'the write never ran',
     );
 
-    watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: write, selected_option_id: 'cancel' }));
+    watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: asked.tool_call_id, selected_option_id: 'cancel' }));
     t.equal(states(watch.results).at(-1), 'completed');
     t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG, 'declined: still not written');
     checkToolCalls(t, watch);
@@ -137,10 +147,12 @@ t.test('the same across two granted lines: the cp judged after the patch made ln
   t.equal(states(first).at(-1), 'input-required', 'the task pauses');
   const copy = cards(first).filter((c) => c.input_parameters?.command === 'cp payload.ini lnk/config');
   t.notOk(copy[0]?.confirmation_request, 'when the turn was planned, the cp was covered');
+  t.equal(copy[1]?.status, 'CANCELLED', 'the planned card is superseded');
   t.equal(copy.at(-1)?.status, 'PENDING', 'judged again after the patch ran: it waits');
+  t.not(copy.at(-1)?.tool_call_id, copy[0]?.tool_call_id, 'under a new id');
   t.ok(copy.at(-1)?.confirmation_request?.execute_details, 'with a card');
   t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG, '.git/config was not written');
-  watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: copy[0].tool_call_id, selected_option_id: 'cancel' }));
+  watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: copy.at(-1).tool_call_id, selected_option_id: 'cancel' }));
   t.equal(states(watch.results).at(-1), 'completed');
   t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG);
   checkToolCalls(t, watch);
@@ -163,8 +175,9 @@ t.test('an approved replace writes only what its card showed: its file changed, 
   const second = watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: id, selected_option_id: 'proceed_once' }));
   t.equal(readFileSync(cfg, 'utf8'), 'mode = safe\nlog = off\nallow_remote_exec = true\n', 'nothing the card did not show was written');
   t.equal(states(second).at(-1), 'input-required', 'it asks again');
-  const fresh = cards(second).find((c) => c.tool_call_id === id);
+  const fresh = replacement(second, id)?.next;
   t.equal(fresh?.status, 'PENDING');
+  const freshId = fresh.tool_call_id;
   t.equal(
     fresh?.confirmation_request.file_edit_details.new_content,
     'mode = safe\nlog = on\nallow_remote_exec = true\n',
@@ -172,7 +185,7 @@ t.test('an approved replace writes only what its card showed: its file changed, 
   );
 
   const audit = await (await sharedStore()).listAudit({ taskId: watch.taskId });
-  const mine = audit.filter((a) => a.toolCallId === id);
+  const mine = audit.filter((a) => a.toolCallId === id || a.toolCallId === freshId);
   t.same(
     mine.map((a) => a.decision),
     ['proposed', 'authorized', 're-proposed'],
@@ -180,12 +193,23 @@ t.test('an approved replace writes only what its card showed: its file changed, 
   const [proposed, authorized, reproposed] = mine;
   t.equal(authorized?.shownHash, proposed?.shownHash, 'the first answer approved the first card');
   t.not(reproposed?.shownHash, proposed?.shownHash, 'the fresh card has its own hash');
-  t.match(reproposed?.detail, { reason: /app\.cfg changed after the card was shown/, previousShownHash: proposed?.shownHash });
+  t.match(reproposed?.detail, {
+    reason: /app\.cfg changed after the card was shown/,
+    previousShownHash: proposed?.shownHash,
+    previousToolCallId: id,
+  });
 
-  watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: id, selected_option_id: 'proceed_once' }));
+  // A client's retry of the first answer (the same words, sent again) must not approve the fresh card.
+  const retry = (await answer(srv, watch.taskId, watch.contextId, { tool_call_id: id, selected_option_id: 'proceed_once' })).json;
+  t.match(retry, { error: { code: -32602, message: new RegExp(`has no tool call "${id}" \\(waiting: ${freshId}\\)`) } });
+  t.equal(readFileSync(cfg, 'utf8'), 'mode = safe\nlog = off\nallow_remote_exec = true\n', 'the retry wrote nothing');
+
+  watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: freshId, selected_option_id: 'proceed_once' }));
   t.equal(readFileSync(cfg, 'utf8'), 'mode = safe\nlog = on\nallow_remote_exec = true\n', 'the approved fresh card is written');
   t.equal(states(watch.results).at(-1), 'completed');
-  const after = (await (await sharedStore()).listAudit({ taskId: watch.taskId })).filter((a) => a.toolCallId === id);
+  const after = (await (await sharedStore()).listAudit({ taskId: watch.taskId })).filter(
+    (a) => a.toolCallId === id || a.toolCallId === freshId,
+  );
   t.same(
     after.slice(3).map((a) => [a.decision, a.shownHash]),
     [

@@ -158,28 +158,37 @@ function describeEdited(tool: AnyTool, args: Record<string, unknown>): string {
 }
 
 /**
- * Moves a ready call back to `awaiting` with a card computed now: its answer and feedback are
- * void, the store reopens it under this process's lease (TaskStore.reopenCall), then the card
- * is published and audited `re-proposed` with `reason`. False (the call does not run here).
+ * Moves a ready call back to `awaiting` with a card computed now, under a new id: its answer and
+ * feedback are void, the store reopens it under this process's lease (TaskStore.reopenCall), the
+ * old card is closed CANCELLED `superseded` (naming the new id), then the new card is published
+ * and audited `re-proposed` with `reason`. A new id, because an answer names a call by id: a
+ * repeated answer to the old card (a client's retry) must not approve a card nobody saw.
+ * False (the call does not run here).
  */
 async function reproposeCall(task: LiveTask, call: TurnCall, reason: string, approvalTimeoutMs: number | undefined): Promise<boolean> {
   const { tool, args } = call;
   const previous = call.shownHash;
+  const old = structuredClone(call.snapshot);
   delete call.snapshot.confirmation;
   if (tool === undefined || args === undefined || !(await prepareCard(task, call, tool, args))) return true; // fails with the reason
   move(call, 'awaiting');
   delete call.answer;
   delete call.feedback;
   delete call.approvedCard;
+  call.snapshot.id = `tc_${randomUUID()}`;
   call.shownHash = hashShown(call.snapshot);
   if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(Date.now() + approvalTimeoutMs);
   else delete call.expiresAt;
-  if (!(await task.reopen(call))) {
+  if (!(await task.reopen(call, old.id))) {
+    call.snapshot.id = old.id;
     call.elsewhere = true; // the store does not have it ready under this process's lease: not this copy's to run
     return false;
   }
+  const superseded = { message: `Replaced by a new card (${call.snapshot.id}): ${reason}`, type: 'superseded' };
+  const { confirmation: _shown, ...closed } = old;
+  task.publish({ type: 'tool-call', call: { ...closed, status: 'CANCELLED', error: superseded } });
   task.publishCall(call);
-  const detail = { reason, ...(previous !== undefined ? { previousShownHash: previous } : {}) };
+  const detail = { reason, previousToolCallId: old.id, ...(previous !== undefined ? { previousShownHash: previous } : {}) };
   task.audit({ toolCallId: call.snapshot.id, decision: 're-proposed', shownHash: call.shownHash, detail });
   return false;
 }

@@ -397,10 +397,10 @@ export class LiveTask {
    * every write queued so far). False when the store does not have it ready under this
    * process's lease; nothing changed then.
    */
-  async reopen(call: TurnCall): Promise<boolean> {
+  async reopen(call: TurnCall, previousId: string): Promise<boolean> {
     await this.flush();
     if (this.halted) return false;
-    if (!(await this.deps.store.reopenCall(this.toStored(call), this.deps.instanceId))) return false;
+    if (!(await this.deps.store.reopenCall(this.toStored(call), this.deps.instanceId, previousId))) return false;
     this.askedInHistory.delete(call.snapshot.id); // its new card is kept in the history like a first one
     return true;
   }
