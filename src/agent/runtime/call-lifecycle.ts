@@ -82,7 +82,7 @@ export async function requestApproval(task: LiveTask, call: TurnCall, approvalTi
     const proposal = call.tool.propose
       ? await call.tool.propose(call.args, { workspace: task.context.workspace })
       : { type: 'generic' as const, description: call.snapshot.description ?? call.tool.name };
-    call.snapshot.confirmation = { options: optionsFor(call.tool, call.args, task.context.workspace), proposal };
+    call.snapshot.confirmation = { options: optionsFor(call.tool, call.args, task.context), proposal };
     call.phase = 'awaiting';
     call.shownHash = hashShown(call.snapshot);
     if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + approvalTimeoutMs);
@@ -111,7 +111,7 @@ export function approveCall(task: LiveTask, call: TurnCall, option: string, prin
   if (feedback !== undefined) call.feedback = feedback;
   const entry = { toolCallId: call.snapshot.id, principal, optionId: option, shownHash: call.shownHash, ...feedbackDetail(feedback) };
   task.audit({ decision: 'authorized', ...entry });
-  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context.workspace) : []) {
+  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : []) {
     if (!task.context.trustedTools.has(grant)) task.trust(grant);
   }
 }

@@ -1,0 +1,97 @@
+/**
+ * Files that make tools run code: git's hooks and configuration, npm's and yarn's, direnv's,
+ * an editor's tasks, a dev container's. Writing one is as good as running a command, so no grant,
+ * allowed_tools entry or AUTO_EDIT writes one without a person's yes, and no shell grant covers a
+ * line naming one. Judged on the disk as it is when asked (symlinks followed):
+ *
+ * 1. By name, in any folder and any case: `.git/` and the names in {@link TOOL_CONFIG}.
+ * 2. A git directory wherever it lies: git takes any folder with HEAD, objects/ and refs/ for a
+ *    repository (`git status` in `vendor/cache` then loads `vendor/cache/config`). So a `HEAD`,
+ *    `config`, `objects`, `refs`, `packed-refs` or `commondir` beside another of them counts, and so
+ *    does anything under `hooks/`, `info/`, `logs/`, `modules/` or `worktrees/` of a folder that has a
+ *    `HEAD` or `objects` + `refs`. Writing a file named `HEAD` counts anywhere (git's first sign
+ *    of a repository); reading one (`git show HEAD`) only by the rule before.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Names that make tools run code, in any folder (compared in lower case). */
+export const TOOL_CONFIG: ReadonlySet<string> = new Set([
+  ...['.git', '.githooks', '.husky', '.gitconfig', '.gitattributes', '.gitmodules', '.hg', '.lefthook.yml', 'lefthook.yml'],
+  ...['.npmrc', '.yarnrc', '.yarnrc.yml', '.yarn', '.pnpmfile.cjs', 'bunfig.toml', '.bunfig.toml', '.cargo', '.mvn'],
+  ...['.envrc', '.mise.toml', 'mise.toml', '.tool-versions', '.vscode', '.idea', '.devcontainer', '.pre-commit-config.yaml'],
+  ...['.pdbrc', '.gdbinit', '.lldbinit', '.exrc', '.nvimrc', '.vimrc'],
+]);
+
+/** Entries of a git directory that, beside one another, make a folder a repository (lower case). */
+const GIT_CORE = new Set(['head', 'config', 'objects', 'refs', 'packed-refs', 'commondir']);
+/** Folders of a git directory whose files git runs or loads. */
+const GIT_INNER = new Set(['hooks', 'info', 'logs', 'modules', 'worktrees', 'branches']);
+
+/** True when `rel` (relative to the workspace, any separator) names or lies under a tool-config name of {@link TOOL_CONFIG}. */
+export function isToolConfigPath(rel: string): boolean {
+  return rel.split(/[\\/]+/).some((part) => TOOL_CONFIG.has(part.toLowerCase()));
+}
+
+/** The entries of `dir` in lower case (none when it is no readable folder). */
+function entriesOf(dir: string): Set<string> {
+  try {
+    return new Set(fs.readdirSync(dir).map((e) => e.toLowerCase()));
+  } catch {
+    return new Set();
+  }
+}
+
+/** True when `name`, in a folder holding `entries`, is (or would make that folder) part of a git directory. */
+function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
+  const lower = name.toLowerCase();
+  if (GIT_CORE.has(lower)) return [...GIT_CORE].some((c) => c !== lower && entries.has(c));
+  if (GIT_INNER.has(lower)) return entries.has('head') || (entries.has('objects') && entries.has('refs'));
+  return false;
+}
+
+/**
+ * True when `target` (an absolute real path inside `workspace`, existing or not) is or lies in a
+ * git directory by its contents (rule 2 of the module comment), or, when `writing`, is named HEAD.
+ */
+export function inGitDirectory(workspace: string, target: string, writing: boolean): boolean {
+  const rel = path.relative(workspace, target);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
+  const parts = rel.split(path.sep);
+  if (writing && parts.at(-1)?.toLowerCase() === 'head') return true;
+  let dir = workspace;
+  for (const part of parts) {
+    if (gitEntry(part, entriesOf(dir))) return true;
+    dir = path.join(dir, part);
+  }
+  return false;
+}
+
+/** The real path `p` would reach: its nearest existing ancestor resolved (symlinks followed), the rest appended. */
+export function realTarget(p: string): string {
+  let dir = p;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(dir), ...rest);
+    } catch {
+      const parent = path.dirname(dir);
+      if (parent === dir) return p;
+      rest.unshift(path.basename(dir));
+      dir = parent;
+    }
+  }
+}
+
+/** True when the real path `target` is a tool-configuration file by name or by what lies beside it (`writing`: a HEAD anywhere too). */
+export function isToolConfigTarget(workspace: string, target: string, writing: boolean): boolean {
+  return isToolConfigPath(path.relative(workspace, target)) || inGitDirectory(workspace, target, writing);
+}
+
+/**
+ * True when `given` (as a tool was given it, relative to the workspace or absolute) really lands
+ * in a tool-config file or folder: symlinks followed, so `link/config` with `link -> .git` counts.
+ */
+export function writesToolConfig(workspace: string, given: string): boolean {
+  return isToolConfigTarget(workspace, realTarget(path.resolve(workspace, given)), true);
+}
