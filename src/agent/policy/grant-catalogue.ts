@@ -291,7 +291,7 @@ export function catalogueProblem(argv: readonly string[]): string | undefined {
     const verdict =
       spec.wordOptions === true ? longOption(word, spec) : word.startsWith('--') ? longOption(word, spec) : shortCluster(word, spec);
     if (verdict.problem !== undefined) return `\`${key}\` with the option ${verdict.problem}, which the grant catalogue does not list`;
-    if (verdict.skipNext === true) i++;
+    if (verdict.skipNext === true && ++i >= args.length) return `\`${key}\` with the option \`${word}\` but no value after it`;
   }
   if (spec.maxOperands !== undefined && operands > spec.maxOperands) return `\`${key}\` with more than ${spec.maxOperands} operand(s)`;
   return undefined;
@@ -302,4 +302,25 @@ export function mayChangeFiles(argv: readonly string[]): boolean {
   const key = catalogueKey(argv);
   const spec = Object.hasOwn(GRANT_CATALOGUE, key) ? GRANT_CATALOGUE[key] : undefined;
   return spec === undefined || spec.changesFiles === true;
+}
+
+const code = (words: readonly string[]): string => words.map((w) => `\`${w}\``).join(' ');
+
+/** One row of the documented table: the command and what it accepts. */
+function catalogueRow(key: string, spec: CommandSpec): string {
+  const notes: string[] = [];
+  if (spec.noOptions === true) notes.push('any words (none is an option)');
+  if (spec.flags?.length) notes.push(code(spec.flags));
+  if (spec.valued?.length) notes.push(`with a value: ${code(spec.valued)}`);
+  if (spec.optionalValue?.length) notes.push(`value optional, glued with \`=\`: ${code(spec.optionalValue)}`);
+  if (spec.numeric === true) notes.push('a count as `-5`');
+  if (spec.maxOperands !== undefined) notes.push(`at most ${spec.maxOperands} operand(s)`);
+  if (spec.changesFiles === true) notes.push('**changes files**: covered only as the last command of a line');
+  return `| \`${key}\` | ${notes.length > 0 ? notes.join('; ') : 'no options'} |`;
+}
+
+/** The catalogue as the Markdown table docs/grant-catalogue.md holds (a test keeps them equal). */
+export function catalogueTable(): string {
+  const rows = Object.entries(GRANT_CATALOGUE).map(([key, spec]) => catalogueRow(key, spec));
+  return ['| command | options a grant covers |', '|---|---|', ...rows].join('\n');
 }
