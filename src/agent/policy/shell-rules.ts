@@ -191,6 +191,9 @@ export function judgeLine(line: string, scope: LineScope): LineCoverage {
   const read = readShellLine(line);
   if (!read.readable) return { coverable: false, reason: read.reason };
   const bases = [scope.cwd ?? scope.workspace];
+  // Where the line starts counts too: git run in a planted repository (`dir_path: vendor/cache`) loads its config.
+  const start = pathProblem('.', bases[0] ?? scope.workspace, scope, false);
+  if (start !== undefined) return { coverable: false, reason: `it starts in ${start.replace(/ \(\.\)$/, '')}` };
   const commands: JudgedCommand[] = [];
   for (const [i, { argv }] of read.commands.entries()) {
     const key = catalogueKey(argv);

@@ -6,7 +6,8 @@
  *
  * 1. By name, in any folder and any case: `.git/` and the names in {@link TOOL_CONFIG}.
  * 2. A git directory wherever it lies: git takes any folder with HEAD, objects/ and refs/ for a
- *    repository (`git status` in `vendor/cache` then loads `vendor/cache/config`). So a `HEAD`,
+ *    repository (`git status` in `vendor/cache` then loads `vendor/cache/config`). So a folder
+ *    below the workspace with a HEAD beside objects, refs or config counts, and all in it; a `HEAD`,
  *    `config`, `objects`, `refs`, `packed-refs` or `commondir` beside another of them counts, and so
  *    does anything under `hooks/`, `info/`, `logs/`, `modules/` or `worktrees/` of a folder that has a
  *    `HEAD` or `objects` + `refs`. Writing a file named `HEAD` counts anywhere (git's first sign
@@ -42,6 +43,10 @@ function entriesOf(dir: string): Set<string> {
   }
 }
 
+/** True when a folder holding `entries` is a git directory already (a HEAD with objects, refs or config beside it). */
+const isGitDirectory = (entries: ReadonlySet<string>): boolean =>
+  entries.has('head') && (entries.has('objects') || entries.has('refs') || entries.has('config'));
+
 /** True when `name`, in a folder holding `entries`, is (or would make that folder) part of a git directory. */
 function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
   const lower = name.toLowerCase();
@@ -61,10 +66,11 @@ export function inGitDirectory(workspace: string, target: string, writing: boole
   if (writing && parts.at(-1)?.toLowerCase() === 'head') return true;
   let dir = workspace;
   for (const part of parts) {
-    if (gitEntry(part, entriesOf(dir))) return true;
+    const entries = entriesOf(dir);
+    if (gitEntry(part, entries) || (dir !== workspace && isGitDirectory(entries))) return true;
     dir = path.join(dir, part);
   }
-  return false;
+  return isGitDirectory(entriesOf(dir));
 }
 
 /** The real path `p` would reach: its nearest existing ancestor resolved (symlinks followed), the rest appended. */

@@ -230,6 +230,18 @@ t.test('findings 1 and 8: files that make tools run code ask, whatever AUTO_EDIT
   t.ok(writesToolConfig(WS, 'cache-link/config'), 'through a symlink: where the write lands counts');
 });
 
+t.test('finding 1: a git command in a planted repository is covered by no grant or prefix', async (t) => {
+  const s = scope({ allowedTools: ['run_shell_command(git status)', 'run_shell_command(cd)'] }, [
+    shellGrant('run_shell_command', 'git status'),
+    shellGrant('run_shell_command', 'cd'),
+  ]);
+  t.equal(autoApproval(shell, sh('git status'), s), 'allowed_tools', 'in the workspace it runs');
+  t.ok(needsApproval(shell, { command: 'git status', dir_path: 'vendor/cache' }, s), 'dir_path in a folder with HEAD and objects/: asks');
+  t.ok(needsApproval(shell, sh('cd vendor/cache && git status'), s), 'a cd there: asks');
+  t.ok(needsApproval(shell, { command: 'git status', dir_path: 'vendor/cache/objects' }, s), 'and below it');
+  t.equal(autoApproval(shell, { command: 'git status', dir_path: 'src' }, s), 'allowed_tools', 'an ordinary folder runs');
+});
+
 t.test('unconfined: without the sandbox no shell-like call runs without a card', async (t) => {
   const open = (settings: ContextSettings, grants: string[] = []) => scope(settings, grants, false);
   const echo = [shellGrant('run_shell_command', 'echo')];
