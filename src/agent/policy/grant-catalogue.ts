@@ -162,6 +162,7 @@ export const GRANT_CATALOGUE: Readonly<Record<string, CommandSpec>> = {
   echo: { noOptions: true },
   true: { noOptions: true },
   false: { noOptions: true },
+  exit: { noOptions: true },
   seq: { flags: ['-w', '--equal-width'], valued: ['-s', '-f', '--separator', '--format'] },
   date: { flags: ['-u', '-R', '--utc', '--universal', '--rfc-email'], valued: ['-d', '--date'], optionalValue: ['-I', '--iso-8601'] },
   cd: { flags: ['-L', '-P'], maxOperands: 1 },
