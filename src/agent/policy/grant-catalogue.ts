@@ -8,7 +8,9 @@
  *   `--compress-program`), with their value glued (`--key=2`) or in the next word;
  * - short options alone or combined (`-nr`), a value glued (`-n5`) or in the next word;
  * - everything after `--` is an operand; every word (operand or value) is still judged as a
- *   path by shell-rules.ts (inside the workspace, no server file, no tool-configuration file).
+ *   path by shell-rules.ts (inside the workspace, no server file, no tool-configuration file);
+ * - no option that follows symlinks while walking a tree (`grep -R`, `rg -L`, `find -L`, `tree -l`,
+ *   `ls -L`): a link inside the workspace would lead the walk out of it.
  *
  * Test runners, linters, bundlers, package scripts, interpreters and build tools load code the
  * model can write: none of them is listed, so none is ever "always" (an operator may still name
@@ -71,8 +73,8 @@ export const GRANT_CATALOGUE: Readonly<Record<string, CommandSpec>> = {
   ls: {
     flags: [
       ...['-l', '-a', '-A', '-h', '-R', '-1', '-t', '-S', '-r', '-d', '-F', '-p', '-i', '-s', '-n', '-g', '-o', '-G', '-C', '-x'],
-      ...['-m', '-U', '-X', '-v', '-Q', '-N', '-L', '--all', '--almost-all', '--human-readable', '--recursive', '--reverse'],
-      ...['--directory', '--classify', '--inode', '--size', '--group-directories-first', '--full-time', '--dereference'],
+      ...['-m', '-U', '-X', '-v', '-Q', '-N', '--all', '--almost-all', '--human-readable', '--recursive', '--reverse'],
+      ...['--directory', '--classify', '--inode', '--size', '--group-directories-first', '--full-time'],
     ],
     valued: ['-I', '--ignore', '--hide', '--sort', '--time-style', '--format', '--indicator-style', '--quoting-style', '-w', '--width'],
     optionalValue: COLOR,
@@ -94,7 +96,7 @@ export const GRANT_CATALOGUE: Readonly<Record<string, CommandSpec>> = {
   },
   df: { flags: ['-h', '-T', '-k', '-i', '-l', '--human-readable', '--print-type', '--inodes', '--local'] },
   tree: {
-    flags: ['-a', '-d', '-f', '-i', '-F', '-C', '-n', '-s', '-h', '-D', '-l', '--noreport', '--dirsfirst', '--gitignore'],
+    flags: ['-a', '-d', '-f', '-i', '-F', '-C', '-n', '-s', '-h', '-D', '--noreport', '--dirsfirst', '--gitignore'],
     valued: ['-L', '-I', '-P'],
   },
   basename: { flags: ['-a', '-z', '--multiple', '--zero'], valued: ['-s', '--suffix'] },
@@ -107,7 +109,7 @@ export const GRANT_CATALOGUE: Readonly<Record<string, CommandSpec>> = {
   // searching and filtering text
   grep: {
     flags: [
-      ...['-n', '-i', '-v', '-r', '-R', '-l', '-L', '-c', '-w', '-x', '-E', '-F', '-G', '-P', '-o', '-h', '-H', '-s', '-q'],
+      ...['-n', '-i', '-v', '-r', '-l', '-L', '-c', '-w', '-x', '-E', '-F', '-G', '-P', '-o', '-h', '-H', '-s', '-q'],
       ...['-z', '-Z', '-a', '-I', '-b', '-U', '-T', '--line-number', '--ignore-case', '--invert-match', '--recursive'],
       ...['--files-with-matches', '--files-without-match', '--count', '--word-regexp', '--line-regexp', '--extended-regexp'],
       ...['--fixed-strings', '--only-matching', '--no-filename', '--with-filename', '--no-messages', '--quiet', '--null'],
@@ -118,10 +120,10 @@ export const GRANT_CATALOGUE: Readonly<Record<string, CommandSpec>> = {
   },
   rg: {
     flags: [
-      ...['-n', '-N', '-i', '-S', '-s', '-v', '-w', '-x', '-l', '-c', '-o', '-F', '-U', '-u', '-H', '-I', '-0', '-L', '-.'],
+      ...['-n', '-N', '-i', '-S', '-s', '-v', '-w', '-x', '-l', '-c', '-o', '-F', '-U', '-u', '-H', '-I', '-0', '-.'],
       ...['--hidden', '--no-ignore', '--files', '--json', '--vimgrep', '--no-heading', '--heading', '--line-number'],
       ...['--ignore-case', '--smart-case', '--case-sensitive', '--fixed-strings', '--files-with-matches', '--count'],
-      ...['--follow', '--multiline', '--word-regexp', '--invert-match', '--only-matching', '--trim', '--no-messages'],
+      ...['--multiline', '--word-regexp', '--invert-match', '--only-matching', '--trim', '--no-messages'],
     ],
     valued: ['-e', '-g', '-t', '-T', '-A', '-B', '-C', '-m', '-M', '--regexp', '--glob', '--iglob', '--type', '--type-not'],
     optionalValue: COLOR,
@@ -179,7 +181,7 @@ export const GRANT_CATALOGUE: Readonly<Record<string, CommandSpec>> = {
   find: {
     wordOptions: true,
     flags: [
-      ...['-print', '-print0', '-prune', '-empty', '-not', '-o', '-a', '-or', '-and', '-depth', '-L', '-H', '-P', '-true'],
+      ...['-print', '-print0', '-prune', '-empty', '-not', '-o', '-a', '-or', '-and', '-depth', '-P', '-true'],
       ...['-false', '-xdev', '-mount', '-readable', '-writable', '-executable', '-ls'],
     ],
     valued: [

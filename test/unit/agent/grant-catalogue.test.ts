@@ -150,6 +150,13 @@ t.test('finding 2: option parsing', async (t) => {
   no('find . -newerXY x');
   no('sort --compress-program=sh');
   no('tail -f log');
+  // walks that follow symlinks would leave the workspace through a link inside it
+  no('grep -R x .');
+  no('rg -L x');
+  no('rg --follow x');
+  no('find -L . -name x');
+  no('tree -l');
+  no('ls -RL');
 });
 
 t.test('finding 7: a command that changes files is covered only as the last of its line', async (t) => {
