@@ -28,6 +28,7 @@ import type { ShellCommand } from '../../tools/index.js';
 import type { CommandLine } from '../../tools/tool.js';
 import { catalogueKey, catalogueProblem, GRANT_CATALOGUE, mayChangeFiles } from './grant-catalogue.js';
 import { isToolConfigPath, isToolConfigTarget, realTarget, writesToolConfig } from './tool-config.js';
+import type { FolderCache, RealpathCache } from './tool-config.js';
 
 export { isToolConfigPath, writesToolConfig };
 
@@ -69,6 +70,10 @@ export interface LineScope {
   cwd?: string;
   /** The server's own files. */
   protectedPaths?: CommandLine['protectedPaths'];
+  /** Folders already probed for git entries in this judgement (judgeLine sets it). */
+  folders?: FolderCache;
+  /** Paths already resolved in this judgement (judgeLine sets it). */
+  realpaths?: RealpathCache;
 }
 
 /** One command of a readable line, as the catalogue sees it. */
@@ -133,10 +138,10 @@ const inside = (dir: string, p: string): boolean => p === dir || p.startsWith(di
 function pathProblem(candidate: string, base: string, scope: LineScope, writing: boolean): string | undefined {
   if (candidate.split('/').includes('..')) return `a path with \`..\` (${candidate})`;
   if (candidate === '/dev/null') return undefined;
-  const target = realTarget(path.resolve(base, candidate));
+  const target = realTarget(path.resolve(base, candidate), scope.realpaths);
   if (!inside(scope.workspace, target)) return `a path outside the workspace (${candidate})`;
   if (scope.protectedPaths?.covers(target)) return `one of the server's own files (${candidate})`;
-  if (isToolConfigTarget(scope.workspace, target, writing)) return `a file that makes tools run code (${candidate})`;
+  if (isToolConfigTarget(scope.workspace, target, writing, scope.folders)) return `a file that makes tools run code (${candidate})`;
   return undefined;
 }
 
@@ -187,9 +192,10 @@ function commandProblem(argv: readonly string[], bases: readonly string[], scope
  * Touches the file system only to resolve symlinks of the paths the line names and to look
  * beside them for a git directory.
  */
-export function judgeLine(line: string, scope: LineScope): LineCoverage {
+export function judgeLine(line: string, given: LineScope): LineCoverage {
   const read = readShellLine(line);
   if (!read.readable) return { coverable: false, reason: read.reason };
+  const scope: LineScope = { ...given, folders: new Map(), realpaths: new Map() };
   const bases = [scope.cwd ?? scope.workspace];
   // Where the line starts counts too: git run in a planted repository (`dir_path: vendor/cache`) loads its config.
   const start = pathProblem('.', bases[0] ?? scope.workspace, scope, false);

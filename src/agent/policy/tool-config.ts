@@ -34,13 +34,21 @@ export function isToolConfigPath(rel: string): boolean {
   return rel.split(/[\\/]+/).some((part) => TOOL_CONFIG.has(part.toLowerCase()));
 }
 
-/** The entries of `dir` in lower case (none when it is no readable folder). */
-function entriesOf(dir: string): Set<string> {
-  try {
-    return new Set(fs.readdirSync(dir).map((e) => e.toLowerCase()));
-  } catch {
-    return new Set();
-  }
+/** What one judgement already learnt of a folder's git entries (a line names many paths in few folders). */
+export type FolderCache = Map<string, ReadonlySet<string>>;
+
+/**
+ * Which of the {@link GIT_CORE} names `dir` holds (lower case): probed by name, a few stats
+ * whatever the folder's size, and once per folder per judgement. Git on Linux knows them only
+ * spelled as listed; a case-insensitive file system finds them in any case.
+ */
+function entriesOf(dir: string, cache: FolderCache): ReadonlySet<string> {
+  const known = cache.get(dir);
+  if (known !== undefined) return known;
+  const found = new Set(['HEAD', 'config', 'objects', 'refs', 'packed-refs', 'commondir'].filter((n) => fs.existsSync(path.join(dir, n))));
+  const entries = new Set([...found].map((n) => n.toLowerCase()));
+  cache.set(dir, entries);
+  return entries;
 }
 
 /** True when a folder holding `entries` is a git directory already (a HEAD with objects, refs or config beside it). */
@@ -59,39 +67,52 @@ function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
  * True when `target` (an absolute real path inside `workspace`, existing or not) is or lies in a
  * git directory by its contents (rule 2 of the module comment), or, when `writing`, is named HEAD.
  */
-export function inGitDirectory(workspace: string, target: string, writing: boolean): boolean {
+export function inGitDirectory(workspace: string, target: string, writing: boolean, cache: FolderCache = new Map()): boolean {
   const rel = path.relative(workspace, target);
   if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
   const parts = rel.split(path.sep);
   if (writing && parts.at(-1)?.toLowerCase() === 'head') return true;
   let dir = workspace;
   for (const part of parts) {
-    const entries = entriesOf(dir);
+    const entries = entriesOf(dir, cache);
     if (gitEntry(part, entries) || (dir !== workspace && isGitDirectory(entries))) return true;
     dir = path.join(dir, part);
   }
-  return isGitDirectory(entriesOf(dir));
+  return isGitDirectory(entriesOf(dir, cache));
+}
+
+/** Real paths already resolved in one judgement (undefined: the path does not exist). */
+export type RealpathCache = Map<string, string | undefined>;
+
+function realpathOrUndefined(p: string, cache: RealpathCache | undefined): string | undefined {
+  if (cache?.has(p) === true) return cache.get(p);
+  let real: string | undefined;
+  try {
+    real = fs.realpathSync(p);
+  } catch {
+    real = undefined;
+  }
+  cache?.set(p, real);
+  return real;
 }
 
 /** The real path `p` would reach: its nearest existing ancestor resolved (symlinks followed), the rest appended. */
-export function realTarget(p: string): string {
+export function realTarget(p: string, cache?: RealpathCache): string {
   let dir = p;
   const rest: string[] = [];
   for (;;) {
-    try {
-      return path.join(fs.realpathSync(dir), ...rest);
-    } catch {
-      const parent = path.dirname(dir);
-      if (parent === dir) return p;
-      rest.unshift(path.basename(dir));
-      dir = parent;
-    }
+    const real = realpathOrUndefined(dir, cache);
+    if (real !== undefined) return path.join(real, ...rest);
+    const parent = path.dirname(dir);
+    if (parent === dir) return p;
+    rest.unshift(path.basename(dir));
+    dir = parent;
   }
 }
 
 /** True when the real path `target` is a tool-configuration file by name or by what lies beside it (`writing`: a HEAD anywhere too). */
-export function isToolConfigTarget(workspace: string, target: string, writing: boolean): boolean {
-  return isToolConfigPath(path.relative(workspace, target)) || inGitDirectory(workspace, target, writing);
+export function isToolConfigTarget(workspace: string, target: string, writing: boolean, cache?: FolderCache): boolean {
+  return isToolConfigPath(path.relative(workspace, target)) || inGitDirectory(workspace, target, writing, cache);
 }
 
 /**
