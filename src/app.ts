@@ -9,7 +9,7 @@ import type { AgentCard } from '@a2a-js/sdk';
 import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/load-config.js';
 import { McpManager, parseMcpServers, type HttpResolver } from './mcp/index.js';
-import { buildAgentCard, buildExtendedCard } from './protocol/agent-card.js';
+import { buildAgentCard, buildExtendedCard, type ShellMode } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
 import { EventHub } from './agent/runtime/event-hub.js';
 import { MessageRouter } from './agent/requests/message-router.js';
@@ -184,7 +184,11 @@ function setUpSecurity(app: FastifyInstance, config: Readonly<Config>): Security
  * run_shell_command's settings, with its sandbox probed once (SHELL_SANDBOX): the log says which
  * is used; `bwrap` that does not work stops the start.
  */
-function shellOptions(app: FastifyInstance, config: Readonly<Config>, protectedPaths: ProtectedPaths): RunShellCommandOptions {
+function shellOptions(
+  app: FastifyInstance,
+  config: Readonly<Config>,
+  protectedPaths: ProtectedPaths,
+): RunShellCommandOptions & { mode: ShellMode } {
   const { timeoutMs, maxOutputBytes, env, sandboxMode, sandboxNetwork } = config.shell;
   const { sandbox, fallback } = createShellSandbox(sandboxMode, {
     protectedPaths: protectedPaths.paths,
@@ -198,15 +202,28 @@ function shellOptions(app: FastifyInstance, config: Readonly<Config>, protectedP
   } else {
     app.log.info({ shellSandbox: sandbox.kind, network: sandbox.network }, 'shell commands run in a bubblewrap sandbox');
   }
-  return { timeoutMs, maxOutputBytes, env, sandbox };
+  const mode: ShellMode = { sandbox: sandbox.kind === 'off' ? 'off' : 'bwrap', unconfinedAutoApprove: config.shell.unconfinedAutoApprove };
+  if (mode.sandbox === 'off') {
+    const approval = mode.unconfinedAutoApprove
+      ? 'grants, allowed_tools prefixes and YOLO run them without asking (SHELL_UNCONFINED_AUTO_APPROVE)'
+      : 'every shell command asks first (set SHELL_UNCONFINED_AUTO_APPROVE=true to let grants run them unconfined)';
+    app.log.warn({ shellSandbox: 'off', shellUnconfinedAutoApprove: mode.unconfinedAutoApprove }, `without the sandbox: ${approval}`);
+  }
+  return { timeoutMs, maxOutputBytes, env, sandbox, mode };
 }
 
+/** Shell-like calls may run without a card: in the sandbox, or unconfined where the operator said so. */
+const autoRunsShell = (mode: ShellMode): boolean => mode.sandbox === 'bwrap' || mode.unconfinedAutoApprove;
+
 /** The built-in tools and MCP servers every context can use (its own MCP servers join when it starts). */
-async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<Toolbox> {
+async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<{ toolbox: Toolbox; shellMode: ShellMode }> {
   const { config } = options;
   // Resolved once: the tools, the GEMINI.md reader and the workspace policy share it.
   const protectedPaths = new ProtectedPaths(config.serverFiles);
-  const tools = options.tools ?? createDefaultTools({ shell: shellOptions(app, config, protectedPaths), protectedPaths });
+  const shell = options.tools === undefined ? shellOptions(app, config, protectedPaths) : undefined;
+  // Tools given by the embedder: their sandbox is unknown, so they count as unconfined.
+  const shellMode = shell?.mode ?? { sandbox: 'off', unconfinedAutoApprove: config.shell.unconfinedAutoApprove };
+  const tools = options.tools ?? createDefaultTools({ shell, protectedPaths });
   const mcp = mcpConnector(mcpResolver(config));
   const serverMcp = config.settings.mcpServers;
   if (serverMcp !== undefined) {
@@ -216,7 +233,7 @@ async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<
   const toolbox = new Toolbox({ builtin: tools, mcp, serverMcp, defaultCwd: config.workspaceDir, logger: app.log, protectedPaths });
   await toolbox.start();
   app.addHook('onClose', async () => toolbox.close());
-  return toolbox;
+  return { toolbox, shellMode };
 }
 
 /** Push notifications: the event log is the outbox; the dispatcher posts what each config has not had. */
@@ -278,10 +295,11 @@ interface AgentParts {
   security: Security;
   push: Push;
   card: () => AgentCard;
+  shellMode: ShellMode;
 }
 
 function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
-  const { options, model, store, hub, toolbox, encoders, schema, security, push, card } = parts;
+  const { options, model, store, hub, toolbox, encoders, schema, security, push, card, shellMode } = parts;
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
   const runs = new TaskRuns(app.log);
@@ -295,11 +313,10 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     retryBaseDelayMs: options.retryBaseDelayMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
   });
-  const writes = new WriteQueue(store, app.log);
   const { liveWindowBytes: windowBytes, liveIntervalMs: intervalMs, liveMaxIntervalMs: maxIntervalMs } = config.output;
   const cache = new TaskCache({
     store,
-    writes,
+    writes: new WriteQueue(store, app.log),
     hub,
     encoders,
     model: model.model,
@@ -309,6 +326,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     toolbox,
     runs,
     liveOutput: { windowBytes, intervalMs, maxIntervalMs },
+    shellConfined: autoRunsShell(shellMode),
   });
   const supervisor = new Supervisor({
     store,
@@ -397,7 +415,13 @@ function mcpResolver(config: Readonly<Config>): HttpResolver {
 }
 
 /** The agent card, naming the address actually listened on (PORT=0 picks one at listen time). */
-function cardSource(app: FastifyInstance, config: Readonly<Config>, description: string, security: Security): () => AgentCard {
+function cardSource(
+  app: FastifyInstance,
+  config: Readonly<Config>,
+  description: string,
+  security: Security,
+  shell: ShellMode,
+): () => AgentCard {
   let card: AgentCard | undefined;
   return () => {
     if (card) return card;
@@ -413,6 +437,7 @@ function cardSource(app: FastifyInstance, config: Readonly<Config>, description:
       pushNotifications: true,
       security: security.authenticator?.securitySchemesV1(),
       extendedCard: security.authenticator !== undefined,
+      shell,
     });
     if (port !== 0) card = built;
     return built;
@@ -485,7 +510,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const created = options.model ? { model: options.model, demo: false } : await createModel(config);
   if (created.demo) app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
   const schema = loadDevtoolSchema();
-  const toolbox = await startToolbox(app, options);
+  const { toolbox, shellMode } = await startToolbox(app, options);
   const encoders: Encoders = { rfc: new RfcEncoder(schema), legacy: new LegacyEncoder(legacyToolInfo(toolbox.builtin)) };
   const store = options.store ?? (await openStore(app, config));
   const security = setUpSecurity(app, config);
@@ -493,8 +518,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const hub = new EventHub(store, undefined, config.output.streamBufferBytes);
   hub.addListener({ event: () => push.dispatcher.kick() });
   await hub.start();
-  const card = cardSource(app, config, describeAgent(created.model, created.demo), security);
-  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoders, schema, security, push, card });
+  const card = cardSource(app, config, describeAgent(created.model, created.demo), security, shellMode);
+  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoders, schema, security, push, card, shellMode });
   push.dispatcher.start();
   await agent.supervisor.start();
   // Runs before the store's own onClose hook (hooks run in reverse order of registration).

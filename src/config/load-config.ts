@@ -96,6 +96,12 @@ export interface ShellConfig {
   sandboxMode: 'auto' | 'bwrap' | 'off';
   /** SHELL_SANDBOX_NETWORK: sandboxed commands may use the network. */
   sandboxNetwork: boolean;
+  /**
+   * SHELL_UNCONFINED_AUTO_APPROVE: without the sandbox (`off`, or `auto` where bubblewrap cannot
+   * run), shell commands may still run without a card by grant, allowed_tools prefix or YOLO.
+   * Off (the default): without the sandbox every shell command waits for a person.
+   */
+  unconfinedAutoApprove: boolean;
 }
 
 export interface PushConfig {
@@ -288,6 +294,17 @@ function sandboxMode(env: Env): ShellConfig['sandboxMode'] {
   return raw as ShellConfig['sandboxMode'];
 }
 
+/** SHELL_UNCONFINED_AUTO_APPROVE, refused where it could never apply (the sandbox is required). */
+function unconfinedAutoApprove(env: Env, mode: ShellConfig['sandboxMode']): boolean {
+  const on = bool(env, 'SHELL_UNCONFINED_AUTO_APPROVE');
+  if (on && mode === 'bwrap') {
+    throw new ConfigError(
+      'SHELL_UNCONFINED_AUTO_APPROVE=true has no effect with SHELL_SANDBOX=bwrap (commands always run in the sandbox): unset one of them',
+    );
+  }
+  return on;
+}
+
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }
@@ -413,6 +430,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
       env: Object.freeze(shellEnv(env)),
       sandboxMode: sandboxMode(env),
       sandboxNetwork: bool(env, 'SHELL_SANDBOX_NETWORK'),
+      unconfinedAutoApprove: unconfinedAutoApprove(env, sandboxMode(env)),
     }),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
     output: Object.freeze(loadOutputConfig(env)),

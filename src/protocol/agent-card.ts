@@ -21,6 +21,33 @@ export interface AgentCardOptions {
   security?: Pick<AgentCard, 'securitySchemes' | 'securityRequirements'>;
   /** An authenticated caller can read an extended card (GetExtendedAgentCard): only where authentication is on. */
   extendedCard?: boolean;
+  /** Where shell commands run (SHELL_SANDBOX as probed at start); absent = not stated. */
+  shell?: ShellMode;
+}
+
+/**
+ * Where shell commands run, as the card states it in the extension's params: `sandbox` is
+ * `bwrap` (confined) or `off`; `unconfined_auto_approve` says whether, without the sandbox,
+ * grants, prefixes or YOLO may still run commands without a card (SHELL_UNCONFINED_AUTO_APPROVE).
+ */
+export interface ShellMode {
+  sandbox: 'bwrap' | 'off';
+  unconfinedAutoApprove: boolean;
+}
+
+/** The extension's params (JSON): the shell mode in force. */
+function extensionParams(shell: ShellMode | undefined): JsonObject | undefined {
+  if (shell === undefined) return undefined;
+  return { shell_sandbox: shell.sandbox, shell_unconfined_auto_approve: shell.sandbox === 'off' && shell.unconfinedAutoApprove };
+}
+
+/** One sentence on the shell mode, for the skill's description. */
+function shellSentence(shell: ShellMode | undefined): string {
+  if (shell === undefined) return '';
+  if (shell.sandbox === 'bwrap') return ' Shell commands run in a bubblewrap sandbox.';
+  return shell.unconfinedAutoApprove
+    ? ' Shell commands run WITHOUT a sandbox, and may run without asking where the settings allow it.'
+    : ' Shell commands run without a sandbox, so every one asks first.';
 }
 
 /** A built-in tool as the extended card lists it. */
@@ -56,7 +83,9 @@ export function buildAgentCard(o: AgentCardOptions): AgentCard {
     capabilities: {
       streaming: true,
       pushNotifications: o.pushNotifications,
-      extensions: [{ uri: DEVTOOL_EXTENSION_URI, description: DEVTOOL_EXTENSION_DESCRIPTION, required: true, params: undefined }],
+      extensions: [
+        { uri: DEVTOOL_EXTENSION_URI, description: DEVTOOL_EXTENSION_DESCRIPTION, required: true, params: extensionParams(o.shell) },
+      ],
       extendedAgentCard: o.extendedCard ?? false,
     },
     securitySchemes: o.security?.securitySchemes ?? {},
@@ -67,7 +96,7 @@ export function buildAgentCard(o: AgentCardOptions): AgentCard {
       {
         id: 'development',
         name: 'Software development',
-        description: 'Reads, writes and runs code in a workspace, asking before anything with side effects.',
+        description: `Reads, writes and runs code in a workspace, asking before anything with side effects.${shellSentence(o.shell)}`,
         tags: ['code', 'files', 'shell'],
         examples: ['Add a unit test for the parser', 'Why does `npm test` fail?'],
         inputModes: [],
@@ -126,7 +155,12 @@ export function cardToV03Json(card: AgentCard, security?: CardSecurityV03): Json
       streaming: caps?.streaming ?? false,
       pushNotifications: caps?.pushNotifications ?? false,
       stateTransitionHistory: false,
-      extensions: (caps?.extensions ?? []).map((e) => ({ uri: e.uri, description: e.description, required: e.required })),
+      extensions: (caps?.extensions ?? []).map((e) => ({
+        uri: e.uri,
+        description: e.description,
+        required: e.required,
+        ...(e.params !== undefined ? { params: e.params } : {}),
+      })),
     },
     ...(caps?.extendedAgentCard ? { supportsAuthenticatedExtendedCard: true } : {}),
     defaultInputModes: card.defaultInputModes,

@@ -127,7 +127,13 @@ async function reportedAndGone(
 }
 
 async function orphanCases(t: Test, storeEnv: Record<string, string>, promptMs: number, lease: Record<string, string> = {}) {
-  const env = (sandbox: string) => ({ ...storeEnv, ...lease, SHELL_SANDBOX: sandbox });
+  // Without the sandbox YOLO runs the command only because the operator said so.
+  const env = (sandbox: string) => ({
+    ...storeEnv,
+    ...lease,
+    SHELL_SANDBOX: sandbox,
+    SHELL_UNCONFINED_AUTO_APPROVE: String(sandbox === 'off'),
+  });
   const marker = newMarker();
   const SCRIPT = scriptFor(marker);
 

@@ -50,12 +50,21 @@ function script(outside: string): ModelScript {
   };
 }
 
-/** Runs the hostile command in a YOLO conversation on the default workspace; the final card's output text. */
+/**
+ * Runs the hostile command in a YOLO conversation on the default workspace; the final card's output text.
+ * Without the sandbox YOLO runs it only because the operator said so (SHELL_UNCONFINED_AUTO_APPROVE).
+ */
 async function hostile(t: Test, sandbox: string): Promise<{ output: string; outside: string; raw: string }> {
   const { dir, outside } = serverDir();
+  const env = {
+    WORKSPACE_DIR: dir,
+    DATA_DIR: path.join(dir, '.data'),
+    SETTINGS_FILE: path.join(dir, 'settings.json'),
+    SHELL_SANDBOX: sandbox,
+  };
   const srv = await startServer(t, {
     script: script(outside),
-    env: { WORKSPACE_DIR: dir, DATA_DIR: path.join(dir, '.data'), SETTINGS_FILE: path.join(dir, 'settings.json'), SHELL_SANDBOX: sandbox },
+    env: sandbox === 'off' ? { ...env, SHELL_UNCONFINED_AUTO_APPROVE: 'true' } : env,
   });
   const res = await rpc(srv.url, 'message/stream', { message: userMessage('hostile', { metadata: { [URI]: { approval_mode: 'YOLO' } } }) });
   const card = (res.events ?? []).map((e) => dataOf(e.data.result)).find((c) => c?.status === 'SUCCEEDED');

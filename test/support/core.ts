@@ -263,6 +263,9 @@ export interface Core {
   deps: LiveTaskDeps;
 }
 
+/** The test tools' commands are judged as if sandboxed (app.ts says so only where bubblewrap runs). */
+const CONF = { shellConfined: true } as const;
+
 /** Wires the agent core as app.ts does; everything is stopped at teardown (detached runs drained first). */
 export async function makeCore(t: Teardown, opts: CoreOptions = {}): Promise<Core> {
   const store = opts.store ?? new MemoryTaskStore();
@@ -294,7 +297,7 @@ export async function makeCore(t: Teardown, opts: CoreOptions = {}): Promise<Cor
     maxModelSteps: opts.maxModelSteps,
     modelAttempts: opts.modelAttempts,
   });
-  const cache = new TaskCache({ store, writes, hub, encoders, model: model.model, logger, instanceId, leaseMs, toolbox, runs });
+  const cache = new TaskCache({ store, writes, hub, encoders, model: model.model, logger, instanceId, leaseMs, toolbox, runs, ...CONF });
   const deps: LiveTaskDeps = {
     store,
     writes,
@@ -363,6 +366,7 @@ export async function startTask(core: Core, opts: NewTaskOptions = {}): Promise<
     trustedTools: new Set(stored.trustedTools),
     settings: stored.settings,
     tools: await core.toolbox.forContext(stored),
+    confined: true, // as TaskCache.contextOf with shellConfined
   };
   const taskId = randomUUID();
   const message = { ...userMessage(contextId, [textPart(opts.text ?? 'hello')]), taskId };

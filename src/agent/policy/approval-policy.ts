@@ -3,21 +3,28 @@
  * answer trusts from then on. The rule: reads run, anything with side effects waits for a person.
  *
  * - approval mode DEFAULT: reads run; edits, shell commands, MCP tools and anything else ask.
- *   AUTO_EDIT: file edits run too, except edits of files that make tools run code (`.git/`,
- *   `.npmrc`, … — shell-rules.ts). YOLO: nothing asks.
+ *   AUTO_EDIT: file edits run too. YOLO: nothing asks (but see "unconfined" below).
  * - allowed_tools: a tool name runs without asking; `run_shell_command(git status)` lets
  *   lines run whose every command starts with the words `git status`, when shell-rules.ts
- *   finds the line coverable (plain words, nothing that runs other commands, no path out).
+ *   finds the line coverable (plain words, catalogued options, no path out).
  * - Grants (`proceed_always…` answers) last for the rest of the context, its later tasks
  *   included: a tool; for shell, each command of the approved line by name (`echo a` trusts
  *   `echo b`, not `pwd`; git by subcommand: `git status` trusts `git status -s`, not
- *   `git push`), and only ever for coverable lines; for MCP, one tool or the whole server.
+ *   `git push`), and only ever for lines the grant catalogue covers (grant-catalogue.ts); for
+ *   MCP, one tool or the whole server.
+ * - Edits of files that make tools run code (`.git/`, `.npmrc`, a `config` beside a `HEAD`, …:
+ *   tool-config.ts) always ask, whatever AUTO_EDIT, allowed_tools or a grant says; only YOLO,
+ *   which the operator and an approver chose to mean "everything", writes them unasked.
+ * - Unconfined: when shell commands run without the sandbox (scope.confined is not true), no
+ *   shell-like call runs without a card — not by grant, prefix or mode, YOLO included — and no
+ *   "always" is offered for one. The operator lifts this only with SHELL_UNCONFINED_AUTO_APPROVE.
  */
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { AnyTool } from '../../tools/tool.js';
 import type { ContextSettings } from '../task-store.js';
 import type { OfferedOption } from '../wire/agent-events.js';
-import { judgeLine, matchesPrefix, writesToolConfig } from './shell-rules.js';
+import { judgeLine, matchesPrefix } from './shell-rules.js';
+import { writesToolConfig } from './tool-config.js';
 import type { LineCoverage } from './shell-rules.js';
 
 export type ApprovalMode = NonNullable<ContextSettings['approvalMode']>;
@@ -29,7 +36,19 @@ export interface ApprovalScope {
   trustedTools: Set<string>;
   /** Absolute real path of the context's workspace. */
   workspace: string;
+  /**
+   * Shell-like calls (tools with `commandLine`) may run without a card: true when the shell
+   * sandbox is in force, or the operator accepted running them unconfined
+   * (SHELL_UNCONFINED_AUTO_APPROVE). Absent or false: every shell-like call asks.
+   */
+  confined?: boolean;
 }
+
+/** Where a call's options and grants are judged: the workspace, and whether shell-like calls run confined. */
+export type OptionScope = Pick<ApprovalScope, 'workspace' | 'confined'>;
+
+/** A bare workspace path (older callers) knows nothing of the sandbox: judged as unconfined. */
+const optionScope = (where: string | OptionScope): OptionScope => (typeof where === 'string' ? { workspace: where } : where);
 
 const SHELL_PREFIX = /^([A-Za-z0-9_.-]+)\((.*)\)$/s;
 
@@ -78,7 +97,7 @@ function trusted(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage)
   return false;
 }
 
-/** An edit AUTO_EDIT still asks for: one that writes a file making tools run code. */
+/** An edit only a person (or YOLO) approves: one that writes a file making tools run code. */
 function editsToolConfig(tool: AnyTool, args: Record<string, unknown>, workspace: string): boolean {
   const given = tool.editedPath?.(args);
   if (given === undefined) return false;
@@ -88,9 +107,12 @@ function editsToolConfig(tool: AnyTool, args: Record<string, unknown>, workspace
 /** Why a call runs without asking, or undefined when it must wait for a person. */
 export function autoApproval(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): string | undefined {
   if (tool.kind === 'read') return 'read-only';
+  // Without the sandbox nothing confines a command: only a person's yes runs one.
+  if (tool.commandLine !== undefined && scope.confined !== true) return undefined;
   const mode = scope.settings.approvalMode ?? 'DEFAULT';
   if (mode === 'YOLO') return 'approval mode YOLO';
-  if (mode === 'AUTO_EDIT' && tool.kind === 'edit' && !editsToolConfig(tool, args, scope.workspace)) return 'approval mode AUTO_EDIT';
+  if (editsToolConfig(tool, args, scope.workspace)) return undefined;
+  if (mode === 'AUTO_EDIT' && tool.kind === 'edit') return 'approval mode AUTO_EDIT';
   const coverageNow = lazyCoverage(tool, args, scope.workspace);
   if (allowedByList(tool, scope, coverageNow)) return 'allowed_tools';
   if (trusted(tool, scope, coverageNow)) return 'allowed always in this conversation';
@@ -103,7 +125,8 @@ export function needsApproval(tool: AnyTool, args: Record<string, unknown>, scop
 }
 
 /** The options offered for a call (RFC §3.2 ConfirmationOption). */
-export function optionsFor(tool: AnyTool, args: Record<string, unknown>, workspace: string): OfferedOption[] {
+export function optionsFor(tool: AnyTool, args: Record<string, unknown>, where: string | OptionScope): OfferedOption[] {
+  const { workspace, confined } = optionScope(where);
   const options: OfferedOption[] = [{ id: ConfirmationOptionId.proceedOnce, name: 'Allow once' }];
   if (tool.mcp !== undefined) {
     const { serverName, toolName } = tool.mcp;
@@ -120,8 +143,8 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>, workspa
       },
     );
   } else if (tool.commandLine !== undefined) {
-    // Only a line a grant could cover later is offered "always" (shell-rules.ts says which).
-    const coverage = coverageOf(tool, args, workspace);
+    // Only a line a grant could cover later is offered "always" (shell-rules.ts says which), and only where it would run confined.
+    const coverage = confined === true ? coverageOf(tool, args, workspace) : undefined;
     if (coverage?.coverable === true && coverage.alwaysOffered) {
       const list = coverage.grantKeys.map((r) => `"${r}"`).join(', ');
       options.push({
@@ -149,11 +172,13 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>, workspa
 }
 
 /** The grant keys an answer adds to the context (empty for one-off answers). */
-export function grantsFor(tool: AnyTool, args: Record<string, unknown>, option: string, workspace: string): string[] {
+export function grantsFor(tool: AnyTool, args: Record<string, unknown>, option: string, where: string | OptionScope): string[] {
+  const { workspace, confined } = optionScope(where);
   if (option === ConfirmationOptionId.proceedAlwaysServer && tool.mcp !== undefined) return [serverGrant(tool.mcp.serverName)];
   if (option === ConfirmationOptionId.proceedAlwaysTool) return [tool.name];
   if (option !== ConfirmationOptionId.proceedAlways) return [];
   if (tool.commandLine !== undefined) {
+    if (confined !== true) return [];
     const coverage = coverageOf(tool, args, workspace);
     return coverage?.coverable === true && coverage.alwaysOffered ? coverage.grantKeys.map((k) => shellGrant(tool.name, k)) : [];
   }

@@ -4,16 +4,21 @@
  *
  * 1. It is readable (tools/shell/shell-line.ts): plain words only, no expansion, escape,
  *    assignment, compound command or redirection into a file.
- * 2. No command in it runs other commands or code it is handed: shells and wrappers (`env`,
- *    `xargs`, `sudo`, `eval`, …), `find -exec`, `git -c`, `git config`, `rg --pre`, … — these
- *    are never covered, not by a grant and not by a prefix ({@link RUNS_COMMANDS}).
- * 3. Every word that could be a path stays in the workspace: no absolute path outside it,
+ * 2. A grant covers only what the grant catalogue lists (grant-catalogue.ts): known commands and
+ *    git subcommands with known options, none of which runs other code or writes outside the
+ *    workspace. Anything else asks, and is never offered "always".
+ * 3. An allowed_tools prefix covers catalogued lines too, and, because an operator named it, a
+ *    command the catalogue does not know (`npm test`, `pytest`) when the prefix names the whole
+ *    command (for git: its subcommand). Commands that run other commands (`env`, `xargs`, shells,
+ *    `git -c`, … {@link RUNS_COMMANDS}) are covered by no prefix.
+ * 4. A command that may change the file system (`cp`, `mv`, `mkdir`, any uncatalogued command:
+ *    `git apply`, `tar`, `ln`, …) is covered only as the last command of its line: what follows it
+ *    would be judged on a disk it has not changed yet (a link it creates, a patch it applies).
+ * 5. Every word that could be a path stays in the workspace: no absolute path outside it,
  *    no `..`, no symlink that leads out, no bare `cd` (HOME) or `cd -`; none of the server's own
- *    files; nothing under `.git/` or other files that make tools run code ({@link isToolConfigPath}).
+ *    files; no file that makes tools run code (tool-config.ts: `.git/`, `.npmrc`, a `config`
+ *    beside a `HEAD`, …).
  *
- * Interpreters and build runners (`python`, `node`, `npm`, `make`, …) run whatever code they
- * are pointed at, so "always" on one of them would trust every future script: they may be
- * covered by an explicit allowed_tools prefix but are never offered "always" ({@link NO_ALWAYS}).
  * A grant's key is the command name, or for git the command and its subcommand (`git status`).
  */
 import fs from 'node:fs';
@@ -21,6 +26,11 @@ import path from 'node:path';
 import { readShellLine } from '../../tools/index.js';
 import type { ShellCommand } from '../../tools/index.js';
 import type { CommandLine } from '../../tools/tool.js';
+import { catalogueKey, catalogueProblem, GRANT_CATALOGUE, mayChangeFiles } from './grant-catalogue.js';
+import { isToolConfigPath, isToolConfigTarget, realTarget, writesToolConfig } from './tool-config.js';
+import type { FolderCache, RealpathCache } from './tool-config.js';
+
+export { isToolConfigPath, writesToolConfig };
 
 /** Commands that run other commands, code or configuration handed to them: never covered. */
 export const RUNS_COMMANDS: ReadonlySet<string> = new Set([
@@ -34,17 +44,6 @@ export const RUNS_COMMANDS: ReadonlySet<string> = new Set([
   ...['chroot', 'unshare', 'nsenter', 'setsid', 'setpriv', 'stdbuf', 'flock', 'watch', 'strace', 'ltrace', 'script'],
   ...['expect', 'ssh', 'sshpass', 'gdb', 'lldb', 'valgrind', 'taskset', 'chrt', 'prlimit', 'systemd-run', 'at', 'batch'],
   ...['crontab', 'bwrap', 'firejail', 'fakeroot', 'proot', 'time', 'caffeinate', 'open', 'xdg-open', 'sg', 'newgrp'],
-]);
-
-/** Interpreters, build and package runners, editors and network clients: an explicit prefix may cover them, "always" never does. */
-export const NO_ALWAYS: ReadonlySet<string> = new Set([
-  ...['python', 'python2', 'python3', 'pypy', 'pypy3', 'node', 'nodejs', 'deno', 'bun', 'bunx', 'tsx', 'ts-node'],
-  ...['perl', 'ruby', 'php', 'lua', 'luajit', 'Rscript', 'R', 'tclsh', 'wish', 'julia', 'java', 'jshell', 'osascript'],
-  ...['awk', 'gawk', 'mawk', 'nawk', 'sed', 'gsed', 'ed', 'ex', 'vi', 'vim', 'nvim', 'emacs', 'nano', 'less', 'more', 'man'],
-  ...['npm', 'npx', 'pnpm', 'pnpx', 'yarn', 'corepack', 'make', 'gmake', 'cmake', 'ninja', 'meson', 'bazel', 'cargo'],
-  ...['rustup', 'go', 'mvn', 'gradle', 'ant', 'sbt', 'dotnet', 'pip', 'pip3', 'pipx', 'poetry', 'uv', 'uvx', 'tox'],
-  ...['nox', 'conda', 'gem', 'bundle', 'rake', 'composer', 'docker', 'podman', 'kubectl', 'helm', 'terraform'],
-  ...['tar', 'rsync', 'zip', 'curl', 'wget', 'nc', 'ncat', 'socat', 'scp', 'sftp', 'ftp', 'telnet', 'gh', 'git-lfs'],
 ]);
 
 /** git subcommands that run commands or write the configuration that makes git run them. */
@@ -63,40 +62,6 @@ const FIND_ACTIONS = /^-(?:exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|f
 /** `rg --pre` runs a preprocessor command on every file. */
 const RG_RUNS_ARGS = /^--pre(?:=|$)/;
 
-/**
- * Files and folders that make tools run code (git hooks and config, npm and yarn config,
- * direnv, editor tasks, dev containers): writing them is as good as running a command, so no
- * grant covers a line naming them and AUTO_EDIT does not write them without asking.
- */
-const TOOL_CONFIG = new Set([
-  '.git',
-  '.githooks',
-  '.husky',
-  '.gitconfig',
-  '.npmrc',
-  '.yarnrc',
-  '.yarnrc.yml',
-  '.pnpmfile.cjs',
-  '.envrc',
-  '.vscode',
-  '.idea',
-  '.devcontainer',
-  '.pre-commit-config.yaml',
-]);
-
-/** True when `rel` (relative to the workspace, any separator) names or lies under a tool-config file or folder. */
-export function isToolConfigPath(rel: string): boolean {
-  return rel.split(/[\\/]+/).some((part) => TOOL_CONFIG.has(part.toLowerCase()));
-}
-
-/**
- * True when `given` (as a tool was given it, relative to the workspace or absolute) really lands
- * in a tool-config file or folder: symlinks followed, so `link/config` with `link -> .git` counts.
- */
-export function writesToolConfig(workspace: string, given: string): boolean {
-  return isToolConfigPath(path.relative(workspace, realTarget(path.resolve(workspace, given))));
-}
-
 /** Where a line runs and what it must not touch. */
 export interface LineScope {
   /** Absolute real path of the workspace. */
@@ -105,17 +70,34 @@ export interface LineScope {
   cwd?: string;
   /** The server's own files. */
   protectedPaths?: CommandLine['protectedPaths'];
+  /** Folders already probed for git entries in this judgement (judgeLine sets it). */
+  folders?: FolderCache;
+  /** Paths already resolved in this judgement (judgeLine sets it). */
+  realpaths?: RealpathCache;
 }
 
-/** The verdict on one line: covered commands with their grant keys, or why it must be asked. */
+/** One command of a readable line, as the catalogue sees it. */
+export interface JudgedCommand extends ShellCommand {
+  /** Its catalogue and grant key: the name, or `git <subcommand>`. */
+  key: string;
+  /** The catalogue lists the command (or git subcommand). */
+  known: boolean;
+  /** Why the catalogue does not cover it (unknown command, option or operand), or undefined. */
+  notCatalogued?: string;
+}
+
+/**
+ * The verdict on one line: its commands with their grant keys (a grant may cover it only when
+ * `alwaysOffered`: every command is in the catalogue), or why nothing may cover it.
+ */
 export type LineCoverage =
-  { coverable: true; commands: ShellCommand[]; grantKeys: string[]; alwaysOffered: boolean } | { coverable: false; reason: string };
+  { coverable: true; commands: JudgedCommand[]; grantKeys: string[]; alwaysOffered: boolean } | { coverable: false; reason: string };
 
 /** The grant key of one command: its name, or `git <subcommand>`. */
-export function grantKey(argv: readonly string[]): string {
-  const [name = ''] = argv;
-  return name === 'git' && argv[1] !== undefined ? `git ${argv[1]}` : name;
-}
+export const grantKey = catalogueKey;
+
+/** `git clone -u <cmd>` (`--upload-pack`) runs the command. */
+const GIT_CLONE_RUNS = /^-[^-]*u/;
 
 /** Why `argv` runs other commands (never covered), or undefined. */
 function runsCommands(argv: readonly string[]): string | undefined {
@@ -130,6 +112,7 @@ function runsCommands(argv: readonly string[]): string | undefined {
     if (sub.startsWith('-')) return 'git options before the subcommand';
     if (GIT_RUNS_COMMANDS.has(sub)) return `\`git ${sub}\` runs commands or changes git's configuration`;
     if (args.some((a) => GIT_RUNS_ARGS.test(a))) return 'a git option that runs a command or sets configuration';
+    if (sub === 'clone' && args.some((a) => GIT_CLONE_RUNS.test(a))) return '`git clone -u` runs a command';
   }
   return undefined;
 }
@@ -143,80 +126,113 @@ function pathCandidates(word: string): string[] {
   return out.filter((c) => c !== '');
 }
 
-/** The real path `p` would reach: its nearest existing ancestor resolved (symlinks followed), the rest appended. */
-function realTarget(p: string): string {
-  let dir = p;
-  const rest: string[] = [];
-  for (;;) {
-    try {
-      return path.join(fs.realpathSync(dir), ...rest);
-    } catch {
-      const parent = path.dirname(dir);
-      if (parent === dir) return p;
-      rest.unshift(path.basename(dir));
-      dir = parent;
-    }
-  }
-}
-
 /** How many directories a line's `cd`s may lead to before it is too involved to judge. */
 const MAX_BASES = 16;
 
 const inside = (dir: string, p: string): boolean => p === dir || p.startsWith(dir.endsWith(path.sep) ? dir : dir + path.sep);
 
-/** Why `candidate`, read from `base`, leaves the workspace or touches what no grant covers; undefined when fine. */
-function pathProblem(candidate: string, base: string, scope: LineScope): string | undefined {
+/**
+ * Why `candidate`, read from `base`, leaves the workspace or touches what no grant covers;
+ * undefined when fine. `writing`: the command may write it (a file named HEAD counts then).
+ */
+function pathProblem(candidate: string, base: string, scope: LineScope, writing: boolean): string | undefined {
   if (candidate.split('/').includes('..')) return `a path with \`..\` (${candidate})`;
   if (candidate === '/dev/null') return undefined;
-  const target = realTarget(path.resolve(base, candidate));
+  const target = realTarget(path.resolve(base, candidate), scope.realpaths);
   if (!inside(scope.workspace, target)) return `a path outside the workspace (${candidate})`;
   if (scope.protectedPaths?.covers(target)) return `one of the server's own files (${candidate})`;
-  if (isToolConfigPath(path.relative(scope.workspace, target))) return `a file that makes tools run code (${candidate})`;
+  if (isToolConfigTarget(scope.workspace, target, writing, scope.folders)) return `a file that makes tools run code (${candidate})`;
+  return undefined;
+}
+
+/** The words of a `cp`/`mv` that are not options. */
+const operandsOf = (args: readonly string[]): string[] => args.filter((a) => !a.startsWith('-'));
+
+/**
+ * The paths a command names: its words (and the strings inside them, {@link pathCandidates}), and
+ * for `cp`/`mv` into a folder the file each source becomes there (`cp x dir` writes `dir/x`).
+ */
+function namedPaths(argv: readonly string[], base: string): string[] {
+  const [name, ...args] = argv;
+  const out = args.flatMap(pathCandidates);
+  const operands = operandsOf(args);
+  const dest = operands.at(-1);
+  if ((name === 'cp' || name === 'mv') && dest !== undefined && operands.length > 1) {
+    let isDir = dest.endsWith('/');
+    try {
+      isDir ||= fs.statSync(path.resolve(base, dest)).isDirectory();
+    } catch {
+      // a destination that does not exist is the file itself
+    }
+    if (isDir) out.push(...operands.slice(0, -1).map((src) => path.join(dest, path.basename(src))));
+  }
+  return out;
+}
+
+/** Why one command is not coverable (a `cd` home, a path out, a tool-config file), checked from every base. */
+function commandProblem(argv: readonly string[], bases: readonly string[], scope: LineScope): string | undefined {
+  const [name, ...args] = argv;
+  if (name === 'cd') {
+    const dirs = args.filter((a) => !/^-[LPe@]+$/.test(a));
+    const [dir] = dirs;
+    if (dir === undefined || dir === '-' || dirs.length > 1) return '`cd` to the home or previous directory';
+  }
+  const writing = mayChangeFiles(argv);
+  for (const base of bases) {
+    for (const candidate of namedPaths(argv, base)) {
+      const problem = pathProblem(candidate, base, scope, writing);
+      if (problem !== undefined) return problem;
+    }
+  }
   return undefined;
 }
 
 /**
  * Reads `line` and judges whether a grant or prefix may cover it (see the module comment).
- * Touches the file system only to resolve symlinks of the paths the line names.
+ * Touches the file system only to resolve symlinks of the paths the line names and to look
+ * beside them for a git directory.
  */
-export function judgeLine(line: string, scope: LineScope): LineCoverage {
+export function judgeLine(line: string, given: LineScope): LineCoverage {
   const read = readShellLine(line);
   if (!read.readable) return { coverable: false, reason: read.reason };
+  const scope: LineScope = { ...given, folders: new Map(), realpaths: new Map() };
   const bases = [scope.cwd ?? scope.workspace];
-  for (const { argv } of read.commands) {
-    const runs = runsCommands(argv);
+  // Where the line starts counts too: git run in a planted repository (`dir_path: vendor/cache`) loads its config.
+  const start = pathProblem('.', bases[0] ?? scope.workspace, scope, false);
+  if (start !== undefined) return { coverable: false, reason: `it starts in ${start.replace(/ \(\.\)$/, '')}` };
+  const commands: JudgedCommand[] = [];
+  for (const [i, { argv }] of read.commands.entries()) {
+    const key = catalogueKey(argv);
+    const known = Object.hasOwn(GRANT_CATALOGUE, key);
+    const runs = known ? undefined : runsCommands(argv);
     if (runs !== undefined) return { coverable: false, reason: runs };
-    const [name, ...args] = argv;
-    if (name === 'cd') {
-      const dirs = args.filter((a) => !/^-[LPe@]+$/.test(a));
-      const [dir] = dirs;
-      if (dir === undefined || dir === '-' || dirs.length > 1)
-        return { coverable: false, reason: '`cd` to the home or previous directory' };
-    }
-    for (const word of args) {
-      for (const candidate of pathCandidates(word)) {
-        for (const base of bases) {
-          const problem = pathProblem(candidate, base, scope);
-          if (problem !== undefined) return { coverable: false, reason: problem };
-        }
-      }
-    }
+    if (i < read.commands.length - 1 && mayChangeFiles(argv))
+      return { coverable: false, reason: `\`${key}\` may change files, and commands follow it: they would be judged before it ran` };
+    const problem = commandProblem(argv, bases, scope);
+    if (problem !== undefined) return { coverable: false, reason: problem };
+    const notCatalogued = catalogueProblem(argv);
+    commands.push({ argv, key, known, ...(notCatalogued !== undefined ? { notCatalogued } : {}) });
     // A later command may run in a directory this one changed to: check its paths from there too.
-    if (name === 'cd') {
-      const dir = args.at(-1) ?? '.';
+    if (argv[0] === 'cd') {
+      const dir = argv.at(-1) ?? '.';
       bases.push(...bases.map((b) => path.resolve(b, dir)));
       if (bases.length > MAX_BASES) return { coverable: false, reason: 'too many `cd`s to follow' };
     }
   }
-  const grantKeys = [...new Set(read.commands.map((c) => grantKey(c.argv)))];
-  const alwaysOffered = read.commands.every((c) => !NO_ALWAYS.has(c.argv[0] ?? ''));
-  return { coverable: true, commands: read.commands, grantKeys, alwaysOffered };
+  const grantKeys = [...new Set(commands.map((c) => c.key))];
+  const alwaysOffered = commands.every((c) => c.notCatalogued === undefined);
+  return { coverable: true, commands, grantKeys, alwaysOffered };
 }
 
-/** True when every command of a covered line starts with the words of `prefix` (an allowed_tools entry). */
-export function matchesPrefix(covered: readonly ShellCommand[], prefix: string): boolean {
+/**
+ * True when an allowed_tools prefix covers every command of a coverable line: each starts with
+ * the prefix's words, and is either in the catalogue with its options, or unknown to the catalogue
+ * and named whole by the prefix (`npm test` by `npm test`, `git clone` by `git clone`, not by `git`).
+ */
+export function matchesPrefix(covered: readonly JudgedCommand[], prefix: string): boolean {
   const want = readShellLine(prefix);
   if (!want.readable || want.commands.length !== 1) return false;
   const words = want.commands[0]?.argv ?? [];
-  return covered.length > 0 && covered.every(({ argv }) => words.every((w, i) => argv[i] === w));
+  const named = (c: JudgedCommand) => !c.known && words.length >= c.key.split(' ').length;
+  return covered.length > 0 && covered.every((c) => words.every((w, i) => c.argv[i] === w) && (c.notCatalogued === undefined || named(c)));
 }

@@ -147,13 +147,18 @@ function withCoveredSiblings(task: LiveTask, decisions: Decision[]): Answers {
   const grants = new Set(task.context.trustedTools);
   let granting: string | undefined;
   for (const { call, option } of decisions) {
-    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context.workspace) : []) {
+    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : []) {
       grants.add(g);
       granting ??= option;
     }
   }
   if (granting === undefined) return answers;
-  const scope = { settings: task.context.settings, trustedTools: grants, workspace: task.context.workspace };
+  const scope = {
+    settings: task.context.settings,
+    trustedTools: grants,
+    workspace: task.context.workspace,
+    confined: task.context.confined,
+  };
   for (const sibling of task.awaiting()) {
     if (answers.has(sibling) || !sibling.tool || !sibling.args || needsApproval(sibling.tool, sibling.args, scope)) continue;
     answers.set(sibling, { option: granting });

@@ -228,7 +228,7 @@ function firstSentence(text: string): string {
 }
 
 function toolsText(ctx: ContextState): string {
-  const scope = { settings: ctx.settings, trustedTools: ctx.trustedTools, workspace: ctx.workspace };
+  const scope = { settings: ctx.settings, trustedTools: ctx.trustedTools, workspace: ctx.workspace, confined: ctx.confined };
   const mode = ctx.settings.approvalMode ?? 'DEFAULT';
   const lines = [...ctx.tools.byName.values()].map((tool) => {
     let rule: string;

@@ -96,7 +96,7 @@ async function prepareCard(task: LiveTask, call: TurnCall, tool: AnyTool, args: 
     const proposal = tool.propose
       ? await tool.propose(args, { workspace: task.context.workspace })
       : { type: 'generic' as const, description: call.snapshot.description ?? tool.name };
-    call.snapshot.confirmation = { options: optionsFor(tool, args, task.context.workspace), proposal };
+    call.snapshot.confirmation = { options: optionsFor(tool, args, task.context), proposal };
     return true;
   } catch (err) {
     call.snapshot.error =
@@ -219,7 +219,7 @@ export function approveCall(
   if (feedback !== undefined) call.feedback = feedback;
   const entry = { toolCallId: call.snapshot.id, principal, optionId: option, shownHash: call.shownHash, ...feedbackDetail(feedback) };
   task.audit({ decision: 'authorized', ...entry });
-  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context.workspace) : []) {
+  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : []) {
     if (!task.context.trustedTools.has(grant)) task.trust(grant);
   }
 }

@@ -40,6 +40,8 @@ export interface ContextState {
   tools: ToolSet;
   /** The principal that started the conversation (undefined without authentication). */
   principal?: string;
+  /** Shell-like calls may run without a card (the sandbox is in force, or the operator allowed it unconfined): approval-policy.ts. */
+  confined?: boolean;
 }
 
 /**

@@ -17,6 +17,8 @@ import type { WireDialect } from '../wire/wire-encoder.js';
 
 export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal' | 'onWriteFailed' | 'onAbandoned'> {
   toolbox: Toolbox;
+  /** Shell-like calls may run without a card (ContextState.confined). */
+  shellConfined?: boolean;
   /** Fails a task whose writes the store refused. */
   runs: TaskRuns;
 }
@@ -121,6 +123,7 @@ export class TaskCache {
       trustedTools: new Set(ctx.trustedTools),
       settings: ctx.settings,
       tools,
+      confined: this.opts.shellConfined === true,
       ...(ctx.principal !== undefined ? { principal: ctx.principal } : {}),
     };
   }

@@ -47,10 +47,12 @@ const scope = (settings: ContextSettings = {}, grants: string[] = []): ApprovalS
   settings,
   trustedTools: new Set(grants),
   workspace: WS,
+  confined: true,
 });
 const sh = (command: string) => ({ command });
-const ids = (tool: AnyTool, args: Record<string, unknown>) => optionsFor(tool, args, WS).map((o) => o.id);
-const grants = (tool: AnyTool, args: Record<string, unknown>, option: string) => grantsFor(tool, args, option, WS);
+const ids = (tool: AnyTool, args: Record<string, unknown>) => optionsFor(tool, args, { workspace: WS, confined: true }).map((o) => o.id);
+const grants = (tool: AnyTool, args: Record<string, unknown>, option: string) =>
+  grantsFor(tool, args, option, { workspace: WS, confined: true });
 
 t.test('modes', async (t) => {
   const write = { file_path: 'a', content: 'x' };
@@ -130,7 +132,9 @@ t.test('options', async (t) => {
   t.same(ids(tool('run_shell_command'), sh('ls -l')), ['proceed_once', 'proceed_always', 'cancel']);
   t.same(ids(tool('run_shell_command'), sh('npm test')), ['proceed_once', 'cancel'], 'no "always" for a runner of scripts');
   t.match(
-    optionsFor(tool('run_shell_command'), sh('git status && ls -l'), WS).find((o) => o.id === 'proceed_always')?.description,
+    optionsFor(tool('run_shell_command'), sh('git status && ls -l'), { workspace: WS, confined: true }).find(
+      (o) => o.id === 'proceed_always',
+    )?.description,
     /"git status", "ls" commands/,
   );
   t.same(ids(tool('run_shell_command'), sh('for f in *; do rm $f; done')), ['proceed_once', 'cancel'], 'no "always" for what has no root');

@@ -36,7 +36,14 @@ t.test('defaults', async (t) => {
   t.equal(c.logLevel, 'info');
   t.same(c.model, { kind: 'scripted', model: 'gemini-2.5-flash', vertexai: false, includeThoughts: true }, 'no keys: the scripted demo');
   t.equal(c.model.scriptFile, undefined, 'the bundled demo script');
-  t.same(c.shell, { timeoutMs: 300_000, maxOutputBytes: 1_048_576, env: {}, sandboxMode: 'auto', sandboxNetwork: false });
+  t.same(c.shell, {
+    timeoutMs: 300_000,
+    maxOutputBytes: 1_048_576,
+    env: {},
+    sandboxMode: 'auto',
+    sandboxNetwork: false,
+    unconfinedAutoApprove: false,
+  });
   t.equal(c.sseHeartbeatMs, 15_000);
 });
 
@@ -74,7 +81,7 @@ t.test('explicit values', async (t) => {
   t.equal(c.publicUrl, 'https://agent.example/');
   t.same(
     { ...c.shell, env: undefined },
-    { timeoutMs: 5000, maxOutputBytes: 2048, env: undefined, sandboxMode: 'bwrap', sandboxNetwork: true },
+    { timeoutMs: 5000, maxOutputBytes: 2048, env: undefined, sandboxMode: 'bwrap', sandboxNetwork: true, unconfinedAutoApprove: false },
   );
   t.equal(c.sseHeartbeatMs, 250);
   t.equal(loadConfig({ PORT: '0' }, dir).port, 0, 'PORT=0 (any free port) is allowed');
@@ -151,6 +158,14 @@ t.test('bad values throw a ConfigError naming the variable', async (t) => {
   refuses(t, { SSE_HEARTBEAT_MS: '0' }, 'SSE_HEARTBEAT_MS', dir);
   refuses(t, { SHELL_SANDBOX: 'firejail' }, 'SHELL_SANDBOX', dir, /firejail[^]*auto, bwrap, off/);
   refuses(t, { SHELL_SANDBOX_NETWORK: 'some' }, 'SHELL_SANDBOX_NETWORK', dir);
+  refuses(t, { SHELL_UNCONFINED_AUTO_APPROVE: 'maybe' }, 'SHELL_UNCONFINED_AUTO_APPROVE', dir, /maybe/);
+  refuses(t, { SHELL_SANDBOX: 'bwrap', SHELL_UNCONFINED_AUTO_APPROVE: '1' }, 'SHELL_UNCONFINED_AUTO_APPROVE', dir, /SHELL_SANDBOX=bwrap/);
+  t.equal(loadConfig({ SHELL_SANDBOX: 'off', SHELL_UNCONFINED_AUTO_APPROVE: 'true' }, dir).shell.unconfinedAutoApprove, true);
+  t.equal(
+    loadConfig({ SHELL_UNCONFINED_AUTO_APPROVE: 'yes' }, dir).shell.unconfinedAutoApprove,
+    true,
+    'with auto: for when bwrap cannot run',
+  );
 });
 
 t.test('booleans accept the usual spellings', async (t) => {

@@ -1,0 +1,124 @@
+/**
+ * Files that make tools run code: git's hooks and configuration, npm's and yarn's, direnv's,
+ * an editor's tasks, a dev container's. Writing one is as good as running a command, so no grant,
+ * allowed_tools entry or AUTO_EDIT writes one without a person's yes, and no shell grant covers a
+ * line naming one. Judged on the disk as it is when asked (symlinks followed):
+ *
+ * 1. By name, in any folder and any case: `.git/` and the names in {@link TOOL_CONFIG}.
+ * 2. A git directory wherever it lies: git takes any folder with HEAD, objects/ and refs/ for a
+ *    repository (`git status` in `vendor/cache` then loads `vendor/cache/config`). So a folder
+ *    below the workspace with a HEAD beside objects, refs or config counts, and all in it; a `HEAD`,
+ *    `config`, `objects`, `refs`, `packed-refs` or `commondir` beside another of them counts, and so
+ *    does anything under `hooks/`, `info/`, `logs/`, `modules/` or `worktrees/` of a folder that has a
+ *    `HEAD` or `objects` + `refs`. Writing a file named `HEAD` counts anywhere (git's first sign
+ *    of a repository); reading one (`git show HEAD`) only by the rule before.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Names that make tools run code, in any folder (compared in lower case). */
+export const TOOL_CONFIG: ReadonlySet<string> = new Set([
+  ...['.git', '.githooks', '.husky', '.gitconfig', '.gitattributes', '.gitmodules', '.hg', '.lefthook.yml', 'lefthook.yml'],
+  ...['.npmrc', '.yarnrc', '.yarnrc.yml', '.yarn', '.pnpmfile.cjs', 'bunfig.toml', '.bunfig.toml', '.cargo', '.mvn'],
+  ...['.envrc', '.mise.toml', 'mise.toml', '.tool-versions', '.vscode', '.idea', '.devcontainer', '.pre-commit-config.yaml'],
+  ...['.pdbrc', '.gdbinit', '.lldbinit', '.exrc', '.nvimrc', '.vimrc'],
+]);
+
+/** Entries of a git directory that, beside one another, make a folder a repository (lower case). */
+const GIT_CORE = new Set(['head', 'config', 'objects', 'refs', 'packed-refs', 'commondir']);
+/** Folders of a git directory whose files git runs or loads. */
+const GIT_INNER = new Set(['hooks', 'info', 'logs', 'modules', 'worktrees', 'branches']);
+
+/** True when `rel` (relative to the workspace, any separator) names or lies under a tool-config name of {@link TOOL_CONFIG}. */
+export function isToolConfigPath(rel: string): boolean {
+  return rel.split(/[\\/]+/).some((part) => TOOL_CONFIG.has(part.toLowerCase()));
+}
+
+/** What one judgement already learnt of a folder's git entries (a line names many paths in few folders). */
+export type FolderCache = Map<string, ReadonlySet<string>>;
+
+/**
+ * Which of the {@link GIT_CORE} names `dir` holds (lower case): probed by name, a few stats
+ * whatever the folder's size, and once per folder per judgement. Git on Linux knows them only
+ * spelled as listed; a case-insensitive file system finds them in any case.
+ */
+function entriesOf(dir: string, cache: FolderCache): ReadonlySet<string> {
+  const known = cache.get(dir);
+  if (known !== undefined) return known;
+  const found = new Set(['HEAD', 'config', 'objects', 'refs', 'packed-refs', 'commondir'].filter((n) => fs.existsSync(path.join(dir, n))));
+  const entries = new Set([...found].map((n) => n.toLowerCase()));
+  cache.set(dir, entries);
+  return entries;
+}
+
+/** True when a folder holding `entries` is a git directory already (a HEAD with objects, refs or config beside it). */
+const isGitDirectory = (entries: ReadonlySet<string>): boolean =>
+  entries.has('head') && (entries.has('objects') || entries.has('refs') || entries.has('config'));
+
+/** True when `name`, in a folder holding `entries`, is (or would make that folder) part of a git directory. */
+function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
+  const lower = name.toLowerCase();
+  if (GIT_CORE.has(lower)) return [...GIT_CORE].some((c) => c !== lower && entries.has(c));
+  if (GIT_INNER.has(lower)) return entries.has('head') || (entries.has('objects') && entries.has('refs'));
+  return false;
+}
+
+/**
+ * True when `target` (an absolute real path inside `workspace`, existing or not) is or lies in a
+ * git directory by its contents (rule 2 of the module comment), or, when `writing`, is named HEAD.
+ */
+export function inGitDirectory(workspace: string, target: string, writing: boolean, cache: FolderCache = new Map()): boolean {
+  const rel = path.relative(workspace, target);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
+  const parts = rel.split(path.sep);
+  if (writing && parts.at(-1)?.toLowerCase() === 'head') return true;
+  let dir = workspace;
+  for (const part of parts) {
+    const entries = entriesOf(dir, cache);
+    if (gitEntry(part, entries) || (dir !== workspace && isGitDirectory(entries))) return true;
+    dir = path.join(dir, part);
+  }
+  return isGitDirectory(entriesOf(dir, cache));
+}
+
+/** Real paths already resolved in one judgement (undefined: the path does not exist). */
+export type RealpathCache = Map<string, string | undefined>;
+
+function realpathOrUndefined(p: string, cache: RealpathCache | undefined): string | undefined {
+  if (cache?.has(p) === true) return cache.get(p);
+  let real: string | undefined;
+  try {
+    real = fs.realpathSync(p);
+  } catch {
+    real = undefined;
+  }
+  cache?.set(p, real);
+  return real;
+}
+
+/** The real path `p` would reach: its nearest existing ancestor resolved (symlinks followed), the rest appended. */
+export function realTarget(p: string, cache?: RealpathCache): string {
+  let dir = p;
+  const rest: string[] = [];
+  for (;;) {
+    const real = realpathOrUndefined(dir, cache);
+    if (real !== undefined) return path.join(real, ...rest);
+    const parent = path.dirname(dir);
+    if (parent === dir) return p;
+    rest.unshift(path.basename(dir));
+    dir = parent;
+  }
+}
+
+/** True when the real path `target` is a tool-configuration file by name or by what lies beside it (`writing`: a HEAD anywhere too). */
+export function isToolConfigTarget(workspace: string, target: string, writing: boolean, cache?: FolderCache): boolean {
+  return isToolConfigPath(path.relative(workspace, target)) || inGitDirectory(workspace, target, writing, cache);
+}
+
+/**
+ * True when `given` (as a tool was given it, relative to the workspace or absolute) really lands
+ * in a tool-config file or folder: symlinks followed, so `link/config` with `link -> .git` counts.
+ */
+export function writesToolConfig(workspace: string, given: string): boolean {
+  return isToolConfigTarget(workspace, realTarget(path.resolve(workspace, given)), true);
+}
