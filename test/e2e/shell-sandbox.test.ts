@@ -136,7 +136,10 @@ for (const mode of ['off', 'bwrap']) {
   t.test(`${mode}: a planted bare repository's fsmonitor does not run on git status`, { skip: mode === 'bwrap' && skip }, async (t) => {
     const ws = tempDir('devtool-plant-');
     const marker = path.join(ws, 'pwned-marker');
-    const srv = await startServer(t, { script: plantScript(ws, marker), env: { WORKSPACE_DIR: ws, SHELL_SANDBOX: mode } });
+    const srv = await startServer(t, {
+      script: plantScript(ws, marker),
+      env: { WORKSPACE_DIR: ws, SHELL_SANDBOX: mode, ...(mode === 'off' ? { SHELL_UNCONFINED_AUTO_APPROVE: 'true' } : {}) },
+    });
     const res = await rpc(srv.url, 'message/stream', { message: userMessage('plant', { metadata: { [URI]: { approval_mode: 'YOLO' } } }) });
     t.ok(existsSync(path.join(ws, 'vendor/cache/config')), 'the repository was planted');
     t.match(res.raw, /after-status/, 'both commands ran');
