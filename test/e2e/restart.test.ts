@@ -10,7 +10,7 @@
  *   that call alone.
  */
 import t from 'tap';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
@@ -220,6 +220,9 @@ async function confirmAfterRestart(t: Test, { current, workspace }: Run, { task,
 async function confirmLegacyAfterRestart(t: Test, { current, workspace }: Run, legacy: { taskId: string; callId: string }): Promise<void> {
   const again = results((await rpc(current.url, 'tasks/resubscribe', { id: legacy.taskId })).events);
   t.equal(legacyCard(again, 'awaiting_approval')?.request?.callId, legacy.callId, 'the same legacy card on the new process');
+  // Its card showed hello.txt created; the RFC task's answer has written it since, and an approved
+  // edit is written only over what its card showed (else it asks again): put the disk back first.
+  rmSync(path.join(workspace, 'hello.txt'), { force: true });
   const answer = legacyMessage(undefined, {
     taskId: legacy.taskId,
     parts: [{ kind: 'data', data: { callId: legacy.callId, outcome: 'proceed_once' } }],

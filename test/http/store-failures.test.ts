@@ -14,7 +14,7 @@ import { stateName } from '../../src/protocol/a2a.js';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { faultyStore } from '../support/faulty-store.js';
 import type { FaultyStore } from '../support/faulty-store.js';
-import { buildServer, confirmMessage, dataOf, textOf, userMessage } from '../support/server.js';
+import { buildServer, confirmMessage, dataOf, tempDir, textOf, URI, userMessage } from '../support/server.js';
 import { rpc } from '../support/sse.js';
 import type { PostResult } from '../support/sse.js';
 import type { FastifyInstance } from 'fastify';
@@ -53,8 +53,10 @@ function lastEvent(res: PostResult): any {
 }
 
 /** One confirm flow; a refused confirmation is sent once more (the task must still be waiting). */
-async function confirmFlow(app: FastifyInstance, inner: MemoryTaskStore): Promise<Outcome> {
-  const first = await within(10_000, 'the first stream', rpc(app, 'message/stream', { message: userMessage('write a file') }));
+async function confirmFlow(app: FastifyInstance, inner: MemoryTaskStore, workspace?: string): Promise<Outcome> {
+  const metadata = workspace === undefined ? {} : { metadata: { [URI]: { workspace_path: workspace } } };
+  const message = userMessage('write a file', metadata);
+  const first = await within(10_000, 'the first stream', rpc(app, 'message/stream', { message }));
   if (first.json?.error) return { kind: 'refused', at: 'start', code: first.json.error.code, message: first.json.error.message };
   const taskEvent = first.events?.[0]?.data?.result;
   const taskId: string = taskEvent?.id ?? taskEvent?.taskId;
@@ -134,7 +136,9 @@ t.test('a store call that fails at any point of the flow fails at most that task
         t.equal(outcome.code, -32603, 'a request that hit the blip gets an internal error');
         t.notMatch(outcome.message, /test blip/, 'the JSON-RPC message does not carry the database error');
       } else t.pass('the blip was absorbed (a read retried, or work that does not decide the outcome)');
-      const next = await confirmFlow(app, inner);
+      // In a workspace of its own: the failed task's approved write may still land after its task
+      // failed (its run had started), and an approved edit asks again when its file changed.
+      const next = await confirmFlow(app, inner, tempDir());
       t.same(next, { kind: 'completed' }, 'the next task on the same server works');
     });
   }

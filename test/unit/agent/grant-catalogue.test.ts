@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { autoApproval, grantsFor, needsApproval, optionsFor, shellGrant } from '../../../src/agent/policy/approval-policy.js';
 import type { ApprovalScope } from '../../../src/agent/policy/approval-policy.js';
@@ -15,8 +16,25 @@ import type { ContextSettings } from '../../../src/agent/task-store.js';
 import { createDefaultTools } from '../../../src/tools/index.js';
 import type { AnyTool } from '../../../src/tools/tool.js';
 
-const WS = fs.realpathSync(
-  t.testdir({
+/**
+ * The workspace: a directory of this file's own (not `t.testdir` at the top level: in the unit
+ * suite every file shares one process and one top-level fixture directory, and the last one
+ * written replaces the others').
+ */
+function makeWorkspace(layout: Record<string, unknown>, at: string): void {
+  for (const [name, value] of Object.entries(layout)) {
+    const p = path.join(at, name);
+    if (typeof value === 'string') fs.writeFileSync(p, value);
+    else {
+      fs.mkdirSync(p);
+      makeWorkspace(value as Record<string, unknown>, p);
+    }
+  }
+}
+const WS = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'grant-catalogue-')));
+t.teardown(() => fs.rmSync(WS, { recursive: true, force: true }));
+makeWorkspace(
+  {
     'notes.txt': 'b\na\n',
     'data.txt': '1\n',
     'fix.patch': '',
@@ -26,7 +44,8 @@ const WS = fs.realpathSync(
     // objects/ and refs/, no HEAD yet
     half: { objects: {}, refs: {} },
     '.git': { config: '' },
-  }),
+  },
+  WS,
 );
 const tools = new Map(createDefaultTools().map((tool) => [tool.name, tool]));
 const tool = (name: string) => tools.get(name) as AnyTool;
