@@ -50,6 +50,7 @@ import { createHostGuard } from './transport/http/host-guard.js';
 import { jsonRpcRoutes } from './transport/http/jsonrpc-route.js';
 import { parseJsonBodies } from './transport/http/json-body.js';
 import type { Authenticate } from './transport/http/jsonrpc-route.js';
+import { healthRoutes } from './transport/http/health-routes.js';
 import { legacyRoutes } from './transport/http/legacy-routes.js';
 import { consoleRoutes } from './transport/http/console-route.js';
 import { REST_PREFIX, restRoutes } from './transport/http/rest-routes.js';
@@ -458,11 +459,17 @@ async function registerTransport(
   security: Security,
   push: Push,
   card: () => AgentCard,
+  store: Pick<TaskStore, 'ping'>,
 ): Promise<void> {
   if (isLoopback(config.host)) {
     const extra = config.publicUrl ? [new URL(config.publicUrl).hostname] : [];
     app.addHook('onRequest', createHostGuard({ allowedHosts: extra }));
   }
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  await app.register(healthRoutes, { pingStore: () => store.ping(), draining: () => draining });
   const { authenticator } = security;
   const v03 = authenticator?.securitySchemesV03();
   await app.register(agentCardRoutes, {
@@ -532,6 +539,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     await push.dispatcher.stop();
     await hub.stop();
   });
-  await registerTransport(app, config, agent, security, push, card);
+  await registerTransport(app, config, agent, security, push, card, store);
   return app;
 }

@@ -319,5 +319,8 @@ export interface TaskStore {
   audit(entry: AuditEntry): Promise<void>;
   listAudit(q: { taskId?: string; contextId?: string }): Promise<AuditRecord[]>;
 
+  /** One round trip to the database (readiness): resolves when it answers, rejects when it cannot be reached or is closed. */
+  ping(): Promise<void>;
+
   close(): Promise<void>;
 }

@@ -746,6 +746,10 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   }
 
   /** Stops this store's notifications; the data stays for the other stores. Idempotent. */
+  async ping(): Promise<void> {
+    this.use('ping');
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.listeners.clear();

@@ -354,6 +354,10 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /** Stops listening and closes the database. Idempotent. */
+  async ping(): Promise<void> {
+    await this.db.execute(sql`select 1`);
+  }
+
   close(): Promise<void> {
     this.closed ??= (async () => {
       this.listeners.clear();
