@@ -138,4 +138,29 @@ if (url === undefined || url === '') {
     );
     t.equal(new Set(ids.map(([a]) => a)).size, ids.length, 'no two transactions shared one');
   });
+
+  // postgres.js 3.4.9 throws an uncaught TypeError from a setImmediate when a connection's socket
+  // closed under a pending write (porsager/postgres#1154, #1208): the process died whenever
+  // PostgreSQL restarted under load. The vendored driver (vendor/postgres-3.4.9-devtool.1.tgz)
+  // settles those writes with CONNECTION_CLOSED. Unpatched, this test ends the test process.
+  // Backends are picked by an application_name of this test's own: other test files share the database.
+  const own = (name: string) => `${url}${url.includes('?') ? '&' : '?'}application_name=${name}`;
+  const terminate = (name: string) =>
+    admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${name} and pid <> pg_backend_pid()`;
+
+  t.test('a reserved connection whose backend died: its next statements reject, the process lives', async (t) => {
+    const name = `lost_${randomBytes(4).toString('hex')}`;
+    const client = postgres(own(name), { max: 2, onnotice: () => {} });
+    t.teardown(() => client.end({ timeout: 1 }));
+    const reserved = await client.reserve();
+    await reserved`select 1`;
+    t.ok((await terminate(name)).length >= 1, 'its backend was terminated');
+    await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 3; i++) await t.rejects(reserved`select 1`, { code: 'CONNECTION_CLOSED' }, `statement ${i + 1} rejects`);
+    reserved.release();
+    // The released connection rejects once more (its socket is gone), then the pool reconnects.
+    let rows: unknown;
+    for (let i = 0; i < 5 && rows === undefined; i++) rows = await client`select 1 as one`.catch(() => undefined);
+    t.same(rows, [{ one: 1 }], 'the pool works again');
+  });
 }
