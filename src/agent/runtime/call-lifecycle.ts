@@ -13,7 +13,8 @@
  * A move the table does not allow is a bug and throws; a result that arrives after the call
  * was closed (cancelled while it ran) is dropped.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { ToolFailure } from '../../tools/tool.js';
 import type { AnyTool, ToolProposal, ToolResult } from '../../tools/tool.js';
 import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
@@ -218,7 +219,19 @@ export function approveCall(
   // An answer naming the call approves its card; one covered by another call's "always" is judged again when it runs.
   if (how.covered !== true && call.shownHash !== undefined) call.approvedCard = call.shownHash;
   if (feedback !== undefined) call.feedback = feedback;
-  const entry = { toolCallId: call.snapshot.id, principal, optionId: option, shownHash: call.shownHash, ...feedbackDetail(feedback) };
+  // A person's own edit (modify_with_editor) runs instead of what the card showed: the record names it too.
+  const edited =
+    option === ConfirmationOptionId.modifyWithEditor && call.args !== undefined
+      ? { editedInputHash: createHash('sha256').update(JSON.stringify(call.args)).digest('hex') }
+      : undefined;
+  const detail = { ...feedbackDetail(feedback).detail, ...edited };
+  const entry = {
+    toolCallId: call.snapshot.id,
+    principal,
+    optionId: option,
+    shownHash: call.shownHash,
+    ...(Object.keys(detail).length > 0 ? { detail } : {}),
+  };
   task.audit({ decision: 'authorized', ...entry });
   for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : []) {
     if (!task.context.trustedTools.has(grant)) task.trust(grant);
