@@ -69,6 +69,15 @@ export interface ToolContext {
    * `stale_proposal` and writes nothing. Absent: the change is computed on the file as it is.
    */
   expectedBase?: string;
+  /**
+   * For edit tools: called with the real path of the file as opened for writing (not followed
+   * by name again: the descriptor's own path), right before anything is written. A reason
+   * refuses the write. The caller judged the call on a path resolved earlier; a folder on the
+   * way may have been swapped for a symlink since (by a command of another conversation on the
+   * same workspace), so what the policy judged or the card showed is checked where the write
+   * really lands.
+   */
+  refuseWrite?: (realPath: string) => string | undefined;
 }
 
 /** What the user sees as the tool's result. */

@@ -47,8 +47,21 @@ const GIT_DIFF_FORMAT = {
     ...['--histogram', '-w', '-b', '--ignore-all-space', '--ignore-space-change', '--ignore-blank-lines', '-R', '-a', '--text'],
     ...['--cached', '--staged', '--exit-code', '--quiet', '-z', '--no-prefix', '-W', '--function-context', '--word-diff'],
   ],
-  valued: ['-U', '--unified', '--diff-filter', '--stat-width', '--word-diff-regex', '--src-prefix', '--dst-prefix'],
-  optionalValue: ['--stat', '--dirstat', '-M', '-C', '--find-renames', '--find-copies', '--abbrev', ...COLOR, '--word-diff'],
+  valued: ['--diff-filter', '--stat-width', '--word-diff-regex', '--src-prefix', '--dst-prefix'],
+  // git reads `-U` and `--unified` values only glued (`-U5`, `--unified=5`): `-U --output=P` is two options.
+  optionalValue: [
+    '-U',
+    '--unified',
+    '--stat',
+    '--dirstat',
+    '-M',
+    '-C',
+    '--find-renames',
+    '--find-copies',
+    '--abbrev',
+    ...COLOR,
+    '--word-diff',
+  ],
 } as const;
 
 const GIT_LOG = {
@@ -204,8 +217,10 @@ export const GRANT_CATALOGUE: Readonly<Record<string, CommandSpec>> = {
       ...['--cached', '--untracked', '--no-index', '--line-number', '--ignore-case', '--invert-match', '--word-regexp'],
       ...['--files-with-matches', '--files-without-match', '--count', '--full-name', '--heading', '--break', '--no-textconv'],
       ...['--extended-regexp', '--fixed-strings', '--basic-regexp', '--perl-regexp', '--only-matching', '--quiet', '--all-match'],
+      // operators between patterns, not options with a value: the word after one is read as an option
+      ...['--and', '--or', '--not'],
     ],
-    valued: ['-e', '-f', '-m', '-A', '-B', '-C', '--max-depth', '--max-count', '--and', '--or', '--not'],
+    valued: ['-e', '-f', '-m', '-A', '-B', '-C', '--max-depth', '--max-count'],
     optionalValue: COLOR,
     numeric: true,
   },

@@ -15,14 +15,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { TOOL_CONFIG_INSIDE, TOOL_CONFIG_NAMES } from '../../tools/shell/tool-config.js';
 
-/** Names that make tools run code, in any folder (compared in lower case). */
-export const TOOL_CONFIG: ReadonlySet<string> = new Set([
-  ...['.git', '.githooks', '.husky', '.gitconfig', '.gitattributes', '.gitmodules', '.hg', '.lefthook.yml', 'lefthook.yml'],
-  ...['.npmrc', '.yarnrc', '.yarnrc.yml', '.yarn', '.pnpmfile.cjs', 'bunfig.toml', '.bunfig.toml', '.cargo', '.mvn'],
-  ...['.envrc', '.mise.toml', 'mise.toml', '.tool-versions', '.vscode', '.idea', '.devcontainer', '.pre-commit-config.yaml'],
-  ...['.pdbrc', '.gdbinit', '.lldbinit', '.exrc', '.nvimrc', '.vimrc'],
-]);
+/**
+ * Names that make tools run code, in any folder (compared in lower case): every name the sandbox
+ * keeps read-only (tools/shell/tool-config.ts, one list, so nothing the policy asks about is
+ * writable by a sandboxed command), `.git`, and the folders whose loaded entries the sandbox
+ * protects one by one (`.yarn`, `.hg`): writing anything in them asks.
+ */
+export const TOOL_CONFIG: ReadonlySet<string> = new Set(
+  ['.git', ...TOOL_CONFIG_NAMES, ...TOOL_CONFIG_INSIDE.keys()].map((n) => n.toLowerCase()),
+);
 
 /** Entries of a git directory that, beside one another, make a folder a repository (lower case). */
 const GIT_CORE = new Set(['head', 'config', 'objects', 'refs', 'packed-refs', 'commondir']);

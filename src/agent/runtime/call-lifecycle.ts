@@ -13,10 +13,12 @@
  * A move the table does not allow is a bug and throws; a result that arrives after the call
  * was closed (cancelled while it ran) is dropped.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { ToolFailure } from '../../tools/tool.js';
 import type { AnyTool, ToolProposal, ToolResult } from '../../tools/tool.js';
 import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
+import { isToolConfigTarget } from '../policy/tool-config.js';
 import { hashShown } from './live-task.js';
 import { LiveOutputFeed } from './live-output.js';
 import type { CallPhase, LiveTask, TurnCall } from './live-task.js';
@@ -217,7 +219,19 @@ export function approveCall(
   // An answer naming the call approves its card; one covered by another call's "always" is judged again when it runs.
   if (how.covered !== true && call.shownHash !== undefined) call.approvedCard = call.shownHash;
   if (feedback !== undefined) call.feedback = feedback;
-  const entry = { toolCallId: call.snapshot.id, principal, optionId: option, shownHash: call.shownHash, ...feedbackDetail(feedback) };
+  // A person's own edit (modify_with_editor) runs instead of what the card showed: the record names it too.
+  const edited =
+    option === ConfirmationOptionId.modifyWithEditor && call.args !== undefined
+      ? { editedInputHash: createHash('sha256').update(JSON.stringify(call.args)).digest('hex') }
+      : undefined;
+  const detail = { ...feedbackDetail(feedback).detail, ...edited };
+  const entry = {
+    toolCallId: call.snapshot.id,
+    principal,
+    optionId: option,
+    shownHash: call.shownHash,
+    ...(Object.keys(detail).length > 0 ? { detail } : {}),
+  };
   task.audit({ decision: 'authorized', ...entry });
   for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : []) {
     if (!task.context.trustedTools.has(grant)) task.trust(grant);
@@ -293,6 +307,7 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
       workspace: task.context.workspace,
       signal: task.abort.signal,
       ...(expectedBase !== undefined ? { expectedBase } : {}),
+      refuseWrite: writeGuard(task, shown?.type === 'edit' ? shown.change.filePath : undefined),
       onLiveOutput: (text) => feed.push(text),
       // Stored before the command can do much: after a crash, the recovery kills this group.
       onProcessGroup: (group) => {
@@ -307,6 +322,25 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     feed.close();
   }
   finishCall(task, call, result);
+}
+
+/**
+ * Where an edit may land, judged on the path it really opened (ToolContext.refuseWrite): the
+ * judgement before it ran resolved the path earlier, and a folder on the way may have become a
+ * symlink since (a command of another conversation on the same workspace can swap it). An edit a
+ * person approved lands only on the file its card showed (`shownPath`); one that ran without a
+ * card for it never on a file that makes tools run code, unless the mode is YOLO.
+ */
+function writeGuard(task: LiveTask, shownPath: string | undefined): (realPath: string) => string | undefined {
+  const { workspace } = task.context;
+  return (realPath) => {
+    if (shownPath !== undefined)
+      return realPath === shownPath ? undefined : `it would land on ${realPath}, not on ${shownPath} as its card showed`;
+    if (task.context.settings.approvalMode === 'YOLO') return undefined;
+    return isToolConfigTarget(workspace, realPath, true)
+      ? `${realPath} makes tools run code, and no person approved writing it`
+      : undefined;
+  };
 }
 
 function finishCall(task: LiveTask, call: TurnCall, result: ToolResult): void {

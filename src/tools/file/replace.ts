@@ -134,7 +134,11 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
     const { change, rel, count } = planned;
     if (base !== undefined && change.baseHash !== base) return { isError: true, error: staleProposal(args.file_path) };
     try {
-      await writeCreatingParents(change.filePath, change.newContent);
+      await writeCreatingParents(change.filePath, change.newContent, {
+        workspace: ctx.workspace,
+        protectedPaths: this.protectedPaths,
+        refuse: ctx.refuseWrite,
+      });
     } catch (err) {
       return { isError: true, error: { type: 'write_error', message: `Cannot write ${where}: ${errorReason(err)}` } };
     }

@@ -11,7 +11,9 @@ import {
   errorCode,
   errorReason,
   ProtectedPaths,
+  isWithin,
   readRegularFile,
+  realWorkspace,
   resolveInWorkspace,
   workspaceRelative,
   type WorkspaceToolOptions,
@@ -98,7 +100,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     if (ctx.expectedBase !== undefined && change.baseHash !== ctx.expectedBase)
       return { isError: true, error: staleProposal(args.file_path) };
     try {
-      await writeCreatingParents(change.filePath, change.newContent);
+      await writeCreatingParents(change.filePath, change.newContent, this.guard(ctx));
     } catch (err) {
       return { isError: true, error: { type: 'write_error', message: `Cannot write ${where}: ${errorReason(err)}` } };
     }
@@ -108,6 +110,10 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
       llmContent: `Wrote ${lines} line${lines === 1 ? '' : 's'} to ${rel} (${how})`,
       display: { type: 'diff', change },
     };
+  }
+
+  private guard(ctx: ToolContext): WriteGuard {
+    return { workspace: ctx.workspace, protectedPaths: this.protectedPaths, refuse: ctx.refuseWrite };
   }
 
   /** Resolves the target and reads what is there now, producing the change to make. */
@@ -144,25 +150,77 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
   }
 }
 
+/**
+ * Where a write may land, checked on the opened descriptor's own path (a folder on the way may
+ * have become a symlink since the path was resolved): inside the workspace, none of the server's
+ * files, and whatever the caller's `refuse` says (ToolContext.refuseWrite).
+ */
+export interface WriteGuard {
+  workspace: string;
+  protectedPaths: ProtectedPaths;
+  refuse?: ((realPath: string) => string | undefined) | undefined;
+}
+
 /** Writes the file; only when its directory is missing, creates it and writes again (replace uses it too). */
-export async function writeCreatingParents(filePath: string, content: string): Promise<void> {
+export async function writeCreatingParents(filePath: string, content: string, guard?: WriteGuard): Promise<void> {
   try {
-    await writeRegular(filePath, content);
+    await writeRegular(filePath, content, guard);
   } catch (err) {
     if (errorCode(err) !== 'ENOENT') throw err;
     await fs.mkdir(path.dirname(filePath), { recursive: true });
-    await writeRegular(filePath, content);
+    await writeRegular(filePath, content, guard);
   }
 }
 
 /** Flags for writing an edit: never follow a final link, never block on a FIFO (ENXIO without a reader), no terminal. */
-const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
+const WRITE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
 
-/** Writes `content` to `filePath` only if it is (or becomes) a regular file: checked on the opened descriptor, truncated only then. */
-async function writeRegular(filePath: string, content: string): Promise<void> {
-  const handle = await fs.open(filePath, WRITE_FLAGS, 0o666);
+/** The real path of an open descriptor (Linux: /proc/self/fd); elsewhere the path resolved again. */
+async function openedPath(fd: number, filePath: string): Promise<string> {
+  try {
+    return await fs.readlink(`/proc/self/fd/${fd}`);
+  } catch {
+    return fs.realpath(filePath);
+  }
+}
+
+/** Why `guard` refuses a write landing at `real`, or undefined. */
+function refusal(real: string, guard: WriteGuard): string | undefined {
+  if (!isWithin(realWorkspacePath(guard.workspace), real)) return `it would land outside the workspace (${real})`;
+  if (guard.protectedPaths.covers(real)) return "it would land on one of the server's own files";
+  return guard.refuse?.(real);
+}
+
+const realWorkspacePath = (workspace: string): string => {
+  const ws = realWorkspace(workspace);
+  return ws.ok ? ws.path : workspace;
+};
+
+/**
+ * Writes `content` to `filePath` only if it is (or becomes) a regular file: checked on the opened
+ * descriptor, with the guard applied to where it really is, and truncated only then. A file this
+ * call created for a refused write is removed again.
+ */
+async function writeRegular(filePath: string, content: string, guard?: WriteGuard): Promise<void> {
+  let handle: fs.FileHandle;
+  let created = false;
+  try {
+    handle = await fs.open(filePath, WRITE_FLAGS);
+  } catch (err) {
+    if (errorCode(err) !== 'ENOENT') throw err;
+    handle = await fs.open(filePath, WRITE_FLAGS | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o666);
+    created = true;
+  }
   try {
     if (!(await handle.stat()).isFile()) throw new Error('it is not a regular file');
+    if (guard !== undefined) {
+      const real = await openedPath(handle.fd, filePath);
+      const why = refusal(real, guard);
+      if (why !== undefined) {
+        if (created) await fs.unlink(real).catch(() => undefined);
+        throw new Error(`refused: ${why}`);
+      }
+    }
     await handle.truncate(0);
     await handle.writeFile(content, 'utf8');
   } finally {

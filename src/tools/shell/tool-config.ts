@@ -37,6 +37,49 @@ export const TOOL_CONFIG_NAMES: ReadonlySet<string> = new Set([
   '.devcontainer',
   '.githooks',
   '.cargo',
+  // hook managers, runtimes, build wrappers and debuggers that run what their file names
+  '.lefthook.yml',
+  'lefthook.yml',
+  '.lefthook.yaml',
+  'lefthook.yaml',
+  '.lefthook-local.yml',
+  'lefthook-local.yml',
+  '.lefthook-local.yaml',
+  'lefthook-local.yaml',
+  'bunfig.toml',
+  '.bunfig.toml',
+  '.mvn',
+  '.tool-versions',
+  '.devcontainer.json',
+  '.pdbrc',
+  '.gdbinit',
+  '.lldbinit',
+  '.exrc',
+  '.nvimrc',
+  '.nvim.lua',
+  '.vimrc',
+]);
+
+/**
+ * Folders a tool works in (so not read-only as a whole) holding entries it loads and runs: yarn's
+ * `.yarn/releases` (the program `yarnPath` names) and `.yarn/plugins`, Mercurial's `.hg/hgrc`
+ * (hooks, extensions). Existing ones are read-only; an absent `.hg/hgrc` gets a placeholder.
+ */
+/** A loaded entry of a {@link TOOL_CONFIG_INSIDE} folder: its kind, and whether an absent one gets a placeholder. */
+export interface InsideEntry {
+  kind: 'file' | 'dir';
+  placeholder: boolean;
+}
+
+export const TOOL_CONFIG_INSIDE: ReadonlyMap<string, ReadonlyMap<string, InsideEntry>> = new Map<string, ReadonlyMap<string, InsideEntry>>([
+  [
+    '.yarn',
+    new Map([
+      ['releases', { kind: 'dir', placeholder: false }],
+      ['plugins', { kind: 'dir', placeholder: false }],
+    ]),
+  ],
+  ['.hg', new Map([['hgrc', { kind: 'file', placeholder: true }]])],
 ]);
 
 /**
@@ -153,6 +196,19 @@ async function scanDotGit(p: string, e: Dirent, depth: number, budget: Budget, s
   else scan.existing.push({ path: p, kind: e.isDirectory() ? 'dir' : 'file' });
 }
 
+/** The loaded entries of a folder of {@link TOOL_CONFIG_INSIDE}: existing ones (not links) read-only, absent ones a placeholder where marked. */
+async function scanInside(dir: string, inner: ReadonlyMap<string, InsideEntry>, scan: ToolConfigScan): Promise<void> {
+  for (const [name, { kind, placeholder }] of inner) {
+    const p = path.join(dir, name);
+    const st = await fsp.lstat(p).catch(() => undefined);
+    if (st === undefined) {
+      if (placeholder) scan.absent.push({ path: p, kind });
+    } else if (st.isDirectory() || st.isFile()) {
+      scan.existing.push({ path: p, kind: st.isDirectory() ? 'dir' : 'file' });
+    }
+  }
+}
+
 /** One directory of the walk: its tool-config entries; the subdirectories to walk next. */
 async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolConfigScan): Promise<string[]> {
   const entries = await entriesOf(dir, budget);
@@ -170,6 +226,8 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
       await scanDotGit(p, e, depth, budget, scan);
     } else if (TOOL_CONFIG_NAMES.has(e.name)) {
       scan.existing.push({ path: p, kind: e.isDirectory() ? 'dir' : 'file' });
+    } else if (e.isDirectory() && TOOL_CONFIG_INSIDE.has(e.name)) {
+      await scanInside(p, TOOL_CONFIG_INSIDE.get(e.name) ?? new Map(), scan);
     } else if (e.isDirectory() && !SKIPPED_DIRS.has(e.name) && depth < WALK_LIMITS.maxDepth) {
       next.push(p);
     }

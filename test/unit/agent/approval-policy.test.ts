@@ -301,6 +301,13 @@ t.test('AUTO_EDIT still asks before writing files that make tools run code', asy
     '.envrc',
     '.devcontainer/devcontainer.json',
     'git-link/config', // a symlink to .git: where the write really lands counts
+    // the sandbox's list and the policy's are one (attack review): overrides and siblings of listed names
+    'lefthook-local.yml',
+    'sub/.lefthook-local.yaml',
+    '.devcontainer.json',
+    '.nvim.lua',
+    '.yarn/releases/yarn-4.1.0.cjs',
+    '.hg/hgrc',
   ]) {
     t.ok(needsApproval(tool('write_file'), write(p), auto), `write_file ${p}`);
     t.ok(needsApproval(tool('replace'), { file_path: p, old_string: 'a', new_string: 'b' }, auto), `replace ${p}`);

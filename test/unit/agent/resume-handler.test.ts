@@ -4,6 +4,7 @@
  * a won claim changes the task (approve, decline, run, edits, "always" grants).
  */
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import type { Message } from '@a2a-js/sdk';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { applyResume, carriesConfirmation, namedCallIds, planResume } from '../../../src/agent/requests/resume-handler.js';
@@ -335,6 +336,16 @@ t.test("modify_with_editor: the edited content becomes the call's only once the 
   t.same(core.toolRuns, [['edit', { path: 'a', content: 'EDITED' }]], 'the edit ran');
   t.equal(call.snapshot.input.content, 'EDITED', 'the card shows what ran');
   t.equal((await core.store.loadCall(call.snapshot.id))?.args?.content, 'EDITED');
+  // The record ties the answer to the card shown and to the content the person wrote instead.
+  const authorized = (await auditOf(core.store, task.id)).find((a) => a.decision === 'authorized');
+  t.equal(authorized?.optionId, 'modify_with_editor');
+  t.equal(
+    (authorized?.detail as { editedInputHash?: string } | undefined)?.editedInputHash,
+    createHash('sha256')
+      .update(JSON.stringify({ path: 'a', content: 'EDITED' }))
+      .digest('hex'),
+    'the audit names what ran',
+  );
 });
 
 t.test('a re-prompt on a stale copy must not reopen a call another process claimed', async (t: Test) => {
