@@ -63,6 +63,14 @@ const GIT_DIR_CONFIG = ['config', 'config.worktree', 'hooks', 'info', 'commondir
 /** Absent from a git directory, covered by an empty directory (git creates both with `git init`). */
 const GIT_DIR_ABSENT_DIRS = ['hooks', 'info'] as const;
 
+/**
+ * The content of a `commondir` placeholder: git reads `commondir` in any git directory and then
+ * takes its configuration and hooks from the directory it names, so one created by a command
+ * (`../evil`) would point the host's next git at a planted config. An empty placeholder would
+ * break git (it fails to read an empty commondir); `.` names the git directory itself.
+ */
+export const COMMONDIR_PLACEHOLDER = '.\n';
+
 /** Directories the walk does not enter: generated, large, and not where tools look for project configuration. */
 const SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.venv', 'venv', '__pycache__', '.tox', '.cache', '.next', 'target']);
 
@@ -72,7 +80,8 @@ export const WALK_LIMITS = Object.freeze({ maxDirs: 2000, maxEntries: 30_000, ma
 /** A path to bind read-only, and what it is (an absent one is covered by an empty file or directory). */
 export interface ConfigPath {
   path: string;
-  kind: 'file' | 'dir';
+  /** `commondir`: an absent git `commondir`, covered by a read-only file holding {@link COMMONDIR_PLACEHOLDER}. */
+  kind: 'file' | 'dir' | 'commondir';
 }
 
 /** What the walk found: existing entries (bound over themselves) and absent ones (covered by a placeholder). */
@@ -116,17 +125,43 @@ function looksLikeGitDir(entries: readonly Dirent[]): boolean {
   return has('HEAD', false) && has('objects', true) && has('refs', true);
 }
 
-/** A git directory's configuration entries, its absent hooks/ and info/, and its submodules' git directories. */
+/** The kind of `p` without following a link: undefined when it is absent, a link, or neither file nor directory. */
+async function kindOf(p: string): Promise<'file' | 'dir' | 'other' | undefined> {
+  const st = await fsp.lstat(p).catch(() => undefined);
+  if (st === undefined) return undefined;
+  return st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+}
+
+/**
+ * A git directory's configuration entries, its absent hooks/, info/ and commondir, its linked
+ * worktrees' git directories and its submodules' git directories. Each name is looked up by
+ * lstat, not in the listing, which the walk's entry budget may have cut short.
+ */
 async function scanGitDir(dir: string, entries: readonly Dirent[], budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
-  for (const name of GIT_DIR_CONFIG) {
-    const e = entries.find((x) => x.name === name);
-    if (e !== undefined && !e.isSymbolicLink()) scan.existing.push({ path: path.join(dir, name), kind: e.isDirectory() ? 'dir' : 'file' });
-  }
-  for (const name of GIT_DIR_ABSENT_DIRS) {
-    if (!entries.some((x) => x.name === name)) scan.absent.push({ path: path.join(dir, name), kind: 'dir' });
+  await scanGitDirFiles(dir, scan, true);
+  const worktrees = path.join(dir, 'worktrees');
+  if ((await kindOf(worktrees)) === 'dir') {
+    // A linked worktree's git directory (`git worktree add`): its commondir and config.worktree
+    // are what git run in that worktree (maybe outside the workspace) loads.
+    for (const e of (await entriesOf(worktrees, budget)) ?? []) {
+      if (e.isDirectory()) await scanGitDirFiles(path.join(worktrees, e.name), scan, false);
+    }
   }
   const modules = entries.find((x) => x.name === 'modules' && x.isDirectory());
   if (modules !== undefined && depth < WALK_LIMITS.maxDepth) await scanModules(path.join(dir, 'modules'), budget, scan, depth + 1);
+}
+
+/** The configuration entries of one git directory; with `absent`, placeholders for the missing hooks/, info/ and commondir. */
+async function scanGitDirFiles(dir: string, scan: ToolConfigScan, absent: boolean): Promise<void> {
+  for (const name of GIT_DIR_CONFIG) {
+    const p = path.join(dir, name);
+    const kind = await kindOf(p);
+    if (kind === 'file' || kind === 'dir') scan.existing.push({ path: p, kind });
+    else if (absent && kind === undefined) {
+      if ((GIT_DIR_ABSENT_DIRS as readonly string[]).includes(name)) scan.absent.push({ path: p, kind: 'dir' });
+      else if (name === 'commondir') scan.absent.push({ path: p, kind: 'commondir' });
+    }
+  }
 }
 
 /** `.git/modules`: each submodule's git directory (nested by the submodule's path). */
@@ -255,13 +290,45 @@ export class PlaceholderRegistry {
   }
 }
 
-/** Removes `p` when it is still an empty regular file or an empty directory (never follows a link). */
+/**
+ * Removes the placeholder `p` when it is still an empty regular file, an empty directory or a
+ * `commondir` placeholder as created, and only when no component of its directory is a link (a
+ * command may have swapped one for a link elsewhere): nothing outside the workspace is removed.
+ */
 function removeIfEmpty(p: string): void {
   try {
+    if (fs.realpathSync(path.dirname(p)) !== path.dirname(p)) return;
     const st = fs.lstatSync(p);
-    if (st.isFile() && st.size === 0) fs.unlinkSync(p);
+    if (st.isFile() && (st.size === 0 || (path.basename(p) === 'commondir' && isCommondirPlaceholder(p)))) fs.unlinkSync(p);
     else if (st.isDirectory()) fs.rmdirSync(p); // fails unless empty
   } catch {
     // gone already, or no longer empty: left as it is
+  }
+}
+
+/** Whether the regular file `p` holds exactly {@link COMMONDIR_PLACEHOLDER} (read without following a link or blocking). */
+function isCommondirPlaceholder(p: string): boolean {
+  const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  try {
+    const buf = Buffer.alloc(COMMONDIR_PLACEHOLDER.length + 1);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    return fs.fstatSync(fd).isFile() && buf.toString('utf8', 0, n) === COMMONDIR_PLACEHOLDER;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Creates the `commondir` placeholder `p` on the host (O_EXCL: never over an existing file or a
+ * link), holding {@link COMMONDIR_PLACEHOLDER} so that git on the host and in the sandbox keeps
+ * working while the command runs; false when it could not (its directory changed meanwhile).
+ */
+export function createCommondirPlaceholder(p: string): boolean {
+  try {
+    if (fs.realpathSync(path.dirname(p)) !== path.dirname(p)) return false;
+    fs.writeFileSync(p, COMMONDIR_PLACEHOLDER, { flag: 'wx', mode: 0o644 });
+    return true;
+  } catch {
+    return false;
   }
 }
