@@ -25,6 +25,7 @@ import fs, { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gitSafeEnvironment, withGitConfig } from './git-env.js';
+import { gitNamedPaths } from './git-named-paths.js';
 import {
   COMMONDIR_PLACEHOLDER,
   createCommondirPlaceholder,
@@ -374,6 +375,10 @@ export class BwrapSandbox implements ShellSandbox {
     const release = PLACEHOLDERS.acquire(where.workspace);
     try {
       const scan = await scanToolConfig(where.workspace);
+      const named = await gitNamedPaths(where.workspace);
+      const known = new Set([...scan.existing, ...scan.absent].map((e) => e.path));
+      scan.existing.push(...named.existing.filter((e) => !known.has(e.path)));
+      scan.absent.push(...named.absent.filter((e) => !known.has(e.path)));
       scan.absent = await creatable(scan.absent.map((a) => a.path)).then((ok) => scan.absent.filter((a) => ok.has(a.path)));
       PLACEHOLDERS.record(
         where.workspace,

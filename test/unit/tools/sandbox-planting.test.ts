@@ -143,3 +143,37 @@ t.test(
     t.notOk(fs.existsSync(marker), "the host's git status ran no planted fsmonitor");
   },
 );
+
+t.test(
+  "the repository's core.hooksPath and included config files inside the workspace are read-only, absent ones too",
+  BWRAP,
+  async (t) => {
+    if (typeof sandbox === 'string') return;
+    const { ws, marker } = repo(t);
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=a', '-c', 'user.email=a@example.com', ...args], { cwd: ws });
+    fs.mkdirSync(path.join(ws, 'scripts/hooks'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'shared.gitconfig'), '[user]\n\tname = dev\n');
+    git('config', 'core.hooksPath', 'scripts/hooks');
+    git('config', '--add', 'include.path', '../shared.gitconfig');
+    git('config', '--add', 'include.path', '../local/overrides.gitconfig'); // absent, and so is its directory
+    git('config', '--add', 'includeIf.onbranch:main.path', '../branch.gitconfig'); // absent
+    fs.writeFileSync(path.join(ws, 'cfg'), evilConfig(marker));
+    const hook = `printf '#!/bin/sh\\necho pwned > ${marker}\\n' > scripts/hooks/pre-commit; chmod +x scripts/hooks/pre-commit`;
+    const r = await run(
+      sandbox,
+      ws,
+      `${hook}; cp cfg shared.gitconfig; mkdir -p local; cp cfg local/overrides.gitconfig; cp cfg branch.gitconfig; git status --porcelain; echo end`,
+    );
+    t.match(text(r), /end/);
+    t.notMatch(text(r), /fatal/, 'git works in the sandbox');
+    hostGitStatus(ws);
+    try {
+      git('commit', '-q', '--allow-empty', '-m', 'dev');
+    } catch {
+      // a failing commit is not code execution
+    }
+    t.notOk(fs.existsSync(marker), "the host's git status and commit ran nothing planted");
+    t.equal(fs.readFileSync(path.join(ws, 'shared.gitconfig'), 'utf8'), '[user]\n\tname = dev\n');
+    t.notOk(fs.existsSync(path.join(ws, 'local')) || fs.existsSync(path.join(ws, 'branch.gitconfig')), 'no placeholder left behind');
+  },
+);
