@@ -160,6 +160,8 @@ async function scanGitDirFiles(dir: string, scan: ToolConfigScan, absent: boolea
     else if (absent && kind === undefined) {
       if ((GIT_DIR_ABSENT_DIRS as readonly string[]).includes(name)) scan.absent.push({ path: p, kind: 'dir' });
       else if (name === 'commondir') scan.absent.push({ path: p, kind: 'commondir' });
+      // config.worktree: loaded when the (read-only) config sets extensions.worktreeConfig; an empty one is harmless
+      else if (name === 'config.worktree') scan.absent.push({ path: p, kind: 'file' });
     }
   }
 }

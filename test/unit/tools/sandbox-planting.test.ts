@@ -177,3 +177,16 @@ t.test(
     t.notOk(fs.existsSync(path.join(ws, 'local')) || fs.existsSync(path.join(ws, 'branch.gitconfig')), 'no placeholder left behind');
   },
 );
+
+t.test('an absent .git/config.worktree cannot be created (git loads it when extensions.worktreeConfig is on)', BWRAP, async (t) => {
+  if (typeof sandbox === 'string') return;
+  const { ws, marker } = repo(t);
+  execFileSync('git', ['config', 'extensions.worktreeConfig', 'true'], { cwd: ws });
+  fs.writeFileSync(path.join(ws, 'cfg'), evilConfig(marker).replace(/\[core\]\n\trepositoryformatversion = 0\n/, '[core]\n'));
+  const r = await run(sandbox, ws, 'cp cfg .git/config.worktree; git status --porcelain; echo end');
+  t.match(text(r), /end/);
+  t.notMatch(text(r), /fatal/, 'git works in the sandbox');
+  hostGitStatus(ws);
+  t.notOk(fs.existsSync(marker), "the host's git status ran no planted fsmonitor");
+  t.notOk(fs.existsSync(path.join(ws, '.git/config.worktree')), 'no placeholder left behind');
+});
