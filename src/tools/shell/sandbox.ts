@@ -321,6 +321,13 @@ export function bwrapArgs(
     '/dev',
     '--proc',
     '/proc',
+    // bwrap covers /proc/sys only when it finds it writable, and the directory says it is not
+    // (EACCES), so its files stay writable for a root command: kernel.core_pattern or
+    // kernel.modprobe naming a workspace script would run it as root on the host. Sysctls show
+    // the reader's namespaces, so the host's /proc/sys, read-only, reads as the command's own.
+    '--ro-bind-try',
+    '/proc/sys',
+    '/proc/sys',
     '--tmpfs',
     '/tmp',
     '--tmpfs',
