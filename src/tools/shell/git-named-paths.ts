@@ -74,7 +74,7 @@ function resolveValue(workspace: string, e: { origin: string; key: string; value
  * component under the real path of its deepest existing ancestor (what a command would have to
  * create first). Undefined when that is outside the workspace.
  */
-async function locate(
+export async function locate(
   workspace: string,
   p: string,
   kind: 'file' | 'dir',

@@ -17,6 +17,7 @@
 import { type Dirent, promises as fsp } from 'node:fs';
 import fs from 'node:fs';
 import path from 'node:path';
+import { locate } from './git-named-paths.js';
 
 /** Entries read-only wherever they lie in the workspace (files or directories, by name). */
 export const TOOL_CONFIG_NAMES: ReadonlySet<string> = new Set([
@@ -92,7 +93,30 @@ export interface ToolConfigScan {
   truncated: boolean;
 }
 
-type Budget = { dirs: number; entries: number; until: number };
+/** What the walk may still spend, and the workspace it walks (a real path). */
+type Budget = { dirs: number; entries: number; until: number; root: string };
+
+/**
+ * A tool-configuration entry that is a symbolic link (`.npmrc -> config/npmrc`, `.git/hooks ->
+ * ../scripts/hooks`): the tool follows it, so where it leads, when inside the workspace, is
+ * covered — the existing file or directory read-only, or, when missing, a placeholder at its
+ * first missing component. A `.git` link to a repository gets its configuration covered.
+ */
+async function scanLink(p: string, kind: 'file' | 'dir', budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
+  const target = await fsp.readlink(p).catch(() => undefined);
+  if (target === undefined) return;
+  const at = await locate(budget.root, path.resolve(path.dirname(p), target), kind);
+  if (at === undefined) return; // outside the workspace: nothing a command can write
+  if (!at.exists) {
+    scan.absent.push({ path: at.path, kind: at.kind });
+    return;
+  }
+  if (path.basename(p) === '.git' && at.kind === 'dir') {
+    const entries = await entriesOf(at.path, budget);
+    if (entries !== undefined && looksLikeGitDir(entries)) return scanGitDir(at.path, entries, budget, scan, depth + 1);
+  }
+  scan.existing.push({ path: at.path, kind: at.kind });
+}
 
 /** The entries of `dir` (no symlink followed), counted against the budget; undefined when unreadable. */
 async function entriesOf(dir: string, budget: Budget): Promise<Dirent[] | undefined> {
@@ -138,13 +162,13 @@ async function kindOf(p: string): Promise<'file' | 'dir' | 'other' | undefined> 
  * lstat, not in the listing, which the walk's entry budget may have cut short.
  */
 async function scanGitDir(dir: string, entries: readonly Dirent[], budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
-  await scanGitDirFiles(dir, scan, true);
+  await scanGitDirFiles(dir, budget, scan, true);
   const worktrees = path.join(dir, 'worktrees');
   if ((await kindOf(worktrees)) === 'dir') {
     // A linked worktree's git directory (`git worktree add`): its commondir and config.worktree
     // are what git run in that worktree (maybe outside the workspace) loads.
     for (const e of (await entriesOf(worktrees, budget)) ?? []) {
-      if (e.isDirectory()) await scanGitDirFiles(path.join(worktrees, e.name), scan, false);
+      if (e.isDirectory()) await scanGitDirFiles(path.join(worktrees, e.name), budget, scan, false);
     }
   }
   const modules = entries.find((x) => x.name === 'modules' && x.isDirectory());
@@ -152,11 +176,12 @@ async function scanGitDir(dir: string, entries: readonly Dirent[], budget: Budge
 }
 
 /** The configuration entries of one git directory; with `absent`, placeholders for the missing hooks/, info/ and commondir. */
-async function scanGitDirFiles(dir: string, scan: ToolConfigScan, absent: boolean): Promise<void> {
+async function scanGitDirFiles(dir: string, budget: Budget, scan: ToolConfigScan, absent: boolean): Promise<void> {
   for (const name of GIT_DIR_CONFIG) {
     const p = path.join(dir, name);
     const kind = await kindOf(p);
     if (kind === 'file' || kind === 'dir') scan.existing.push({ path: p, kind });
+    else if (kind === 'other') await scanLink(p, name === 'hooks' || name === 'info' ? 'dir' : 'file', budget, scan, 0);
     else if (absent && kind === undefined) {
       if ((GIT_DIR_ABSENT_DIRS as readonly string[]).includes(name)) scan.absent.push({ path: p, kind: 'dir' });
       else if (name === 'commondir') scan.absent.push({ path: p, kind: 'commondir' });
@@ -202,7 +227,11 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
   const next: string[] = [];
   for (const e of entries) {
     const p = path.join(dir, e.name);
-    if (e.isSymbolicLink()) continue; // never followed; a link's target is bound where it lies, if found there
+    if (e.isSymbolicLink()) {
+      // not walked into; a tool-config link's target is covered where it lies
+      if (e.name === '.git' || TOOL_CONFIG_NAMES.has(e.name)) await scanLink(p, 'file', budget, scan, depth);
+      continue;
+    }
     if (e.name === '.git') {
       await scanDotGit(p, e, depth, budget, scan);
     } else if (TOOL_CONFIG_NAMES.has(e.name)) {
@@ -220,7 +249,12 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
  */
 export async function scanToolConfig(workspace: string): Promise<ToolConfigScan> {
   const scan: ToolConfigScan = { existing: [], absent: [], truncated: false };
-  const budget: Budget = { dirs: WALK_LIMITS.maxDirs, entries: WALK_LIMITS.maxEntries, until: Date.now() + WALK_LIMITS.maxMs };
+  const budget: Budget = {
+    dirs: WALK_LIMITS.maxDirs,
+    entries: WALK_LIMITS.maxEntries,
+    until: Date.now() + WALK_LIMITS.maxMs,
+    root: workspace,
+  };
   const rootEntries = new Set((await fsp.readdir(workspace).catch(() => [] as string[])).map(String));
   let level = [workspace];
   for (let depth = 0; level.length > 0; depth++) {

@@ -190,3 +190,34 @@ t.test('an absent .git/config.worktree cannot be created (git loads it when exte
   t.notOk(fs.existsSync(marker), "the host's git status ran no planted fsmonitor");
   t.notOk(fs.existsSync(path.join(ws, '.git/config.worktree')), 'no placeholder left behind');
 });
+
+t.test('tool-configuration entries that are links: what they lead to inside the workspace is covered', BWRAP, async (t) => {
+  if (typeof sandbox === 'string') return;
+  const { ws, marker } = repo(t);
+  fs.mkdirSync(path.join(ws, 'scripts/hooks'), { recursive: true });
+  fs.rmSync(path.join(ws, '.git/hooks'), { recursive: true });
+  fs.symlinkSync('../scripts/hooks', path.join(ws, '.git/hooks')); // hooks kept in the tree, linked in
+  fs.mkdirSync(path.join(ws, 'config'));
+  fs.symlinkSync('config/npmrc', path.join(ws, '.npmrc')); // dangling: the project's npmrc, not written yet
+  fs.mkdirSync(path.join(ws, 'editor'));
+  fs.symlinkSync('editor', path.join(ws, '.vscode'));
+  const hook = `printf '#!/bin/sh\\necho pwned > ${marker}\\n' > scripts/hooks/pre-commit; chmod +x scripts/hooks/pre-commit`;
+  const r = await run(
+    sandbox,
+    ws,
+    `${hook}; echo 'script-shell=/bin/evil' > config/npmrc; echo '{}' > editor/tasks.json; git status --porcelain; echo end`,
+  );
+  t.match(text(r), /end/);
+  t.notMatch(text(r), /fatal/, 'git works in the sandbox');
+  try {
+    execFileSync('git', ['-c', 'user.name=a', '-c', 'user.email=a@example.com', 'commit', '-q', '--allow-empty', '-m', 'dev'], {
+      cwd: ws,
+      stdio: 'ignore',
+    });
+  } catch {
+    // a failing commit is not code execution
+  }
+  t.notOk(fs.existsSync(marker), "the host's git commit ran no planted hook");
+  t.notOk(fs.existsSync(path.join(ws, 'config/npmrc')), 'the npmrc the link names could not be created (and its placeholder is gone)');
+  t.notOk(fs.existsSync(path.join(ws, 'editor/tasks.json')), "the linked .vscode's directory is read-only");
+});
