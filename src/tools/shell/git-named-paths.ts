@@ -15,6 +15,7 @@ import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ConfigPath } from './tool-config.js';
+import { locate } from './locate.js';
 
 /** What git's configuration names inside the workspace: existing entries and absent ones. */
 export interface GitNamedPaths {
@@ -27,11 +28,6 @@ const GIT_CONFIG_TIMEOUT_MS = 5_000;
 
 /** The keys whose values are paths git loads or runs from (lower case, as git prints them). */
 const PATH_KEYS = '^(core\\.hookspath|include\\.path|includeif\\..+\\.path)$';
-
-function within(dir: string, p: string): boolean {
-  const rel = path.relative(dir, p);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
-}
 
 /** `git config --get-regexp` of {@link PATH_KEYS} in `workspace`, with each entry's origin file; [] when there is no repository. */
 function readEntries(workspace: string): Promise<{ origin: string; key: string; value: string }[]> {
@@ -67,37 +63,6 @@ function resolveValue(workspace: string, e: { origin: string; key: string; value
   if (path.isAbsolute(e.value)) return path.normalize(e.value);
   const base = e.key === 'core.hookspath' ? workspace : path.dirname(path.resolve(workspace, e.origin));
   return path.resolve(base, e.value);
-}
-
-/**
- * Where `p` lies, links resolved: the real path when it exists; else the first missing
- * component under the real path of its deepest existing ancestor (what a command would have to
- * create first). Undefined when that is outside the workspace.
- */
-export async function locate(
-  workspace: string,
-  p: string,
-  kind: 'file' | 'dir',
-): Promise<{ path: string; kind: 'file' | 'dir'; exists: boolean } | undefined> {
-  const real = await fsp.realpath(p).catch(() => undefined);
-  if (real !== undefined) {
-    const st = await fsp.stat(real).catch(() => undefined);
-    if (st === undefined || !within(workspace, real)) return undefined;
-    return { path: real, kind: st.isDirectory() ? 'dir' : 'file', exists: true };
-  }
-  let missing = p;
-  for (let i = 0; i < 256; i++) {
-    const parent = path.dirname(missing);
-    const realParent = await fsp.realpath(parent).catch(() => undefined);
-    if (realParent !== undefined) {
-      const first = path.join(realParent, path.basename(missing));
-      if (!within(workspace, first)) return undefined;
-      return { path: first, kind: missing === p ? kind : 'dir', exists: false };
-    }
-    if (parent === missing) return undefined;
-    missing = parent;
-  }
-  return undefined;
 }
 
 /** The paths the workspace repository's configuration names inside the workspace (see the module comment). */

@@ -17,7 +17,7 @@
 import { type Dirent, promises as fsp } from 'node:fs';
 import fs from 'node:fs';
 import path from 'node:path';
-import { locate } from './git-named-paths.js';
+import { locate } from './locate.js';
 
 /** Entries read-only wherever they lie in the workspace (files or directories, by name). */
 export const TOOL_CONFIG_NAMES: ReadonlySet<string> = new Set([
