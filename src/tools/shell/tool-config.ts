@@ -327,16 +327,38 @@ export class PlaceholderRegistry {
 }
 
 /**
+ * Runs `fn` with a path naming `dir` through an open descriptor (`/proc/self/fd/N`), only when
+ * `dir` is still where its name says — no component swapped for a link — so that what `fn`
+ * removes or creates there cannot land outside the workspace, even if a link appears meanwhile.
+ */
+function inDir<T>(dir: string, fn: (at: string) => T): T | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== dir) return undefined;
+    return fn(`/proc/self/fd/${fd}`);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * Removes the placeholder `p` when it is still an empty regular file, an empty directory or a
- * `commondir` placeholder as created, and only when no component of its directory is a link (a
- * command may have swapped one for a link elsewhere): nothing outside the workspace is removed.
+ * `commondir` placeholder as created, and only in its own directory (see {@link inDir}): nothing
+ * outside the workspace is removed.
  */
 function removeIfEmpty(p: string): void {
   try {
-    if (fs.realpathSync(path.dirname(p)) !== path.dirname(p)) return;
-    const st = fs.lstatSync(p);
-    if (st.isFile() && (st.size === 0 || (path.basename(p) === 'commondir' && isCommondirPlaceholder(p)))) fs.unlinkSync(p);
-    else if (st.isDirectory()) fs.rmdirSync(p); // fails unless empty
+    inDir(path.dirname(p), (dir) => {
+      const at = path.join(dir, path.basename(p));
+      const st = fs.lstatSync(at);
+      if (st.isFile() && (st.size === 0 || (path.basename(p) === 'commondir' && isCommondirPlaceholder(at)))) fs.unlinkSync(at);
+      else if (st.isDirectory()) fs.rmdirSync(at); // fails unless empty
+    });
   } catch {
     // gone already, or no longer empty: left as it is
   }
@@ -356,14 +378,17 @@ function isCommondirPlaceholder(p: string): boolean {
 
 /**
  * Creates the `commondir` placeholder `p` on the host (O_EXCL: never over an existing file or a
- * link), holding {@link COMMONDIR_PLACEHOLDER} so that git on the host and in the sandbox keeps
- * working while the command runs; false when it could not (its directory changed meanwhile).
+ * link; in its own directory, see {@link inDir}), holding {@link COMMONDIR_PLACEHOLDER} so that
+ * git on the host and in the sandbox keeps working while the command runs; false when it could not.
  */
 export function createCommondirPlaceholder(p: string): boolean {
   try {
-    if (fs.realpathSync(path.dirname(p)) !== path.dirname(p)) return false;
-    fs.writeFileSync(p, COMMONDIR_PLACEHOLDER, { flag: 'wx', mode: 0o644 });
-    return true;
+    return (
+      inDir(path.dirname(p), (dir) => {
+        fs.writeFileSync(path.join(dir, path.basename(p)), COMMONDIR_PLACEHOLDER, { flag: 'wx', mode: 0o644 });
+        return true;
+      }) ?? false
+    );
   } catch {
     return false;
   }
