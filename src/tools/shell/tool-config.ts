@@ -209,10 +209,26 @@ async function scanModules(dir: string, budget: Budget, scan: ToolConfigScan, de
  * for ordinary git work); anything else — a `gitdir: …` file, or a directory that is not (yet) a
  * repository, such as an empty placeholder — read-only as a whole, so no repository can be made there.
  */
-async function scanDotGit(p: string, e: Dirent, depth: number, budget: Budget, scan: ToolConfigScan): Promise<void> {
+async function scanDotGit(p: string, e: Pick<Dirent, 'isDirectory'>, depth: number, budget: Budget, scan: ToolConfigScan): Promise<void> {
   const entries = e.isDirectory() ? await entriesOf(p, budget) : undefined;
   if (entries !== undefined && looksLikeGitDir(entries)) await scanGitDir(p, entries, budget, scan, depth + 1);
   else scan.existing.push({ path: p, kind: e.isDirectory() ? 'dir' : 'file' });
+}
+
+/**
+ * The workspace root's tool-config entries, looked up by name (lstat) rather than in the
+ * listing, which the walk's entry budget cuts short: a command could otherwise fill the root with
+ * 30,000 files so that `.git` or `.npmrc` falls past the cut and stays writable.
+ */
+async function scanRoot(workspace: string, budget: Budget, scan: ToolConfigScan): Promise<void> {
+  for (const name of ['.git', ...TOOL_CONFIG_NAMES]) {
+    const p = path.join(workspace, name);
+    const st = await fsp.lstat(p).catch(() => undefined);
+    if (st === undefined) continue;
+    if (st.isSymbolicLink()) await scanLink(p, 'file', budget, scan, 0);
+    else if (name === '.git') await scanDotGit(p, st, 0, budget, scan);
+    else scan.existing.push({ path: p, kind: st.isDirectory() ? 'dir' : 'file' });
+  }
 }
 
 /** One directory of the walk: its tool-config entries; the subdirectories to walk next. */
@@ -227,6 +243,7 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
   const next: string[] = [];
   for (const e of entries) {
     const p = path.join(dir, e.name);
+    if (depth === 0 && (e.name === '.git' || TOOL_CONFIG_NAMES.has(e.name))) continue; // done by name, see scanRoot
     if (e.isSymbolicLink()) {
       // not walked into; a tool-config link's target is covered where it lies
       if (e.name === '.git' || TOOL_CONFIG_NAMES.has(e.name)) await scanLink(p, 'file', budget, scan, depth);
@@ -256,6 +273,7 @@ export async function scanToolConfig(workspace: string): Promise<ToolConfigScan>
     root: workspace,
   };
   const rootEntries = new Set((await fsp.readdir(workspace).catch(() => [] as string[])).map(String));
+  await scanRoot(workspace, budget, scan);
   let level = [workspace];
   for (let depth = 0; level.length > 0; depth++) {
     const next: string[] = [];

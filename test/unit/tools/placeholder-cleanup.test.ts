@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { PlaceholderRegistry } from '../../../src/tools/shell/tool-config.js';
+import { PlaceholderRegistry, scanToolConfig, WALK_LIMITS } from '../../../src/tools/shell/tool-config.js';
 
 t.test('a placeholder behind a swapped link is not removed', async (t) => {
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'placeholder-')));
@@ -43,4 +43,18 @@ t.test('placeholders in place are removed', async (t) => {
   release();
   t.same(fs.readdirSync(path.join(ws, '.git')), []);
   t.same(fs.readdirSync(ws).sort(), ['.git', 'kept']);
+});
+
+t.test("the workspace root's tool configuration is found however many entries the root holds", async (t) => {
+  const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'placeholder-')));
+  t.teardown(() => fs.rmSync(ws, { recursive: true, force: true }));
+  for (const d of ['.git/objects', '.git/refs', '.git/hooks']) fs.mkdirSync(path.join(ws, d), { recursive: true });
+  fs.writeFileSync(path.join(ws, '.git/HEAD'), 'ref: refs/heads/main\n');
+  fs.writeFileSync(path.join(ws, '.git/config'), '');
+  fs.writeFileSync(path.join(ws, '.npmrc'), '');
+  for (let i = 0; i < WALK_LIMITS.maxEntries + 500; i++) fs.writeFileSync(path.join(ws, `f${i}`), '');
+  const scan = await scanToolConfig(ws);
+  const existing = scan.existing.map((e) => path.relative(ws, e.path)).sort();
+  t.same(existing, ['.git/config', '.git/hooks', '.npmrc']);
+  t.ok(scan.truncated, 'the listing was cut short');
 });
