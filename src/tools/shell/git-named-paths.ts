@@ -31,10 +31,15 @@ const PATH_KEYS = '^(core\\.hookspath|include\\.path|includeif\\..+\\.path)$';
 
 /** `git config --get-regexp` of {@link PATH_KEYS} in `workspace`, with each entry's origin file; [] when there is no repository. */
 function readEntries(workspace: string): Promise<{ origin: string; key: string; value: string }[]> {
-  const env: Record<string, string | undefined> = { ...process.env, GIT_CONFIG_COUNT: '0' };
-  for (const k of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_COMMON_DIR', 'GIT_CONFIG', 'GIT_CONFIG_PARAMETERS', 'GIT_CEILING_DIRECTORIES'])
-    delete env[k];
-  env.GIT_CEILING_DIRECTORIES = path.dirname(workspace); // the workspace's own repository, never an enclosing one
+  // A fixed environment: none of the server's GIT_* variables, none imposed (this is what git on
+  // the host reads by default); HOME for the user's own configuration; the workspace's own
+  // repository, never an enclosing one.
+  const env = {
+    HOME: os.homedir(),
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    GIT_CONFIG_COUNT: '0',
+    GIT_CEILING_DIRECTORIES: path.dirname(workspace),
+  };
   const args = ['config', '--includes', '--show-origin', '--null', '--get-regexp', PATH_KEYS];
   return new Promise((resolve, reject) => {
     execFile('git', args, { cwd: workspace, env, timeout: GIT_CONFIG_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout) => {
