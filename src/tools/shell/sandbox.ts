@@ -25,7 +25,14 @@ import fs, { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gitSafeEnvironment, withGitConfig } from './git-env.js';
-import { PlaceholderRegistry, scanToolConfig, type ToolConfigScan } from './tool-config.js';
+import { gitNamedPaths } from './git-named-paths.js';
+import {
+  COMMONDIR_PLACEHOLDER,
+  createCommondirPlaceholder,
+  PlaceholderRegistry,
+  scanToolConfig,
+  type ToolConfigScan,
+} from './tool-config.js';
 
 /** SHELL_SANDBOX: `auto` = bwrap when it is present and works, else off; `bwrap` = required. */
 export type ShellSandboxMode = 'auto' | 'bwrap' | 'off';
@@ -217,17 +224,51 @@ function homeArgs(home: string, workspace: string, visible: readonly string[]): 
   return { home, args: ['--tmpfs', home] };
 }
 
-/** The tool-configuration binds: existing entries read-only over themselves, absent ones covered by empty read-only ones. */
-function toolConfigArgs(scan: ToolConfigScan | undefined, maskDir: string, fds: ReadonlyMap<string, number> | undefined): string[] {
+/**
+ * The directories between the workspace and each tool-configuration entry (the workspace and the
+ * entries excluded), shallowest first. Each is bound over itself, so that it is a mount point in
+ * the sandbox: a command cannot rename it away (or delete it) and put a directory of its own,
+ * with a hostile `.git/config` or `.npmrc`, in its place (rename(2) refuses a mount point).
+ */
+export function configAncestors(scan: ToolConfigScan, workspace: string): string[] {
+  const dirs = new Set<string>();
+  for (const { path: p } of [...scan.existing, ...scan.absent]) {
+    for (let d = path.dirname(p); d !== workspace && within(workspace, d) && !dirs.has(d); d = path.dirname(d)) dirs.add(d);
+  }
+  return [...dirs].sort((a, b) => a.length - b.length);
+}
+
+/** The mask covering an absent entry of `kind`. */
+function absentMask(maskDir: string, kind: ToolConfigScan['absent'][number]['kind']): string {
+  return path.join(maskDir, kind === 'dir' ? 'dir' : kind === 'commondir' ? 'commondir' : 'empty');
+}
+
+/**
+ * The tool-configuration binds: the directories leading to them bound over themselves (see
+ * {@link configAncestors}), existing entries read-only over themselves, absent ones covered by
+ * read-only placeholders.
+ */
+function toolConfigArgs(
+  scan: ToolConfigScan | undefined,
+  workspace: string,
+  maskDir: string,
+  fds: ReadonlyMap<string, number> | undefined,
+): string[] {
   if (scan === undefined) return [];
   const args: string[] = [];
+  for (const dir of configAncestors(scan, workspace)) {
+    const fd = fds?.get(dir);
+    if (fd !== undefined) args.push('--bind-fd', String(fd), dir);
+    else if (fds === undefined) args.push('--bind', dir, dir);
+    else throw new Error(`the workspace changed while the sandbox was prepared (${dir}): try again`);
+  }
   for (const { path: p } of scan.existing) {
     const fd = fds?.get(p);
     if (fd !== undefined) args.push('--ro-bind-fd', String(fd), p);
     else if (fds === undefined) args.push('--ro-bind', p, p);
     // else: it changed since the walk (now a link, or gone): left out rather than bound through a link
   }
-  for (const { path: p, kind } of scan.absent) args.push('--ro-bind', path.join(maskDir, kind === 'dir' ? 'dir' : 'empty'), p);
+  for (const { path: p, kind } of scan.absent) args.push('--ro-bind', absentMask(maskDir, kind), p);
   return args;
 }
 
@@ -280,6 +321,13 @@ export function bwrapArgs(
     '/dev',
     '--proc',
     '/proc',
+    // bwrap covers /proc/sys only when it finds it writable, and the directory says it is not
+    // (EACCES), so its files stay writable for a root command: kernel.core_pattern or
+    // kernel.modprobe naming a workspace script would run it as root on the host. Sysctls show
+    // the reader's namespaces, so the host's /proc/sys, read-only, reads as the command's own.
+    '--ro-bind-try',
+    '/proc/sys',
+    '/proc/sys',
     '--tmpfs',
     '/tmp',
     '--tmpfs',
@@ -293,7 +341,7 @@ export function bwrapArgs(
     '--bind',
     where.workspace,
     where.workspace,
-    ...toolConfigArgs(extras.scan, options.maskDir, extras.configFds),
+    ...toolConfigArgs(extras.scan, where.workspace, options.maskDir, extras.configFds),
     ...maskArgs(options, where.workspace, host.visible),
     '--remount-ro',
     '/',
@@ -334,17 +382,30 @@ export class BwrapSandbox implements ShellSandbox {
     const release = PLACEHOLDERS.acquire(where.workspace);
     try {
       const scan = await scanToolConfig(where.workspace);
+      const named = await gitNamedPaths(where.workspace);
+      const known = new Set([...scan.existing, ...scan.absent].map((e) => e.path));
+      scan.existing.push(...named.existing.filter((e) => !known.has(e.path)));
+      scan.absent.push(...named.absent.filter((e) => !known.has(e.path)));
       scan.absent = await creatable(scan.absent.map((a) => a.path)).then((ok) => scan.absent.filter((a) => ok.has(a.path)));
       PLACEHOLDERS.record(
         where.workspace,
         scan.absent.map((a) => a.path),
       );
+      // A commondir placeholder is made here, holding `.`: an empty one (bwrap's) would break git.
+      for (const a of scan.absent) if (a.kind === 'commondir') createCommondirPlaceholder(a.path);
       const gitExclude = excludeFile(this.options.maskDir, where.workspace, scan);
       const imposed = gitExclude === undefined ? env : withGitConfig(env, 'core.excludesFile', GIT_EXCLUDE_PATH);
-      const opened = await openExisting(scan.existing.map((e) => e.path));
+      const ancestors = configAncestors(scan, where.workspace);
+      const opened = await openExisting([...ancestors, ...scan.existing.map((e) => e.path)]);
       const configFds = new Map([...opened.keys()].map((p, i) => [p, FIRST_EXTRA_FD + i]));
-      const args = this.argsFor(script, where, { scan, env: imposed, gitExclude, configFds });
       const handles = [...opened.values()];
+      let args: string[];
+      try {
+        args = this.argsFor(script, where, { scan, env: imposed, gitExclude, configFds });
+      } catch (err) {
+        for (const h of handles) void h.close().catch(() => undefined);
+        throw err;
+      }
       const done = (): void => {
         release();
         for (const h of handles) void h.close().catch(() => undefined); // closing cannot fail in a way that matters
@@ -447,6 +508,7 @@ function sharedMaskDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shell-sandbox-'));
   fs.writeFileSync(path.join(dir, 'empty'), '', { mode: 0o444 });
   fs.mkdirSync(path.join(dir, 'dir'), { mode: 0o555 });
+  fs.writeFileSync(path.join(dir, 'commondir'), COMMONDIR_PLACEHOLDER, { mode: 0o444 });
   if (maskDir === undefined) process.once('exit', () => maskDir !== undefined && fs.rmSync(maskDir, { recursive: true, force: true }));
   maskDir = dir;
   return dir;

@@ -17,6 +17,7 @@
 import { type Dirent, promises as fsp } from 'node:fs';
 import fs from 'node:fs';
 import path from 'node:path';
+import { locate } from './locate.js';
 
 /** Entries read-only wherever they lie in the workspace (files or directories, by name). */
 export const TOOL_CONFIG_NAMES: ReadonlySet<string> = new Set([
@@ -106,6 +107,14 @@ const GIT_DIR_CONFIG = ['config', 'config.worktree', 'hooks', 'info', 'commondir
 /** Absent from a git directory, covered by an empty directory (git creates both with `git init`). */
 const GIT_DIR_ABSENT_DIRS = ['hooks', 'info'] as const;
 
+/**
+ * The content of a `commondir` placeholder: git reads `commondir` in any git directory and then
+ * takes its configuration and hooks from the directory it names, so one created by a command
+ * (`../evil`) would point the host's next git at a planted config. An empty placeholder would
+ * break git (it fails to read an empty commondir); `.` names the git directory itself.
+ */
+export const COMMONDIR_PLACEHOLDER = '.\n';
+
 /** Directories the walk does not enter: generated, large, and not where tools look for project configuration. */
 const SKIPPED_DIRS: ReadonlySet<string> = new Set(['node_modules', '.venv', 'venv', '__pycache__', '.tox', '.cache', '.next', 'target']);
 
@@ -115,7 +124,8 @@ export const WALK_LIMITS = Object.freeze({ maxDirs: 2000, maxEntries: 30_000, ma
 /** A path to bind read-only, and what it is (an absent one is covered by an empty file or directory). */
 export interface ConfigPath {
   path: string;
-  kind: 'file' | 'dir';
+  /** `commondir`: an absent git `commondir`, covered by a read-only file holding {@link COMMONDIR_PLACEHOLDER}. */
+  kind: 'file' | 'dir' | 'commondir';
 }
 
 /** What the walk found: existing entries (bound over themselves) and absent ones (covered by a placeholder). */
@@ -126,7 +136,30 @@ export interface ToolConfigScan {
   truncated: boolean;
 }
 
-type Budget = { dirs: number; entries: number; until: number };
+/** What the walk may still spend, and the workspace it walks (a real path). */
+type Budget = { dirs: number; entries: number; until: number; root: string };
+
+/**
+ * A tool-configuration entry that is a symbolic link (`.npmrc -> config/npmrc`, `.git/hooks ->
+ * ../scripts/hooks`): the tool follows it, so where it leads, when inside the workspace, is
+ * covered — the existing file or directory read-only, or, when missing, a placeholder at its
+ * first missing component. A `.git` link to a repository gets its configuration covered.
+ */
+async function scanLink(p: string, kind: 'file' | 'dir', budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
+  const target = await fsp.readlink(p).catch(() => undefined);
+  if (target === undefined) return;
+  const at = await locate(budget.root, path.resolve(path.dirname(p), target), kind);
+  if (at === undefined) return; // outside the workspace: nothing a command can write
+  if (!at.exists) {
+    scan.absent.push({ path: at.path, kind: at.kind });
+    return;
+  }
+  if (path.basename(p) === '.git' && at.kind === 'dir') {
+    const entries = await entriesOf(at.path, budget);
+    if (entries !== undefined && looksLikeGitDir(entries)) return scanGitDir(at.path, entries, budget, scan, depth + 1);
+  }
+  scan.existing.push({ path: at.path, kind: at.kind });
+}
 
 /** The entries of `dir` (no symlink followed), counted against the budget; undefined when unreadable. */
 async function entriesOf(dir: string, budget: Budget): Promise<Dirent[] | undefined> {
@@ -159,17 +192,46 @@ function looksLikeGitDir(entries: readonly Dirent[]): boolean {
   return has('HEAD', false) && has('objects', true) && has('refs', true);
 }
 
-/** A git directory's configuration entries, its absent hooks/ and info/, and its submodules' git directories. */
+/** The kind of `p` without following a link: undefined when it is absent, a link, or neither file nor directory. */
+async function kindOf(p: string): Promise<'file' | 'dir' | 'other' | undefined> {
+  const st = await fsp.lstat(p).catch(() => undefined);
+  if (st === undefined) return undefined;
+  return st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+}
+
+/**
+ * A git directory's configuration entries, its absent hooks/, info/ and commondir, its linked
+ * worktrees' git directories and its submodules' git directories. Each name is looked up by
+ * lstat, not in the listing, which the walk's entry budget may have cut short.
+ */
 async function scanGitDir(dir: string, entries: readonly Dirent[], budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
-  for (const name of GIT_DIR_CONFIG) {
-    const e = entries.find((x) => x.name === name);
-    if (e !== undefined && !e.isSymbolicLink()) scan.existing.push({ path: path.join(dir, name), kind: e.isDirectory() ? 'dir' : 'file' });
-  }
-  for (const name of GIT_DIR_ABSENT_DIRS) {
-    if (!entries.some((x) => x.name === name)) scan.absent.push({ path: path.join(dir, name), kind: 'dir' });
+  await scanGitDirFiles(dir, budget, scan, true);
+  const worktrees = path.join(dir, 'worktrees');
+  if ((await kindOf(worktrees)) === 'dir') {
+    // A linked worktree's git directory (`git worktree add`): its commondir and config.worktree
+    // are what git run in that worktree (maybe outside the workspace) loads.
+    for (const e of (await entriesOf(worktrees, budget)) ?? []) {
+      if (e.isDirectory()) await scanGitDirFiles(path.join(worktrees, e.name), budget, scan, false);
+    }
   }
   const modules = entries.find((x) => x.name === 'modules' && x.isDirectory());
   if (modules !== undefined && depth < WALK_LIMITS.maxDepth) await scanModules(path.join(dir, 'modules'), budget, scan, depth + 1);
+}
+
+/** The configuration entries of one git directory; with `absent`, placeholders for the missing hooks/, info/ and commondir. */
+async function scanGitDirFiles(dir: string, budget: Budget, scan: ToolConfigScan, absent: boolean): Promise<void> {
+  for (const name of GIT_DIR_CONFIG) {
+    const p = path.join(dir, name);
+    const kind = await kindOf(p);
+    if (kind === 'file' || kind === 'dir') scan.existing.push({ path: p, kind });
+    else if (kind === 'other') await scanLink(p, name === 'hooks' || name === 'info' ? 'dir' : 'file', budget, scan, 0);
+    else if (absent && kind === undefined) {
+      if ((GIT_DIR_ABSENT_DIRS as readonly string[]).includes(name)) scan.absent.push({ path: p, kind: 'dir' });
+      else if (name === 'commondir') scan.absent.push({ path: p, kind: 'commondir' });
+      // config.worktree: loaded when the (read-only) config sets extensions.worktreeConfig; an empty one is harmless
+      else if (name === 'config.worktree') scan.absent.push({ path: p, kind: 'file' });
+    }
+  }
 }
 
 /** `.git/modules`: each submodule's git directory (nested by the submodule's path). */
@@ -190,7 +252,7 @@ async function scanModules(dir: string, budget: Budget, scan: ToolConfigScan, de
  * for ordinary git work); anything else — a `gitdir: …` file, or a directory that is not (yet) a
  * repository, such as an empty placeholder — read-only as a whole, so no repository can be made there.
  */
-async function scanDotGit(p: string, e: Dirent, depth: number, budget: Budget, scan: ToolConfigScan): Promise<void> {
+async function scanDotGit(p: string, e: Pick<Dirent, 'isDirectory'>, depth: number, budget: Budget, scan: ToolConfigScan): Promise<void> {
   const entries = e.isDirectory() ? await entriesOf(p, budget) : undefined;
   if (entries !== undefined && looksLikeGitDir(entries)) await scanGitDir(p, entries, budget, scan, depth + 1);
   else scan.existing.push({ path: p, kind: e.isDirectory() ? 'dir' : 'file' });
@@ -209,6 +271,27 @@ async function scanInside(dir: string, inner: ReadonlyMap<string, InsideEntry>, 
   }
 }
 
+/**
+ * The workspace root's tool-config entries, looked up by name (lstat) rather than in the
+ * listing, which the walk's entry budget cuts short: a command could otherwise fill the root with
+ * 30,000 files so that `.git` or `.npmrc` falls past the cut and stays writable.
+ */
+async function scanRoot(workspace: string, budget: Budget, scan: ToolConfigScan): Promise<void> {
+  for (const name of ['.git', ...TOOL_CONFIG_NAMES]) {
+    const p = path.join(workspace, name);
+    const st = await fsp.lstat(p).catch(() => undefined);
+    if (st === undefined) continue;
+    if (st.isSymbolicLink()) await scanLink(p, 'file', budget, scan, 0);
+    else if (name === '.git') await scanDotGit(p, st, 0, budget, scan);
+    else scan.existing.push({ path: p, kind: st.isDirectory() ? 'dir' : 'file' });
+  }
+  for (const [name, inner] of TOOL_CONFIG_INSIDE) {
+    const p = path.join(workspace, name);
+    const st = await fsp.lstat(p).catch(() => undefined);
+    if (st?.isDirectory() === true) await scanInside(p, inner, scan);
+  }
+}
+
 /** One directory of the walk: its tool-config entries; the subdirectories to walk next. */
 async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolConfigScan): Promise<string[]> {
   const entries = await entriesOf(dir, budget);
@@ -221,7 +304,12 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
   const next: string[] = [];
   for (const e of entries) {
     const p = path.join(dir, e.name);
-    if (e.isSymbolicLink()) continue; // never followed; a link's target is bound where it lies, if found there
+    if (depth === 0 && (e.name === '.git' || TOOL_CONFIG_NAMES.has(e.name) || TOOL_CONFIG_INSIDE.has(e.name))) continue; // done by name, see scanRoot
+    if (e.isSymbolicLink()) {
+      // not walked into; a tool-config link's target is covered where it lies
+      if (e.name === '.git' || TOOL_CONFIG_NAMES.has(e.name)) await scanLink(p, 'file', budget, scan, depth);
+      continue;
+    }
     if (e.name === '.git') {
       await scanDotGit(p, e, depth, budget, scan);
     } else if (TOOL_CONFIG_NAMES.has(e.name)) {
@@ -241,8 +329,14 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
  */
 export async function scanToolConfig(workspace: string): Promise<ToolConfigScan> {
   const scan: ToolConfigScan = { existing: [], absent: [], truncated: false };
-  const budget: Budget = { dirs: WALK_LIMITS.maxDirs, entries: WALK_LIMITS.maxEntries, until: Date.now() + WALK_LIMITS.maxMs };
+  const budget: Budget = {
+    dirs: WALK_LIMITS.maxDirs,
+    entries: WALK_LIMITS.maxEntries,
+    until: Date.now() + WALK_LIMITS.maxMs,
+    root: workspace,
+  };
   const rootEntries = new Set((await fsp.readdir(workspace).catch(() => [] as string[])).map(String));
+  await scanRoot(workspace, budget, scan);
   let level = [workspace];
   for (let depth = 0; level.length > 0; depth++) {
     const next: string[] = [];
@@ -313,13 +407,70 @@ export class PlaceholderRegistry {
   }
 }
 
-/** Removes `p` when it is still an empty regular file or an empty directory (never follows a link). */
+/**
+ * Runs `fn` with a path naming `dir` through an open descriptor (`/proc/self/fd/N`), only when
+ * `dir` is still where its name says — no component swapped for a link — so that what `fn`
+ * removes or creates there cannot land outside the workspace, even if a link appears meanwhile.
+ */
+function inDir<T>(dir: string, fn: (at: string) => T): T | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== dir) return undefined;
+    return fn(`/proc/self/fd/${fd}`);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Removes the placeholder `p` when it is still an empty regular file, an empty directory or a
+ * `commondir` placeholder as created, and only in its own directory (see {@link inDir}): nothing
+ * outside the workspace is removed.
+ */
 function removeIfEmpty(p: string): void {
   try {
-    const st = fs.lstatSync(p);
-    if (st.isFile() && st.size === 0) fs.unlinkSync(p);
-    else if (st.isDirectory()) fs.rmdirSync(p); // fails unless empty
+    inDir(path.dirname(p), (dir) => {
+      const at = path.join(dir, path.basename(p));
+      const st = fs.lstatSync(at);
+      if (st.isFile() && (st.size === 0 || (path.basename(p) === 'commondir' && isCommondirPlaceholder(at)))) fs.unlinkSync(at);
+      else if (st.isDirectory()) fs.rmdirSync(at); // fails unless empty
+    });
   } catch {
     // gone already, or no longer empty: left as it is
+  }
+}
+
+/** Whether the regular file `p` holds exactly {@link COMMONDIR_PLACEHOLDER} (read without following a link or blocking). */
+function isCommondirPlaceholder(p: string): boolean {
+  const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  try {
+    const buf = Buffer.alloc(COMMONDIR_PLACEHOLDER.length + 1);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    return fs.fstatSync(fd).isFile() && buf.toString('utf8', 0, n) === COMMONDIR_PLACEHOLDER;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Creates the `commondir` placeholder `p` on the host (O_EXCL: never over an existing file or a
+ * link; in its own directory, see {@link inDir}), holding {@link COMMONDIR_PLACEHOLDER} so that
+ * git on the host and in the sandbox keeps working while the command runs; false when it could not.
+ */
+export function createCommondirPlaceholder(p: string): boolean {
+  try {
+    return (
+      inDir(path.dirname(p), (dir) => {
+        fs.writeFileSync(path.join(dir, path.basename(p)), COMMONDIR_PLACEHOLDER, { flag: 'wx', mode: 0o644 });
+        return true;
+      }) ?? false
+    );
+  } catch {
+    return false;
   }
 }
