@@ -177,6 +177,11 @@ export function realWorkspace(workspace: string): ResolveResult {
   }
 }
 
+/** Longest path a tool argument may name (Linux's PATH_MAX). */
+export const MAX_PATH_CHARS = 4096;
+/** Most folders a tool argument's path may have. */
+export const MAX_PATH_PARTS = 256;
+
 /**
  * Resolves a tool's path argument inside the workspace: the one place every file and search
  * tool turns a path into a real one, so the workspace and the server's own files are checked
@@ -201,6 +206,17 @@ export function resolveInWorkspace(workspace: string, p: unknown, argName: strin
   }
   if (p.includes('\0')) {
     return { ok: false, error: { type: 'invalid_argument', message: `${argName} must not contain a NUL character` } };
+  }
+  // Resolving walks up a path that does not exist folder by folder, each step a system call on the
+  // event loop: a path thousands of folders deep cost a third of a second, and reads run unasked.
+  if (p.length > MAX_PATH_CHARS || p.split(/[\\/]+/).length > MAX_PATH_PARTS) {
+    return {
+      ok: false,
+      error: {
+        type: 'invalid_argument',
+        message: `${argName} is too long (at most ${MAX_PATH_CHARS} characters in ${MAX_PATH_PARTS} parts)`,
+      },
+    };
   }
   const ws = realWorkspace(workspace);
   if (!ws.ok) return ws;

@@ -27,7 +27,15 @@ import { readShellLine } from '../../tools/index.js';
 import type { ShellCommand } from '../../tools/index.js';
 import type { CommandLine } from '../../tools/tool.js';
 import { catalogueKey, catalogueProblem, GRANT_CATALOGUE, mayChangeFiles } from './grant-catalogue.js';
-import { isToolConfigPath, isToolConfigTarget, realTarget, writesToolConfig } from './tool-config.js';
+import {
+  isToolConfigPath,
+  isToolConfigTarget,
+  ProbeBudget,
+  realTarget,
+  tooDeepToJudge,
+  TooManyProbes,
+  writesToolConfig,
+} from './tool-config.js';
 import type { FolderCache, RealpathCache } from './tool-config.js';
 
 export { isToolConfigPath, writesToolConfig };
@@ -74,7 +82,33 @@ export interface LineScope {
   folders?: FolderCache;
   /** Paths already resolved in this judgement (judgeLine sets it). */
   realpaths?: RealpathCache;
+  /** File-system probes this judgement may still make (judgeLine sets it). */
+  budget?: ProbeBudget;
+  /** Characters of path candidates this judgement may still check (judgeLine sets it; see {@link JUDGE_LIMITS}). */
+  checks?: { left: number };
 }
+
+/**
+ * Bounds on what judging one line may cost: the line is judged on the event loop, before every
+ * call runs and for every card, and a model proposes many calls a turn. A line past any of them
+ * is simply not coverable (it asks): a person cannot review such a line at a glance either.
+ */
+export const JUDGE_LIMITS = {
+  /** Characters of a line a grant or prefix may cover. */
+  maxLine: 2048,
+  /**
+   * Paths checked per line, in characters: each word's candidates ({@link pathCandidates}) from
+   * each `cd` base, each counted as its length plus {@link CHECK_COST}. Checking a path costs
+   * string work in proportion to its length, and a word like `a=a=a=…` holds as many candidates
+   * as it has `=`.
+   */
+  maxPathChars: 64 * 1024,
+  /** File-system probes per line (realpaths and folders probed for git entries, caches aside). */
+  maxProbes: 1024,
+} as const;
+
+/** What one path check costs beyond its characters (so that many short paths count too). */
+const CHECK_COST = 64;
 
 /** One command of a readable line, as the catalogue sees it. */
 export interface JudgedCommand extends ShellCommand {
@@ -138,10 +172,13 @@ const inside = (dir: string, p: string): boolean => p === dir || p.startsWith(di
 function pathProblem(candidate: string, base: string, scope: LineScope, writing: boolean): string | undefined {
   if (candidate.split('/').includes('..')) return `a path with \`..\` (${candidate})`;
   if (candidate === '/dev/null') return undefined;
-  const target = realTarget(path.resolve(base, candidate), scope.realpaths);
+  if (scope.checks !== undefined && (scope.checks.left -= candidate.length + CHECK_COST) < 0) throw new TooManyProbes();
+  if (tooDeepToJudge(candidate)) return `a path too deep to judge (${candidate.slice(0, 80)}…)`;
+  const target = realTarget(path.resolve(base, candidate), scope.realpaths, scope.budget);
   if (!inside(scope.workspace, target)) return `a path outside the workspace (${candidate})`;
   if (scope.protectedPaths?.covers(target)) return `one of the server's own files (${candidate})`;
-  if (isToolConfigTarget(scope.workspace, target, writing, scope.folders)) return `a file that makes tools run code (${candidate})`;
+  if (isToolConfigTarget(scope.workspace, target, writing, scope.folders, scope.budget))
+    return `a file that makes tools run code (${candidate})`;
   return undefined;
 }
 
@@ -152,13 +189,14 @@ const operandsOf = (args: readonly string[]): string[] => args.filter((a) => !a.
  * The paths a command names: its words (and the strings inside them, {@link pathCandidates}), and
  * for `cp`/`mv` into a folder the file each source becomes there (`cp x dir` writes `dir/x`).
  */
-function namedPaths(argv: readonly string[], base: string): string[] {
+function namedPaths(argv: readonly string[], base: string, budget: ProbeBudget | undefined): string[] {
   const [name, ...args] = argv;
   const out = args.flatMap(pathCandidates);
   const operands = operandsOf(args);
   const dest = operands.at(-1);
   if ((name === 'cp' || name === 'mv') && dest !== undefined && operands.length > 1) {
     let isDir = dest.endsWith('/');
+    budget?.spend();
     try {
       isDir ||= fs.statSync(path.resolve(base, dest)).isDirectory();
     } catch {
@@ -179,7 +217,7 @@ function commandProblem(argv: readonly string[], bases: readonly string[], scope
   }
   const writing = mayChangeFiles(argv);
   for (const base of bases) {
-    for (const candidate of namedPaths(argv, base)) {
+    for (const candidate of namedPaths(argv, base, scope.budget)) {
       const problem = pathProblem(candidate, base, scope, writing);
       if (problem !== undefined) return problem;
     }
@@ -193,25 +231,42 @@ function commandProblem(argv: readonly string[], bases: readonly string[], scope
  * beside them for a git directory.
  */
 export function judgeLine(line: string, given: LineScope): LineCoverage {
+  if (line.length > JUDGE_LIMITS.maxLine) return { coverable: false, reason: `a line longer than ${JUDGE_LIMITS.maxLine} characters` };
   const read = readShellLine(line);
   if (!read.readable) return { coverable: false, reason: read.reason };
-  const scope: LineScope = { ...given, folders: new Map(), realpaths: new Map() };
+  const scope: LineScope = {
+    ...given,
+    folders: new Map(),
+    realpaths: new Map(),
+    budget: new ProbeBudget(JUDGE_LIMITS.maxProbes),
+    checks: { left: JUDGE_LIMITS.maxPathChars },
+  };
+  try {
+    return judgeCommands(read.commands, scope);
+  } catch (err) {
+    if (err instanceof TooManyProbes) return { coverable: false, reason: 'it names too many paths to check' };
+    throw err;
+  }
+}
+
+/** {@link judgeLine} for a readable line's commands, within the scope's budgets (throws {@link TooManyProbes} past them). */
+function judgeCommands(commands: readonly ShellCommand[], scope: LineScope): LineCoverage {
   const bases = [scope.cwd ?? scope.workspace];
   // Where the line starts counts too: git run in a planted repository (`dir_path: vendor/cache`) loads its config.
   const start = pathProblem('.', bases[0] ?? scope.workspace, scope, false);
   if (start !== undefined) return { coverable: false, reason: `it starts in ${start.replace(/ \(\.\)$/, '')}` };
-  const commands: JudgedCommand[] = [];
-  for (const [i, { argv }] of read.commands.entries()) {
+  const judged: JudgedCommand[] = [];
+  for (const [i, { argv }] of commands.entries()) {
     const key = catalogueKey(argv);
     const known = Object.hasOwn(GRANT_CATALOGUE, key);
     const runs = known ? undefined : runsCommands(argv);
     if (runs !== undefined) return { coverable: false, reason: runs };
-    if (i < read.commands.length - 1 && mayChangeFiles(argv))
+    if (i < commands.length - 1 && mayChangeFiles(argv))
       return { coverable: false, reason: `\`${key}\` may change files, and commands follow it: they would be judged before it ran` };
     const problem = commandProblem(argv, bases, scope);
     if (problem !== undefined) return { coverable: false, reason: problem };
     const notCatalogued = catalogueProblem(argv);
-    commands.push({ argv, key, known, ...(notCatalogued !== undefined ? { notCatalogued } : {}) });
+    judged.push({ argv, key, known, ...(notCatalogued !== undefined ? { notCatalogued } : {}) });
     // A later command may run in a directory this one changed to: check its paths from there too.
     if (argv[0] === 'cd') {
       const dir = argv.at(-1) ?? '.';
@@ -219,9 +274,9 @@ export function judgeLine(line: string, given: LineScope): LineCoverage {
       if (bases.length > MAX_BASES) return { coverable: false, reason: 'too many `cd`s to follow' };
     }
   }
-  const grantKeys = [...new Set(commands.map((c) => c.key))];
-  const alwaysOffered = commands.every((c) => c.notCatalogued === undefined);
-  return { coverable: true, commands, grantKeys, alwaysOffered };
+  const grantKeys = [...new Set(judged.map((c) => c.key))];
+  const alwaysOffered = judged.every((c) => c.notCatalogued === undefined);
+  return { coverable: true, commands: judged, grantKeys, alwaysOffered };
 }
 
 /**

@@ -32,9 +32,60 @@ const GIT_CORE = new Set(['head', 'config', 'objects', 'refs', 'packed-refs', 'c
 /** Folders of a git directory whose files git runs or loads. */
 const GIT_INNER = new Set(['hooks', 'info', 'logs', 'modules', 'worktrees', 'branches']);
 
+/**
+ * Judging a path costs a few file-system probes per folder on its way: a path with more folders
+ * than this is not judged at all and counts as tool configuration (a person is asked). A model
+ * can name a path thousands of folders deep, and judging one blocked the event loop for seconds.
+ */
+export const MAX_JUDGED_DEPTH = 64;
+
+/** True when `p` has more than {@link MAX_JUDGED_DEPTH} parts (any separator). */
+export const tooDeepToJudge = (p: string): boolean => p.split(/[\\/]+/).length > MAX_JUDGED_DEPTH;
+
+/**
+ * How many more file-system probes one judgement may make (a realpath, or a folder probed for
+ * git entries); {@link ProbeBudget.spend} throws {@link TooManyProbes} past it. Bounds what a
+ * line naming many paths costs, whatever the caches miss.
+ */
+export class ProbeBudget {
+  constructor(public left: number) {}
+
+  spend(): void {
+    if (--this.left < 0) throw new TooManyProbes();
+  }
+}
+
+/** Thrown when a judgement runs out of its {@link ProbeBudget}: the caller asks a person. */
+export class TooManyProbes extends Error {
+  constructor() {
+    super('too many paths to check');
+  }
+}
+
 /** True when `rel` (relative to the workspace, any separator) names or lies under a tool-config name of {@link TOOL_CONFIG}. */
 export function isToolConfigPath(rel: string): boolean {
   return rel.split(/[\\/]+/).some((part) => TOOL_CONFIG.has(part.toLowerCase()));
+}
+
+const NOTHING: ReadonlySet<string> = new Set();
+
+/** Longest file name Linux file systems store (bytes): a path with a longer part cannot exist. */
+const NAME_MAX = 255;
+
+/**
+ * True when no file can have path `p` (a part longer than {@link NAME_MAX}): answered without a
+ * system call, which for such a path fails slowly (and a hostile line names hundreds of them).
+ */
+const unnameable = (p: string): boolean => p.split(path.sep).some((part) => part.length > NAME_MAX && Buffer.byteLength(part) > NAME_MAX);
+
+/** True when `dir` is a folder (symlinks followed); false when it is anything else, missing or unreachable. */
+function isFolder(dir: string): boolean {
+  if (unnameable(dir)) return false;
+  try {
+    return fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true;
+  } catch {
+    return false;
+  }
 }
 
 /** What one judgement already learnt of a folder's git entries (a line names many paths in few folders). */
@@ -45,10 +96,19 @@ export type FolderCache = Map<string, ReadonlySet<string>>;
  * whatever the folder's size, and once per folder per judgement. Git on Linux knows them only
  * spelled as listed; a case-insensitive file system finds them in any case.
  */
-function entriesOf(dir: string, cache: FolderCache): ReadonlySet<string> {
+function entriesOf(dir: string, cache: FolderCache, budget: ProbeBudget | undefined): ReadonlySet<string> {
   const known = cache.get(dir);
   if (known !== undefined) return known;
-  const found = new Set(['HEAD', 'config', 'objects', 'refs', 'packed-refs', 'commondir'].filter((n) => fs.existsSync(path.join(dir, n))));
+  // One probe for the folder itself: most folders a hostile line names do not exist, and probing
+  // six names in each of them cost six failing system calls (slow ones, for long names).
+  budget?.spend();
+  if (!isFolder(dir)) {
+    cache.set(dir, NOTHING);
+    return NOTHING;
+  }
+  const names = ['HEAD', 'config', 'objects', 'refs', 'packed-refs', 'commondir'];
+  for (const _ of names) budget?.spend();
+  const found = new Set(names.filter((n) => fs.existsSync(path.join(dir, n))));
   const entries = new Set([...found].map((n) => n.toLowerCase()));
   cache.set(dir, entries);
   return entries;
@@ -70,25 +130,34 @@ function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
  * True when `target` (an absolute real path inside `workspace`, existing or not) is or lies in a
  * git directory by its contents (rule 2 of the module comment), or, when `writing`, is named HEAD.
  */
-export function inGitDirectory(workspace: string, target: string, writing: boolean, cache: FolderCache = new Map()): boolean {
+export function inGitDirectory(
+  workspace: string,
+  target: string,
+  writing: boolean,
+  cache: FolderCache = new Map(),
+  budget?: ProbeBudget,
+): boolean {
   const rel = path.relative(workspace, target);
   if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
   const parts = rel.split(path.sep);
   if (writing && parts.at(-1)?.toLowerCase() === 'head') return true;
+  if (parts.length > MAX_JUDGED_DEPTH) return true;
   let dir = workspace;
   for (const part of parts) {
-    const entries = entriesOf(dir, cache);
+    const entries = entriesOf(dir, cache, budget);
     if (gitEntry(part, entries) || (dir !== workspace && isGitDirectory(entries))) return true;
     dir = path.join(dir, part);
   }
-  return isGitDirectory(entriesOf(dir, cache));
+  return isGitDirectory(entriesOf(dir, cache, budget));
 }
 
 /** Real paths already resolved in one judgement (undefined: the path does not exist). */
 export type RealpathCache = Map<string, string | undefined>;
 
-function realpathOrUndefined(p: string, cache: RealpathCache | undefined): string | undefined {
+function realpathOrUndefined(p: string, cache: RealpathCache | undefined, budget: ProbeBudget | undefined): string | undefined {
   if (cache?.has(p) === true) return cache.get(p);
+  if (unnameable(p)) return undefined;
+  budget?.spend();
   let real: string | undefined;
   try {
     real = fs.realpathSync(p);
@@ -100,11 +169,11 @@ function realpathOrUndefined(p: string, cache: RealpathCache | undefined): strin
 }
 
 /** The real path `p` would reach: its nearest existing ancestor resolved (symlinks followed), the rest appended. */
-export function realTarget(p: string, cache?: RealpathCache): string {
+export function realTarget(p: string, cache?: RealpathCache, budget?: ProbeBudget): string {
   let dir = p;
   const rest: string[] = [];
   for (;;) {
-    const real = realpathOrUndefined(dir, cache);
+    const real = realpathOrUndefined(dir, cache, budget);
     if (real !== undefined) return path.join(real, ...rest);
     const parent = path.dirname(dir);
     if (parent === dir) return p;
@@ -114,8 +183,14 @@ export function realTarget(p: string, cache?: RealpathCache): string {
 }
 
 /** True when the real path `target` is a tool-configuration file by name or by what lies beside it (`writing`: a HEAD anywhere too). */
-export function isToolConfigTarget(workspace: string, target: string, writing: boolean, cache?: FolderCache): boolean {
-  return isToolConfigPath(path.relative(workspace, target)) || inGitDirectory(workspace, target, writing, cache);
+export function isToolConfigTarget(
+  workspace: string,
+  target: string,
+  writing: boolean,
+  cache?: FolderCache,
+  budget?: ProbeBudget,
+): boolean {
+  return isToolConfigPath(path.relative(workspace, target)) || inGitDirectory(workspace, target, writing, cache, budget);
 }
 
 /**
@@ -123,5 +198,7 @@ export function isToolConfigTarget(workspace: string, target: string, writing: b
  * in a tool-config file or folder: symlinks followed, so `link/config` with `link -> .git` counts.
  */
 export function writesToolConfig(workspace: string, given: string): boolean {
+  // Too deep to judge in bounded time: a person is asked (see MAX_JUDGED_DEPTH).
+  if (tooDeepToJudge(given)) return true;
   return isToolConfigTarget(workspace, realTarget(path.resolve(workspace, given)), true);
 }

@@ -1,4 +1,5 @@
 /** `list_directory`: lists the entries of one directory inside the workspace. */
+import type { Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
@@ -50,9 +51,10 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
     const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path', this.protectedPaths);
     if (!resolved.ok) return { isError: true, error: resolved.error };
     const where = describeGivenPath(ctx.workspace, args.dir_path);
-    let entries;
+    let entries: Dirent[];
+    let more: boolean;
     try {
-      entries = await fs.readdir(resolved.path, { withFileTypes: true });
+      ({ entries, more } = await readEntries(resolved.path));
     } catch (err) {
       const code = errorCode(err);
       if (code === 'ENOENT') return fail('dir_not_found', `Directory not found: ${where}`);
@@ -72,8 +74,9 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
     }
     const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
     const lines = [...dirs.sort(byName).map((d) => `${d}/`), ...files.sort(byName)];
+    const cut = more ? `\n(only the first ${MAX_LISTED} entries read are shown; use glob with a pattern to find others)` : '';
     const text =
-      lines.length === 0 ? `Directory ${args.dir_path} is empty.` : `Directory listing for ${args.dir_path}:\n${lines.join('\n')}`;
+      lines.length === 0 ? `Directory ${args.dir_path} is empty.` : `Directory listing for ${args.dir_path}:\n${lines.join('\n')}${cut}`;
     return { llmContent: text, display: { type: 'text', text } };
   }
 
@@ -87,4 +90,22 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
       return false;
     }
   }
+}
+
+/**
+ * Entries one listing reads at most: a directory of 100,000 files held the event loop for
+ * 1.8 s (every entry checked, sorted and sent to the model), and listing runs unasked.
+ */
+export const MAX_LISTED = 5_000;
+
+/** Up to {@link MAX_LISTED} entries of `dir`, read in batches; `more` when it has others. */
+async function readEntries(dir: string): Promise<{ entries: Dirent[]; more: boolean }> {
+  const handle = await fs.opendir(dir, { bufferSize: 256 });
+  const entries: Dirent[] = [];
+  // The loop closes the directory however it ends.
+  for await (const entry of handle) {
+    if (entries.length === MAX_LISTED) return { entries, more: true };
+    entries.push(entry);
+  }
+  return { entries, more: false };
 }

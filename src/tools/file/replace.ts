@@ -13,8 +13,8 @@ import {
   workspaceRelative,
   type WorkspaceToolOptions,
 } from '../workspace.js';
-import { readTextFile } from './read-file.js';
-import { writeCreatingParents } from './write-file.js';
+import { MAX_READ_BYTES as MAX_EDIT_BYTES, readTextFile } from './read-file.js';
+import { contentTooLarge, writeCreatingParents } from './write-file.js';
 
 /** Arguments of `replace`. */
 export interface ReplaceArgs extends Record<string, unknown> {
@@ -196,6 +196,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
     if (args.modified_content !== undefined) return { ok: true, content: args.modified_content, count: 0 };
     const { old_string: oldString, new_string: newString } = args;
     if (oldContent === undefined) {
+      if (oldString === '' && newString.length > MAX_EDIT_BYTES) return { ok: false, error: contentTooLarge(Buffer.byteLength(newString)) };
       if (oldString === '') return { ok: true, content: newString, count: 0 };
       return fail('file_not_found', `File not found: ${where}; to create a new file, use an empty old_string`);
     }
@@ -219,6 +220,9 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
           `old_string unique, or set expected_replacements to ${count}`,
       );
     }
+    // Bounded before it is built: 2 MiB of `a` with each `a` replaced by a megabyte would not fit in memory.
+    const length = oldContent.length + count * (newString.length - oldString.length);
+    if (length > MAX_EDIT_BYTES) return { ok: false, error: contentTooLarge(length) };
     return { ok: true, content: oldContent.split(oldString).join(newString), count };
   }
 }

@@ -64,6 +64,10 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     if (typeof args.content !== 'string') {
       return { ok: false, error: { type: 'invalid_argument', message: 'content must be a string (the complete new file content)' } };
     }
+    // The card shows the whole content as a diff, computed on the event loop: bounded like what a read returns.
+    if (args.content.length > MAX_EDIT_BYTES && Buffer.byteLength(args.content) > MAX_EDIT_BYTES) {
+      return { ok: false, error: contentTooLarge(Buffer.byteLength(args.content)) };
+    }
     const file_path = args.file_path as string;
     if (isDirectory(resolved.path)) {
       return { ok: false, error: directoryError(ctx.workspace, file_path) };
@@ -252,5 +256,13 @@ function directoryError(workspace: string, given: string): ToolError {
   return {
     type: 'target_is_directory',
     message: `${describeGivenPath(workspace, given)} is a directory; write_file needs a file path`,
+  };
+}
+
+/** The error for new content over {@link MAX_EDIT_BYTES} (`bytes` long). */
+export function contentTooLarge(bytes: number): ToolError {
+  return {
+    type: 'content_too_large',
+    message: `The new content would be ${bytes} bytes; the limit is ${MAX_EDIT_BYTES} bytes. Split it across smaller files.`,
   };
 }
