@@ -2,7 +2,9 @@
  * The composition root: the only module that constructs concretes and wires them.
  * buildApp never listens; main.ts does (so tests can build many apps in one process).
  */
-import { readFileSync } from 'node:fs';
+import fs, { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AgentCard } from '@a2a-js/sdk';
@@ -120,9 +122,26 @@ function mcpConnector(resolveHttp: HttpResolver): McpConnector {
       const parsed = parseMcpServers(servers, 'mcpServers');
       if (!parsed.ok) throw new Error(parsed.message); // checked before it was stored
       // A client's HTTP servers are checked again when they connect, and pinned to the checked address.
-      return new McpManager(parsed.value, { cwd, ...(clientGiven ? { resolveHttp } : {}) });
+      return new McpManager(parsed.value, { cwd, defaultCwd: mcpHome(), ...(clientGiven ? { resolveHttp } : {}) });
     },
   };
+}
+
+let mcpHomeDir: string | undefined;
+
+/**
+ * The working directory of stdio MCP servers whose config names none: an empty directory of this
+ * process's, read-only, outside every workspace (a workspace is writable by sandboxed commands, and
+ * an MCP server runs unconfined: `npx` would run a package planted in its node_modules).
+ */
+function mcpHome(): string {
+  if (mcpHomeDir !== undefined && fs.existsSync(mcpHomeDir)) return mcpHomeDir;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-cwd-'));
+  fs.chmodSync(dir, 0o555);
+  if (mcpHomeDir === undefined)
+    process.once('exit', () => mcpHomeDir !== undefined && fs.rmSync(mcpHomeDir, { recursive: true, force: true }));
+  mcpHomeDir = dir;
+  return dir;
 }
 
 function isLoopback(host: string): boolean {

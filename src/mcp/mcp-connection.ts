@@ -16,8 +16,15 @@ export type McpServerState = 'connected' | 'failed' | 'disconnected';
 
 /** What a connection needs besides its own config. */
 export interface McpConnectionOptions {
-  /** Default cwd for stdio servers; a relative `cwd` in the config resolves against it. */
+  /** What a relative `cwd` in the config resolves against (the workspace). */
   cwd?: string;
+  /**
+   * Where a stdio server whose config names no `cwd` starts: a directory of the server's own,
+   * outside every workspace. Not the workspace: a command there can plant what the server's
+   * command resolves from its working directory (`npx` runs `node_modules/.bin` of it), and the
+   * server runs unconfined. Absent: `cwd`.
+   */
+  defaultCwd?: string;
   /** connect + tools/list bound (ms) when the config sets no `timeout`. */
   startTimeoutMs: number;
   /** tools/call bound (ms) when the config sets no `timeout`. */
@@ -109,7 +116,7 @@ export class McpConnection implements McpToolTarget {
       return new StreamableHTTPClientTransport(new URL(config.url), { requestInit, fetch: pinnedFetch(resolved.address) });
     }
     const base = this.options.cwd;
-    const cwd = config.cwd !== undefined ? path.resolve(base ?? '', config.cwd) : base;
+    const cwd = config.cwd !== undefined ? path.resolve(base ?? '', config.cwd) : (this.options.defaultCwd ?? base);
     const transport = new StdioClientTransport({ command: config.command, args: config.args, env: config.env, cwd, stderr: 'pipe' });
     transport.stderr?.on('data', (chunk: Buffer | string) => {
       const text = chunk.toString();

@@ -15,8 +15,10 @@ export const DEFAULT_MCP_START_TIMEOUT_MS = 10_000; // 10 s
 export const DEFAULT_MCP_CALL_TIMEOUT_MS = 600_000; // 10 min
 
 export interface McpManagerOptions {
-  /** Default cwd for stdio servers, normally the context's workspace. Relative config `cwd`s resolve against it. */
+  /** What relative config `cwd`s resolve against, normally the context's workspace. */
   cwd?: string;
+  /** Where a stdio server whose config names no `cwd` starts (see McpConnectionOptions.defaultCwd). */
+  defaultCwd?: string;
   /** Default 10 000 ms; a server's own `timeout` wins. */
   startTimeoutMs?: number;
   /** Default 600 000 ms; a server's own `timeout` wins. */
@@ -64,6 +66,7 @@ export class McpManager {
   constructor(servers: Record<string, McpServerConfig>, options: McpManagerOptions = {}) {
     const shared = {
       cwd: options.cwd,
+      defaultCwd: options.defaultCwd,
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_MCP_START_TIMEOUT_MS,
       callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS,
       clientInfo: options.clientInfo ?? { name: 'devtool-a2a-server', version: '0.1.0' },

@@ -29,6 +29,7 @@ const SCRIPT: ModelScript = {
     { when: '^fail', steps: [{ chunks: [[call('echo__fail', {})]] }, say('It failed.')] },
     { when: '^global', steps: [{ chunks: [[call('shared__echo', { text: 'from settings file' })]] }, say('Done.')] },
     { when: '^hello', steps: [say('Hello.')] },
+    { when: '^where', steps: [{ chunks: [[call('echo__cwd', {})]] }, say('There.')] },
   ],
 };
 
@@ -97,6 +98,14 @@ t.test('MCP servers from AgentSettings and SETTINGS_FILE', async (t) => {
       ['proposed', null],
       ['authorized', 'proceed_always_server'],
     ]);
+  });
+
+  await t.test("a context's stdio server starts outside the workspace (nothing planted there is run by its command)", async (t) => {
+    const res = await rpc(srv.url, 'message/stream', { message: userMessage('where', settings({ approval_mode: 'YOLO' })) });
+    const done = cards(res.events).at(-1);
+    t.equal(done?.status, 'SUCCEEDED');
+    const cwd: string = done?.output?.text ?? '';
+    t.ok(cwd !== '' && !cwd.startsWith(srv.workspace), `its working directory (${cwd}) is not in the workspace`);
   });
 
   await t.test('an MCP tool error reaches the text part and the model', async (t) => {
