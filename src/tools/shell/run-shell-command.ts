@@ -161,7 +161,13 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     if (!workspace.ok) return { isError: true, error: workspace.error };
     const output = new TailBuffer(this.maxOutputBytes);
     const ending = await this.execute(args.command, { cwd: cwd.path, workspace: workspace.path }, output, ctx);
-    const text = output.text();
+    const quarantined =
+      ending.quarantined.length === 0
+        ? ''
+        : `\n[The command created git repositories; git could run code from their configuration (fsmonitor, hooks) in the ` +
+          `developer's next git command, so they were renamed: ${ending.quarantined.join('; ')}. Rename one back only after ` +
+          `reading its config.]`;
+    const text = output.text() + quarantined;
     const llmContent = [
       `Command: ${args.command}`,
       `Directory: ${workspaceRelative(ctx.workspace, cwd.path)}`,
@@ -218,7 +224,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     where: { cwd: string; workspace: string },
     output: TailBuffer,
     ctx: ToolContext,
-  ): Promise<{ ending: Ending; reason: 'done' | 'timeout' | 'cancelled' }> {
+  ): Promise<{ ending: Ending; reason: 'done' | 'timeout' | 'cancelled'; quarantined: string[] }> {
     // stderr joins stdout in one pipe so the combined output keeps its real order; on the
     // same line, so bash's "line N" messages still match the command.
     const script = `exec 2>&1; ${command}`;
@@ -226,13 +232,17 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     try {
       started = await this.sandbox.command(script, where, gitSafeEnvironment(this.env));
     } catch (err) {
-      return { ending: { kind: 'spawn_error', message: `the sandbox could not be prepared: ${(err as Error).message}` }, reason: 'done' };
+      const message = `the sandbox could not be prepared: ${(err as Error).message}`;
+      return { ending: { kind: 'spawn_error', message }, reason: 'done', quarantined: [] };
     }
     if (ctx.signal.aborted) {
       started.release();
-      return { ending: { kind: 'exit', code: null, signal: null }, reason: 'cancelled' };
+      return { ending: { kind: 'exit', code: null, signal: null }, reason: 'cancelled', quarantined: [] };
     }
-    return this.spawnStarted(started, where, output, ctx);
+    const ran = await this.spawnStarted(started, where, output, ctx);
+    // The repositories it made are put out of git's reach before anyone sees the result (quarantine.ts).
+    const quarantined = (await started.afterRun?.().catch(() => [] as string[])) ?? [];
+    return { ...ran, quarantined };
   }
 
   /**

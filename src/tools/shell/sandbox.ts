@@ -26,6 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gitSafeEnvironment, withGitConfig } from './git-env.js';
 import { gitNamedPaths } from './git-named-paths.js';
+import { quarantineNewRepositories } from './quarantine.js';
 import {
   COMMONDIR_PLACEHOLDER,
   createCommondirPlaceholder,
@@ -45,6 +46,11 @@ export interface SandboxedCommand {
   fds?: number[];
   /** Called once the command has ended or failed to start (removes the sandbox's placeholders). */
   release: () => void;
+  /**
+   * After `release`, once the command has ended: puts the repositories it created out of git's
+   * reach (quarantine.ts) and resolves with a line for each, for the command's result.
+   */
+  afterRun?: () => Promise<string[]>;
 }
 
 /** Where a command runs: its working directory and its workspace (both real paths). */
@@ -410,7 +416,10 @@ export class BwrapSandbox implements ShellSandbox {
         release();
         for (const h of handles) void h.close().catch(() => undefined); // closing cannot fail in a way that matters
       };
-      return { file: this.options.bwrap, args, fds: handles.map((h) => h.fd), release: done };
+      const before = new Set(scan.repositories);
+      const since = Date.now();
+      const afterRun = () => quarantineNewRepositories(where.workspace, before, since);
+      return { file: this.options.bwrap, args, fds: handles.map((h) => h.fd), release: done, afterRun };
     } catch (err) {
       release();
       throw err;
@@ -565,6 +574,7 @@ function probeSandbox(sandbox: BwrapSandbox, bwrap: string): string | undefined 
     const scan: ToolConfigScan = {
       existing: [{ path: path.join(workspace, '.npmrc'), kind: 'file' }],
       absent: [{ path: path.join(workspace, '.vscode'), kind: 'dir' }],
+      repositories: [],
       truncated: false,
     };
     const args = sandbox.argsFor('true', { cwd: workspace, workspace }, { scan, env: gitSafeEnvironment() });

@@ -132,6 +132,8 @@ export interface ConfigPath {
 export interface ToolConfigScan {
   existing: ConfigPath[];
   absent: ConfigPath[];
+  /** Every repository the walk saw: git directories (`.git`, bare ones, submodules') and `.git` files. */
+  repositories: string[];
   /** True when a limit stopped the walk before it saw everything. */
   truncated: boolean;
 }
@@ -205,6 +207,7 @@ async function kindOf(p: string): Promise<'file' | 'dir' | 'other' | undefined> 
  * lstat, not in the listing, which the walk's entry budget may have cut short.
  */
 async function scanGitDir(dir: string, entries: readonly Dirent[], budget: Budget, scan: ToolConfigScan, depth: number): Promise<void> {
+  scan.repositories.push(dir);
   await scanGitDirFiles(dir, budget, scan, true);
   const worktrees = path.join(dir, 'worktrees');
   if ((await kindOf(worktrees)) === 'dir') {
@@ -254,6 +257,7 @@ async function scanModules(dir: string, budget: Budget, scan: ToolConfigScan, de
  */
 async function scanDotGit(p: string, e: Pick<Dirent, 'isDirectory'>, depth: number, budget: Budget, scan: ToolConfigScan): Promise<void> {
   const entries = e.isDirectory() ? await entriesOf(p, budget) : undefined;
+  if (!e.isDirectory()) scan.repositories.push(p); // a `gitdir: …` file
   if (entries !== undefined && looksLikeGitDir(entries)) await scanGitDir(p, entries, budget, scan, depth + 1);
   else scan.existing.push({ path: p, kind: e.isDirectory() ? 'dir' : 'file' });
 }
@@ -328,7 +332,7 @@ async function scanDir(dir: string, depth: number, budget: Budget, scan: ToolCon
  * {@link WALK_LIMITS}. Absent ones at the root (and in the root repository) are listed in `absent`.
  */
 export async function scanToolConfig(workspace: string): Promise<ToolConfigScan> {
-  const scan: ToolConfigScan = { existing: [], absent: [], truncated: false };
+  const scan: ToolConfigScan = { existing: [], absent: [], repositories: [], truncated: false };
   const budget: Budget = {
     dirs: WALK_LIMITS.maxDirs,
     entries: WALK_LIMITS.maxEntries,

@@ -127,22 +127,54 @@ t.test("a linked worktree's commondir in .git/worktrees is read-only", BWRAP, as
   t.notOk(fs.existsSync(marker), 'git status in the other worktree ran no planted fsmonitor');
 });
 
-t.test(
-  'a nested repository registered as a submodule in the index does not run code on the host',
-  { ...BWRAP, todo: 'git status recurses into gitlinks; needs a post-command check (see report)' },
-  async (t) => {
-    if (typeof sandbox === 'string') return;
-    const { ws, marker } = repo(t);
-    const r = await run(
-      sandbox,
-      ws,
-      `mkdir sub && cd sub && git init -q && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m s && git config core.fsmonitor "echo pwned > ${marker}; false" && cd .. && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub; echo end`,
-    );
-    t.match(text(r), /end/);
-    hostGitStatus(ws);
-    t.notOk(fs.existsSync(marker), "the host's git status ran no planted fsmonitor");
-  },
-);
+t.test('a nested repository registered as a submodule in the index does not run code on the host: it is quarantined', BWRAP, async (t) => {
+  if (typeof sandbox === 'string') return;
+  const { ws, marker } = repo(t);
+  const r = await run(
+    sandbox,
+    ws,
+    `mkdir sub && cd sub && git init -q && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m s && git config core.fsmonitor "echo pwned > ${marker}; false" && cd .. && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub; echo end`,
+  );
+  t.match(text(r), /end/);
+  t.match(text(r), /they were renamed: sub\/\.git → sub\/\.git\.untrusted/, 'the result says which repository was put away');
+  t.ok(fs.existsSync(path.join(ws, 'sub/.git.untrusted/config')), 'renamed, not deleted');
+  hostGitStatus(ws);
+  t.notOk(fs.existsSync(marker), "the host's git status ran no planted fsmonitor");
+});
+
+t.test('a git directory planted under .git/modules and named by a .git file is quarantined too', BWRAP, async (t) => {
+  if (typeof sandbox === 'string') return;
+  const { ws, marker } = repo(t);
+  const r = await run(
+    sandbox,
+    ws,
+    `git init -q --bare .git/modules/evil && git config -f .git/modules/evil/config core.fsmonitor "echo pwned > ${marker}; false" && ` +
+      `mkdir sub && printf 'gitdir: ../.git/modules/evil\n' > sub/.git; echo end`,
+  );
+  t.match(text(r), /end/);
+  t.match(text(r), /\.git\/modules\/evil\/HEAD → \.git\/modules\/evil\/HEAD\.untrusted/);
+  t.match(text(r), /sub\/\.git → sub\/\.git\.untrusted/);
+  try {
+    execFileSync('git', ['status', '--porcelain'], {
+      cwd: path.join(ws, 'sub'),
+      stdio: 'ignore',
+      env: { ...process.env, GIT_CONFIG_COUNT: '0' },
+    });
+  } catch {
+    // not a repository any more: what matters is the marker
+  }
+  t.notOk(fs.existsSync(marker), "the host's git status in sub ran no planted fsmonitor");
+});
+
+t.test('repositories that were there before the command are left alone', BWRAP, async (t) => {
+  if (typeof sandbox === 'string') return;
+  const { ws } = repo(t);
+  execFileSync('git', ['init', '-q', path.join(ws, 'nested')]);
+  const r = await run(sandbox, ws, 'git status --porcelain; git -C nested status --porcelain; echo end');
+  t.match(text(r), /end/);
+  t.notMatch(text(r), /renamed/);
+  t.ok(fs.existsSync(path.join(ws, 'nested/.git/HEAD')) && fs.existsSync(path.join(ws, '.git/HEAD')));
+});
 
 t.test(
   "the repository's core.hooksPath and included config files inside the workspace are read-only, absent ones too",

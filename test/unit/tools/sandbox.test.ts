@@ -107,6 +107,7 @@ t.test('bwrap arguments: only system directories, private /tmp, /run and HOME, t
   const scan = {
     existing: [{ path: path.join(ws, '.git/config'), kind: 'file' as const }],
     absent: [{ path: path.join(ws, '.npmrc'), kind: 'file' as const }],
+    repositories: [],
     truncated: false,
   };
   const args = bwrapArgs(opts, 'true', { cwd: ws, workspace: ws }, { scan, env: { GIT_CONFIG_COUNT: '1' } });
@@ -132,7 +133,7 @@ t.test('bwrap arguments: only system directories, private /tmp, /run and HOME, t
     'true',
     { cwd: ws, workspace: ws },
     {
-      scan: { existing: [{ path: path.dirname(settings), kind: 'dir' }], absent: [], truncated: false },
+      scan: { existing: [{ path: path.dirname(settings), kind: 'dir' }], absent: [], repositories: [], truncated: false },
     },
   );
   const atIn = (seq: string[]) => masked.findIndex((_, i) => seq.every((s, j) => masked[i + j] === s));

@@ -1,0 +1,67 @@
+/**
+ * Repositories a sandboxed command created are put out of git's reach when it ends. Bind mounts
+ * keep a command from changing the configuration of the repositories that were there, but not from
+ * making a new one anywhere (`git init sub`, a `.git/modules/x`, a `sub/.git` file naming a git
+ * directory): registered in the index as a submodule (`git update-index --cacheinfo 160000,…`),
+ * its configuration (`core.fsmonitor`, hooks) runs in the developer's next `git status` on the host,
+ * unconfined. So each repository the walk finds after the command that was not there before is
+ * renamed: a `.git` (directory or file) to `.git.untrusted`, any other git directory's `HEAD` to
+ * `HEAD.untrusted` — git no longer takes either for a repository — and the command's result says so.
+ * Nothing is deleted; a person who wants the repository renames it back after reading its config.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { scanToolConfig } from './tool-config.js';
+
+/** True when `p` is `dir` or lies beneath it. */
+function within(dir: string, p: string): boolean {
+  const rel = path.relative(dir, p);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** A free name beside `p`: `p.untrusted`, else `p.untrusted-2`, … */
+async function freeName(p: string): Promise<string | undefined> {
+  for (let n = 1; n <= 20; n++) {
+    const candidate = `${p}.untrusted${n === 1 ? '' : `-${n}`}`;
+    if ((await fsp.lstat(candidate).catch(() => undefined)) === undefined) return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * Renames what makes `repo` a repository, when its parent is still inside the workspace (not a
+ * link swapped in meanwhile); the note for the command's result, or undefined when nothing moved.
+ */
+async function disarm(workspace: string, repo: string): Promise<string | undefined> {
+  const parent = await fsp.realpath(path.dirname(repo)).catch(() => undefined);
+  if (parent === undefined || !within(workspace, parent)) return undefined;
+  const target = path.basename(repo) === '.git' ? path.join(parent, '.git') : path.join(parent, path.basename(repo), 'HEAD');
+  const to = await freeName(target);
+  if (to === undefined) return undefined;
+  try {
+    await fsp.rename(target, to);
+  } catch {
+    return undefined; // gone already, or not ours to move
+  }
+  return `${path.relative(workspace, target)} → ${path.relative(workspace, to)}`;
+}
+
+/**
+ * Disarms every repository of `workspace` that is not in `before` (what the walk saw before the
+ * command ran) and was made since `since` (ms; its birth time, where the file system records one).
+ * Resolves with one line per repository moved, for the command's result.
+ */
+export async function quarantineNewRepositories(workspace: string, before: ReadonlySet<string>, since: number): Promise<string[]> {
+  const after = await scanToolConfig(workspace);
+  const moved: string[] = [];
+  for (const repo of new Set(after.repositories)) {
+    if (before.has(repo)) continue;
+    const st = await fsp.lstat(repo).catch(() => undefined);
+    if (st === undefined) continue;
+    // Older than the command (the walk before it ran was cut short and missed it): not the command's.
+    if (st.birthtimeMs > 0 && st.birthtimeMs < since - 1000) continue;
+    const note = await disarm(workspace, repo);
+    if (note !== undefined) moved.push(note);
+  }
+  return moved;
+}
