@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { createShellSandbox, SandboxUnavailableError } from '../../src/tools/shell/sandbox.js';
 import { rpc } from '../support/sse.js';
-import { buildServer, dataOf, startServer, tempDir, URI, userMessage } from '../support/server.js';
+import { buildServer, confirmMessage, dataOf, startServer, tempDir, URI, userMessage } from '../support/server.js';
 import type { Test } from '../support/tool-call-watch.js';
 
 const SECRET = 'settings-SECRET-0123456789';
@@ -100,7 +100,8 @@ t.test('SHELL_SANDBOX=bwrap where bwrap cannot run: the server does not start', 
 /**
  * Issue 19, finding 1: the model plants a bare repository (HEAD, config with core.fsmonitor,
  * objects/, refs/) with write_file and runs `git status` in it, by dir_path and after a `cd`.
- * The fsmonitor command must not run, with the sandbox or without.
+ * Writing a repository's HEAD or config asks in every mode (YOLO too); here a person says yes to
+ * both, so the repository is there. The fsmonitor command must not run, with the sandbox or without.
  */
 function plantScript(ws: string, marker: string): ModelScript {
   const cache = path.join(ws, 'vendor/cache');
@@ -140,8 +141,20 @@ for (const mode of ['off', 'bwrap']) {
       script: plantScript(ws, marker),
       env: { WORKSPACE_DIR: ws, SHELL_SANDBOX: mode, ...(mode === 'off' ? { SHELL_UNCONFINED_AUTO_APPROVE: 'true' } : {}) },
     });
-    const res = await rpc(srv.url, 'message/stream', { message: userMessage('plant', { metadata: { [URI]: { approval_mode: 'YOLO' } } }) });
-    t.ok(existsSync(path.join(ws, 'vendor/cache/config')), 'the repository was planted');
+    const first = await rpc(srv.url, 'message/stream', {
+      message: userMessage('plant', { metadata: { [URI]: { approval_mode: 'YOLO' } } }),
+    });
+    const ev = (first.events ?? []).map((e) => e.data.result);
+    const asked = ev.map(dataOf).filter((d) => d?.confirmation_request !== undefined);
+    const paths = asked.map((c) => c.input_parameters?.file_path);
+    t.ok(
+      paths.includes('vendor/cache/HEAD') && paths.includes('vendor/cache/config'),
+      `writing its HEAD and config asks, even in YOLO (${paths.join(', ')})`,
+    );
+    t.notOk(existsSync(path.join(ws, 'vendor/cache/config')), 'nothing was written before a person said yes');
+    const yes = asked.map((c) => ({ tool_call_id: c.tool_call_id, selected_option_id: 'proceed_once' }));
+    const res = await rpc(srv.url, 'message/stream', { message: confirmMessage(ev[0].id, ev[0].contextId, ...yes) });
+    t.ok(existsSync(path.join(ws, 'vendor/cache/config')), 'the repository was planted (a person approved it)');
     t.match(res.raw, /after-status/, 'both commands ran');
     t.match(res.raw, /cannot use bare repository/, 'git refuses the planted repository');
     t.notOk(existsSync(marker), 'the fsmonitor command did not run');

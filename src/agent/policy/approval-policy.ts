@@ -3,7 +3,7 @@
  * answer trusts from then on. The rule: reads run, anything with side effects waits for a person.
  *
  * - approval mode DEFAULT: reads run; edits, shell commands, MCP tools and anything else ask.
- *   AUTO_EDIT: file edits run too. YOLO: nothing asks (but see "unconfined" below).
+ *   AUTO_EDIT: file edits run too. YOLO: nothing asks (but see the two rules below).
  * - allowed_tools: a tool name runs without asking; `run_shell_command(git status)` lets
  *   lines run whose every command starts with the words `git status`, when shell-rules.ts
  *   finds the line coverable (plain words, catalogued options, no path out).
@@ -13,8 +13,8 @@
  *   `git push`), and only ever for lines the grant catalogue covers (grant-catalogue.ts); for
  *   MCP, one tool or the whole server.
  * - Edits of files that make tools run code (`.git/`, `.npmrc`, a `config` beside a `HEAD`, …:
- *   tool-config.ts) always ask, whatever AUTO_EDIT, allowed_tools or a grant says; only YOLO,
- *   which the operator and an approver chose to mean "everything", writes them unasked.
+ *   tool-config.ts) always ask, whatever the mode (YOLO included), allowed_tools or a grant says:
+ *   what they plant runs later outside any sandbox (the developer's git, npm, editor).
  * - Unconfined: when shell commands run without the sandbox (scope.confined is not true), no
  *   shell-like call runs without a card — not by grant, prefix or mode, YOLO included — and no
  *   "always" is offered for one. The operator lifts this only with SHELL_UNCONFINED_AUTO_APPROVE.
@@ -97,7 +97,7 @@ function trusted(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage)
   return false;
 }
 
-/** An edit only a person (or YOLO) approves: one that writes a file making tools run code. */
+/** An edit only a person approves, in every mode: one that writes a file making tools run code. */
 function editsToolConfig(tool: AnyTool, args: Record<string, unknown>, workspace: string): boolean {
   const given = tool.editedPath?.(args);
   if (given === undefined) return false;
@@ -109,9 +109,11 @@ export function autoApproval(tool: AnyTool, args: Record<string, unknown>, scope
   if (tool.kind === 'read') return 'read-only';
   // Without the sandbox nothing confines a command: only a person's yes runs one.
   if (tool.commandLine !== undefined && scope.confined !== true) return undefined;
+  // A file that makes tools run code is written only after a person's yes, in every mode: what it
+  // plants would run later, unconfined (the developer's git, npm, editor), so no mode covers it.
+  if (editsToolConfig(tool, args, scope.workspace)) return undefined;
   const mode = scope.settings.approvalMode ?? 'DEFAULT';
   if (mode === 'YOLO') return 'approval mode YOLO';
-  if (editsToolConfig(tool, args, scope.workspace)) return undefined;
   if (mode === 'AUTO_EDIT' && tool.kind === 'edit') return 'approval mode AUTO_EDIT';
   const coverageNow = lazyCoverage(tool, args, scope.workspace);
   if (allowedByList(tool, scope, coverageNow)) return 'allowed_tools';

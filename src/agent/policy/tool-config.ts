@@ -10,8 +10,10 @@
  *    below the workspace with a HEAD beside objects, refs or config counts, and all in it; a `HEAD`,
  *    `config`, `objects`, `refs`, `packed-refs` or `commondir` beside another of them counts, and so
  *    does anything under `hooks/`, `info/`, `logs/`, `modules/` or `worktrees/` of a folder that has a
- *    `HEAD` or `objects` + `refs`. Writing a file named `HEAD` counts anywhere (git's first sign
- *    of a repository); reading one (`git show HEAD`) only by the rule before.
+ *    `HEAD` or `objects` + `refs`. Writing a file named `HEAD` or `config` counts anywhere: a
+ *    repository is made by its HEAD, and its config may be written first, before anything beside
+ *    it says "git directory" (then the HEAD's card alone would not show it); reading one
+ *    (`git show HEAD`) counts only by the rule before.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -114,6 +116,9 @@ function entriesOf(dir: string, cache: FolderCache, budget: ProbeBudget | undefi
   return entries;
 }
 
+/** Names whose writing asks wherever they lie (rule 2 of the module comment), lower case. */
+const WRITE_ALWAYS_ASKS: ReadonlySet<string> = new Set(['head', 'config']);
+
 /** True when a folder holding `entries` is a git directory already (a HEAD with objects, refs or config beside it). */
 const isGitDirectory = (entries: ReadonlySet<string>): boolean =>
   entries.has('head') && (entries.has('objects') || entries.has('refs') || entries.has('config'));
@@ -128,7 +133,7 @@ function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
 
 /**
  * True when `target` (an absolute real path inside `workspace`, existing or not) is or lies in a
- * git directory by its contents (rule 2 of the module comment), or, when `writing`, is named HEAD.
+ * git directory by its contents (rule 2 of the module comment), or, when `writing`, is named HEAD or config.
  */
 export function inGitDirectory(
   workspace: string,
@@ -140,7 +145,7 @@ export function inGitDirectory(
   const rel = path.relative(workspace, target);
   if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
   const parts = rel.split(path.sep);
-  if (writing && parts.at(-1)?.toLowerCase() === 'head') return true;
+  if (writing && WRITE_ALWAYS_ASKS.has(parts.at(-1)?.toLowerCase() ?? '')) return true;
   if (parts.length > MAX_JUDGED_DEPTH) return true;
   let dir = workspace;
   for (const part of parts) {

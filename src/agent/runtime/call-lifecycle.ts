@@ -329,14 +329,13 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
  * judgement before it ran resolved the path earlier, and a folder on the way may have become a
  * symlink since (a command of another conversation on the same workspace can swap it). An edit a
  * person approved lands only on the file its card showed (`shownPath`); one that ran without a
- * card for it never on a file that makes tools run code, unless the mode is YOLO.
+ * card for it never on a file that makes tools run code, whatever the mode.
  */
 function writeGuard(task: LiveTask, shownPath: string | undefined): (realPath: string) => string | undefined {
   const { workspace } = task.context;
   return (realPath) => {
     if (shownPath !== undefined)
       return realPath === shownPath ? undefined : `it would land on ${realPath}, not on ${shownPath} as its card showed`;
-    if (task.context.settings.approvalMode === 'YOLO') return undefined;
     return isToolConfigTarget(workspace, realPath, true)
       ? `${realPath} makes tools run code, and no person approved writing it`
       : undefined;

@@ -312,5 +312,14 @@ t.test('AUTO_EDIT still asks before writing files that make tools run code', asy
     t.ok(needsApproval(tool('write_file'), write(p), auto), `write_file ${p}`);
     t.ok(needsApproval(tool('replace'), { file_path: p, old_string: 'a', new_string: 'b' }, auto), `replace ${p}`);
   }
-  t.equal(autoApproval(tool('write_file'), write('.git/config'), scope({ approvalMode: 'YOLO' })), 'approval mode YOLO');
+  const yolo = scope({ approvalMode: 'YOLO' });
+  t.equal(autoApproval(tool('write_file'), write('.git/config'), yolo), undefined, 'YOLO asks for it too');
+  t.equal(autoApproval(tool('write_file'), write('.git/hooks/pre-commit'), yolo), undefined, 'and for a hook');
+  // A repository's config may be written before anything beside it says "git directory": a file named config asks anywhere.
+  for (const p of ['vendor/cache/config', 'lib/Config', 'config']) {
+    t.ok(needsApproval(tool('write_file'), write(p), auto), `write_file ${p} (AUTO_EDIT)`);
+    t.equal(autoApproval(tool('write_file'), write(p), yolo), undefined, `write_file ${p} (YOLO)`);
+  }
+  t.equal(autoApproval(tool('write_file'), write('config/app.yml'), yolo), 'approval mode YOLO', 'a folder named config is ordinary');
+  t.notOk(needsApproval(tool('write_file'), write('src/x.ts'), auto), 'ordinary files still run under AUTO_EDIT');
 });
