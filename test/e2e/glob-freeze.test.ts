@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { pollAgentCard } from '../support/card-poll.js';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { rpc } from '../support/sse.js';
 import { dataOf, startServer, URI, userMessage } from '../support/server.js';
@@ -30,7 +31,7 @@ const SCRIPT: ModelScript = {
   ],
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pollCard = (srv: TestServer, done: Promise<unknown>) => pollAgentCard(srv, done, { everyMs: 100 });
 
 /** Sends `prompt` and reads its stream to the end: the results and how long it took. */
 async function prompt(srv: TestServer, text: string): Promise<{ results: any[]; ms: number }> {
@@ -40,30 +41,6 @@ async function prompt(srv: TestServer, text: string): Promise<{ results: any[]; 
   });
   if (res.events === undefined) throw new Error(`expected an SSE stream, got ${res.status} ${res.raw}`);
   return { results: res.events.map((e) => e.data.result), ms: performance.now() - started };
-}
-
-/**
- * GETs the agent card on a 100 ms schedule until `done` settles (and at least `min` times).
- * Client and server share this event loop, so each latency counts from when its GET was
- * due, not from when it was sent: a blocked loop delays the sending too, and must show.
- */
-async function pollCard(srv: TestServer, done: Promise<unknown>, min = 5): Promise<{ status: number; ms: number }[]> {
-  let settled = false;
-  // Both handlers only set a flag: this promise cannot reject.
-  void done.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  const out: { status: number; ms: number }[] = [];
-  const start = performance.now();
-  while (!settled || out.length < min) {
-    const due = start + out.length * 100;
-    await sleep(Math.max(0, due - performance.now()));
-    const res = await fetch(new URL('/.well-known/agent-card.json', srv.url));
-    await res.json();
-    out.push({ status: res.status, ms: performance.now() - due });
-  }
-  return out;
 }
 
 /** Runs the prompt while polling the card; checks the card and returns the glob call's final card. */

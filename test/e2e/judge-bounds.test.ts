@@ -11,6 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { pollAgentCard } from '../support/card-poll.js';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { send } from '../support/gemini-server.js';
 import { dataOf, startServer } from '../support/server.js';
@@ -43,30 +44,8 @@ const SCRIPT: ModelScript = {
   ],
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * GETs the agent card on a 50 ms schedule until `done` settles (and at least `min` times). Client
- * and server share this event loop, so each latency counts from when its GET was due.
- */
-async function pollCard(srv: TestServer, done: Promise<unknown>, min = 5): Promise<number[]> {
-  let settled = false;
-  // Both handlers only set a flag: this promise cannot reject.
-  void done.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  const out: number[] = [];
-  const start = performance.now();
-  while ((!settled || out.length < min) && out.length < 2_000) {
-    const due = start + out.length * 50;
-    await sleep(Math.max(0, due - performance.now()));
-    const res = await fetch(new URL('/.well-known/agent-card.json', srv.url));
-    await res.json();
-    out.push(res.status === 200 ? performance.now() - due : Infinity);
-  }
-  return out;
-}
+const pollCard = async (srv: TestServer, done: Promise<unknown>): Promise<number[]> =>
+  (await pollAgentCard(srv, done, { everyMs: 50 })).map((g) => (g.status === 200 ? g.ms : Infinity));
 
 t.test('a turn of hostile shell lines is judged in bounded time: each asks, and the agent card keeps answering', async (t) => {
   const srv = await startServer(t, { script: SCRIPT });

@@ -24,6 +24,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { pollAgentCard } from '../support/card-poll.js';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { rpc } from '../support/sse.js';
 import { dataOf, startServer, URI, userMessage } from '../support/server.js';
@@ -67,7 +68,7 @@ const SCRIPT: ModelScript = {
   ],
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pollCard = (srv: TestServer, done: Promise<unknown>) => pollAgentCard(srv, done, { everyMs: 50 });
 
 /** Sends `text` and reads its stream to the end; fails after `limitMs` instead of waiting for good. */
 async function prompt(srv: TestServer, text: string, limitMs = CALL_LIMIT_MS): Promise<any[]> {
@@ -85,25 +86,6 @@ async function prompt(srv: TestServer, text: string, limitMs = CALL_LIMIT_MS): P
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** GETs the agent card every 50 ms until `done` settles (at least `min` times); latencies count from when each GET was due. */
-async function pollCard(srv: TestServer, done: Promise<unknown>, min = 5): Promise<{ status: number; ms: number }[]> {
-  let settled = false;
-  void done.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  const out: { status: number; ms: number }[] = [];
-  const start = performance.now();
-  while (!settled || out.length < min) {
-    const due = start + out.length * 50;
-    await sleep(Math.max(0, due - performance.now()));
-    const res = await fetch(new URL('/.well-known/agent-card.json', srv.url));
-    await res.json();
-    out.push({ status: res.status, ms: performance.now() - due });
-  }
-  return out;
 }
 
 /** Runs the prompt while polling the card, checks the card stayed responsive, and returns the tool call's last update. */

@@ -13,17 +13,11 @@ import t from 'tap';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
-import { createShellSandbox, SandboxUnavailableError } from '../../src/tools/shell/sandbox.js';
+import { bwrapSkip } from '../support/sandbox.js';
 import { rpc } from '../support/sse.js';
 import { dataOf, startServer, tempDir, URI, userMessage } from '../support/server.js';
 
-let skip: string | false = false;
-try {
-  createShellSandbox('bwrap', { protectedPaths: [], network: false });
-} catch (err) {
-  if (!(err instanceof SandboxUnavailableError)) throw err;
-  skip = `bubblewrap unavailable: ${err.message}`;
-}
+const skip = bwrapSkip();
 
 const ORIGINAL = 'original\n';
 /** Files a project legitimately has, that tools outside the sandbox load and run code from. */

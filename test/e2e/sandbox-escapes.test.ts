@@ -11,17 +11,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
-import { createShellSandbox, SandboxUnavailableError } from '../../src/tools/shell/sandbox.js';
+import { bwrapSkip } from '../support/sandbox.js';
 import { rpc } from '../support/sse.js';
 import { startServer, tempDir, URI, userMessage } from '../support/server.js';
 
-let skip: string | false = false;
-try {
-  createShellSandbox('bwrap', { protectedPaths: [], network: false });
-} catch (err) {
-  if (!(err instanceof SandboxUnavailableError)) throw err;
-  skip = `bubblewrap unavailable: ${err.message}`;
-}
+const skip = bwrapSkip();
 
 function script(marker: string): ModelScript {
   const evil = `[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \\"echo pwned > ${marker}; false\\"\\n`;

@@ -10,7 +10,7 @@ import t from 'tap';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
-import { createShellSandbox, SandboxUnavailableError } from '../../src/tools/shell/sandbox.js';
+import { bwrapSkip } from '../support/sandbox.js';
 import { rpc } from '../support/sse.js';
 import { buildServer, confirmMessage, dataOf, startServer, tempDir, URI, userMessage } from '../support/server.js';
 import type { Test } from '../support/tool-call-watch.js';
@@ -18,13 +18,7 @@ import type { Test } from '../support/tool-call-watch.js';
 const SECRET = 'settings-SECRET-0123456789';
 const DATA_SECRET = 'pglite-page-SECRET';
 
-let skip: string | false = false;
-try {
-  createShellSandbox('bwrap', { protectedPaths: [], network: false });
-} catch (err) {
-  if (!(err instanceof SandboxUnavailableError)) throw err;
-  skip = `bubblewrap unavailable: ${err.message}`;
-}
+const skip = bwrapSkip();
 
 /** The server's directory (its settings file and data directory) and a directory beside it. */
 function serverDir(): { dir: string; outside: string } {

@@ -15,20 +15,13 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { bwrapSandbox } from '../../support/sandbox.js';
 import { RunShellCommandTool } from '../../../src/tools/shell/run-shell-command.js';
-import { createShellSandbox, NO_SANDBOX, SandboxUnavailableError, type ShellSandbox } from '../../../src/tools/shell/sandbox.js';
+import { NO_SANDBOX, type ShellSandbox } from '../../../src/tools/shell/sandbox.js';
 import type { ToolResult } from '../../../src/tools/tool.js';
 
 type Fixtures = Pick<typeof t, 'teardown'>;
 
-function bwrapSandbox(): ShellSandbox | string {
-  try {
-    return createShellSandbox('bwrap', { protectedPaths: [], network: false }).sandbox;
-  } catch (err) {
-    if (err instanceof SandboxUnavailableError) return `bubblewrap unavailable: ${err.message}`;
-    throw err;
-  }
-}
 const sandbox = bwrapSandbox();
 const BWRAP = { skip: typeof sandbox === 'string' ? sandbox : false };
 const SCRATCH = fs.existsSync('/var/tmp') ? '/var/tmp' : path.resolve('.tap');

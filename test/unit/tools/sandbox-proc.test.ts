@@ -8,17 +8,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { bwrapSandbox } from '../../support/sandbox.js';
 import { RunShellCommandTool } from '../../../src/tools/shell/run-shell-command.js';
-import { createShellSandbox, SandboxUnavailableError, type ShellSandbox } from '../../../src/tools/shell/sandbox.js';
 
-function bwrapSandbox(): ShellSandbox | string {
-  try {
-    return createShellSandbox('bwrap', { protectedPaths: [], network: false }).sandbox;
-  } catch (err) {
-    if (err instanceof SandboxUnavailableError) return `bubblewrap unavailable: ${err.message}`;
-    throw err;
-  }
-}
 const sandbox = bwrapSandbox();
 const BWRAP = { skip: typeof sandbox === 'string' ? sandbox : false };
 const SCRATCH = fs.existsSync('/var/tmp') ? '/var/tmp' : path.resolve('.tap');

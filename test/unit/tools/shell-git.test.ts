@@ -11,8 +11,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { bwrapSandbox } from '../../support/sandbox.js';
 import { RunShellCommandTool } from '../../../src/tools/shell/run-shell-command.js';
-import { createShellSandbox, NO_SANDBOX, SandboxUnavailableError, type ShellSandbox } from '../../../src/tools/shell/sandbox.js';
+import { NO_SANDBOX, type ShellSandbox } from '../../../src/tools/shell/sandbox.js';
 import type { ToolResult } from '../../../src/tools/tool.js';
 
 /** Outside /tmp: a workspace under /tmp would be hidden by the old sandbox's private /tmp. */
@@ -20,14 +21,6 @@ type Fixtures = Pick<typeof t, 'teardown'>;
 
 const SCRATCH = fs.existsSync('/var/tmp') ? '/var/tmp' : path.resolve('.tap');
 
-function bwrapSandbox(): ShellSandbox | string {
-  try {
-    return createShellSandbox('bwrap', { protectedPaths: [], network: false }).sandbox;
-  } catch (err) {
-    if (err instanceof SandboxUnavailableError) return `bubblewrap unavailable: ${err.message}`;
-    throw err;
-  }
-}
 const bwrap = bwrapSandbox();
 const SANDBOXES: [string, ShellSandbox | string][] = [
   ['off', NO_SANDBOX],
