@@ -1,7 +1,7 @@
 /**
  * Each call of a turn is judged when it runs, after the calls before it ran, and what runs is
  * what was shown (issue 19, findings 7 and 9), through the server with the scripted model:
- * - a granted `git apply fix.patch` makes `lnk -> .git`; the same turn's `write_file lnk/config`,
+ * - a granted `git apply fix.patch` makes `lnk -> .git`; the same turn's `write_file lnk/hooks/pre-commit`,
  *   judged when the turn was planned (lnk did not exist: AUTO_EDIT runs it), is judged again
  *   before it runs, now writes into .git, and so gets a card instead of running;
  * - a `replace` on app.cfg whose card a person approved, after a granted `cp` of the same turn
@@ -10,7 +10,7 @@
  *   only the answer to that card writes, and a repeated answer to the old card finds no call.
  */
 import t from 'tap';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelPart } from '../../src/agent/model/model-client.js';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
@@ -29,7 +29,7 @@ const SCRIPT: ModelScript = {
           chunks: [
             [
               call('run_shell_command', { command: 'git apply fix.patch' }),
-              call('write_file', { file_path: 'lnk/config', content: '[core]\n\tfsmonitor = touch pwned\n' }),
+              call('write_file', { file_path: 'lnk/hooks/pre-commit', content: '#!/bin/sh\ntouch pwned\n' }),
             ],
           ],
         },
@@ -43,7 +43,7 @@ const SCRIPT: ModelScript = {
           chunks: [
             [
               call('run_shell_command', { command: 'git apply fix.patch' }),
-              call('run_shell_command', { command: 'cp payload.ini lnk/config' }),
+              call('run_shell_command', { command: 'cp payload.ini lnk/hooks/pre-commit' }),
             ],
           ],
         },
@@ -95,7 +95,7 @@ t.test(
   'a call is judged again after the calls before it ran: a symlink made by a granted line turns an AUTO_EDIT write into a card',
   async (t) => {
     const srv = await startServer(t, { script: SCRIPT });
-    mkdirSync(path.join(srv.workspace, '.git'));
+    mkdirSync(path.join(srv.workspace, '.git', 'hooks'), { recursive: true });
     writeFileSync(path.join(srv.workspace, '.git', 'config'), GIT_CONFIG);
     writeFileSync(path.join(srv.workspace, 'fix.patch'), PATCH);
     const settings = { approval_mode: 'AUTO_EDIT', allowed_tools: ['run_shell_command(git apply)'] };
@@ -108,7 +108,7 @@ t.test(
     const { closed, next: asked } = replacement(first, write);
     t.match(closed.error, { message: new RegExp(`Replaced by a new card \\(${asked.tool_call_id}\\)`) }, 'the planned card is superseded');
     t.equal(asked.status, 'PENDING', 'judged again before it ran: it waits');
-    t.match(asked.confirmation_request.file_edit_details, { new_content: '[core]\n\tfsmonitor = touch pwned\n' });
+    t.match(asked.confirmation_request.file_edit_details, { new_content: '#!/bin/sh\ntouch pwned\n' });
     t.same(
       cards(first)
         .filter((c) => c.tool_call_id === apply)
@@ -117,7 +117,7 @@ t.test(
       ['PENDING', 'EXECUTING', 'SUCCEEDED'],
       'the granted line ran first',
     );
-    t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG, '.git/config was not written');
+    t.notOk(existsSync(path.join(srv.workspace, '.git', 'hooks', 'pre-commit')), 'no hook was written');
 
     const audit = await (await sharedStore()).listAudit({ taskId: watch.taskId });
     const reproposed = audit.find((a) => a.toolCallId === asked.tool_call_id && a.decision === 're-proposed');
@@ -130,14 +130,14 @@ t.test(
 
     watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: asked.tool_call_id, selected_option_id: 'cancel' }));
     t.equal(states(watch.results).at(-1), 'completed');
-    t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG, 'declined: still not written');
+    t.notOk(existsSync(path.join(srv.workspace, '.git', 'hooks', 'pre-commit')), 'declined: still not written');
     checkToolCalls(t, watch);
   },
 );
 
 t.test('the same across two granted lines: the cp judged after the patch made lnk -> .git asks', async (t) => {
   const srv = await startServer(t, { script: SCRIPT });
-  mkdirSync(path.join(srv.workspace, '.git'));
+  mkdirSync(path.join(srv.workspace, '.git', 'hooks'), { recursive: true });
   writeFileSync(path.join(srv.workspace, '.git', 'config'), GIT_CONFIG);
   writeFileSync(path.join(srv.workspace, 'fix.patch'), PATCH);
   writeFileSync(path.join(srv.workspace, 'payload.ini'), '[core]\n\tfsmonitor = touch pwned\n');
@@ -145,16 +145,16 @@ t.test('the same across two granted lines: the cp judged after the patch made ln
   const watch = new TaskWatch();
   const first = watch.take(await send(srv, 'link then copy', { settings }));
   t.equal(states(first).at(-1), 'input-required', 'the task pauses');
-  const copy = cards(first).filter((c) => c.input_parameters?.command === 'cp payload.ini lnk/config');
+  const copy = cards(first).filter((c) => c.input_parameters?.command === 'cp payload.ini lnk/hooks/pre-commit');
   t.notOk(copy[0]?.confirmation_request, 'when the turn was planned, the cp was covered');
   t.equal(copy[1]?.status, 'CANCELLED', 'the planned card is superseded');
   t.equal(copy.at(-1)?.status, 'PENDING', 'judged again after the patch ran: it waits');
   t.not(copy.at(-1)?.tool_call_id, copy[0]?.tool_call_id, 'under a new id');
   t.ok(copy.at(-1)?.confirmation_request?.execute_details, 'with a card');
-  t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG, '.git/config was not written');
+  t.notOk(existsSync(path.join(srv.workspace, '.git', 'hooks', 'pre-commit')), 'no hook was written');
   watch.take(await answer(srv, watch.taskId, watch.contextId, { tool_call_id: copy.at(-1).tool_call_id, selected_option_id: 'cancel' }));
   t.equal(states(watch.results).at(-1), 'completed');
-  t.equal(readFileSync(path.join(srv.workspace, '.git', 'config'), 'utf8'), GIT_CONFIG);
+  t.notOk(existsSync(path.join(srv.workspace, '.git', 'hooks', 'pre-commit')));
   checkToolCalls(t, watch);
 });
 

@@ -12,25 +12,23 @@ import {
 } from '../../../src/agent/policy/approval-policy.js';
 import type { ApprovalScope } from '../../../src/agent/policy/approval-policy.js';
 import type { ContextSettings } from '../../../src/agent/task-store.js';
-import fs from 'node:fs';
 import path from 'node:path';
 import { createDefaultTools } from '../../../src/tools/index.js';
 import type { AnyTool } from '../../../src/tools/tool.js';
+import { ownDir } from '../../support/own-dir.js';
 
 /** The workspace the calls run in: a file, a folder, a link out of it, a git folder, the server's auth file. */
-const root = fs.realpathSync(
-  t.testdir({
-    ws: {
-      'a.txt': 'a',
-      src: { 'x.ts': '' },
-      '.git': { config: '', hooks: {} },
-      'auth.json': '{}',
-      out: t.fixture('symlink', '../outside'),
-      'git-link': t.fixture('symlink', '.git'),
-    },
-    outside: { 'secret.txt': 'secret' },
-  }),
-);
+const root = ownDir('approval-policy', {
+  ws: {
+    'a.txt': 'a',
+    src: { 'x.ts': '' },
+    '.git': { config: '', hooks: {} },
+    'auth.json': '{}',
+    out: { symlink: '../outside' },
+    'git-link': { symlink: '.git' },
+  },
+  outside: { 'secret.txt': 'secret' },
+});
 const WS = path.join(root, 'ws');
 const tools = new Map(createDefaultTools({ protectedPaths: [path.join(WS, 'auth.json')] }).map((tool) => [tool.name, tool]));
 const tool = (name: string) => tools.get(name) as AnyTool;

@@ -10,8 +10,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { GRANT_CATALOGUE } from '../../../src/agent/policy/grant-catalogue.js';
+import { ownDir } from '../../support/own-dir.js';
 
-const dir = fs.realpathSync(t.testdir({ 'a.txt': 'alpha\n' }));
+const dir = ownDir('git-values', { 'a.txt': 'alpha\n' });
 const git = (...args: string[]) =>
   spawnSync('git', ['-c', 'user.name=a', '-c', 'user.email=a@b', ...args], { cwd: dir, encoding: 'utf8', timeout: 10_000 });
 git('init', '-q');

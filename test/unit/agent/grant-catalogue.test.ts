@@ -5,7 +5,6 @@
  */
 import t from 'tap';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { autoApproval, grantsFor, needsApproval, optionsFor, shellGrant } from '../../../src/agent/policy/approval-policy.js';
 import type { ApprovalScope } from '../../../src/agent/policy/approval-policy.js';
@@ -15,38 +14,19 @@ import { writesToolConfig } from '../../../src/agent/policy/tool-config.js';
 import type { ContextSettings } from '../../../src/agent/task-store.js';
 import { createDefaultTools } from '../../../src/tools/index.js';
 import type { AnyTool } from '../../../src/tools/tool.js';
+import { ownDir } from '../../support/own-dir.js';
 
-/**
- * The workspace: a directory of this file's own (not `t.testdir` at the top level: in the unit
- * suite every file shares one process and one top-level fixture directory, and the last one
- * written replaces the others').
- */
-function makeWorkspace(layout: Record<string, unknown>, at: string): void {
-  for (const [name, value] of Object.entries(layout)) {
-    const p = path.join(at, name);
-    if (typeof value === 'string') fs.writeFileSync(p, value);
-    else {
-      fs.mkdirSync(p);
-      makeWorkspace(value as Record<string, unknown>, p);
-    }
-  }
-}
-const WS = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'grant-catalogue-')));
-t.teardown(() => fs.rmSync(WS, { recursive: true, force: true }));
-makeWorkspace(
-  {
-    'notes.txt': 'b\na\n',
-    'data.txt': '1\n',
-    'fix.patch': '',
-    src: { 'x.ts': '', config: { 'app.ts': '' }, hooks: { 'use.ts': '' } },
-    // a bare repository being planted: HEAD and objects/ are there already
-    vendor: { cache: { HEAD: 'ref: refs/heads/main\n', objects: {} } },
-    // objects/ and refs/, no HEAD yet
-    half: { objects: {}, refs: {} },
-    '.git': { config: '' },
-  },
-  WS,
-);
+const WS = ownDir('grant-catalogue', {
+  'notes.txt': 'b\na\n',
+  'data.txt': '1\n',
+  'fix.patch': '',
+  src: { 'x.ts': '', config: { 'app.ts': '' }, hooks: { 'use.ts': '' } },
+  // a bare repository being planted: HEAD and objects/ are there already
+  vendor: { cache: { HEAD: 'ref: refs/heads/main\n', objects: {} } },
+  // objects/ and refs/, no HEAD yet
+  half: { objects: {}, refs: {} },
+  '.git': { config: '' },
+});
 const tools = new Map(createDefaultTools().map((tool) => [tool.name, tool]));
 const tool = (name: string) => tools.get(name) as AnyTool;
 const shell = tool('run_shell_command');

@@ -2,8 +2,8 @@
  * Attack (approval review of issue 19): an edit is judged (and its card computed) on a path
  * resolved before it runs; the file tools then resolved it again and wrote there. A command of
  * another conversation on the same workspace (the default workspace is everyone's) can swap a
- * folder on the way for a symlink in between, so an AUTO_EDIT write of `d/config` — judged an
- * ordinary file — wrote `.git/config` (fsmonitor: code for the developer's next git), a write a
+ * folder on the way for a symlink in between, so an AUTO_EDIT write of `d/info/attributes` — judged
+ * an ordinary file — wrote `.git/info/attributes` (a filter: code for the developer's next git), a write a
  * person approved for `notes/todo.txt` landed in another folder, and a YOLO write left the
  * workspace. Each call here is judged as the turn loop does, the folder is swapped, then it runs.
  */
@@ -30,22 +30,21 @@ function swap(ws: string, dir: string, target: string): void {
   fs.symlinkSync(target, path.join(ws, dir));
 }
 
-const FSMONITOR = '[core]\n\tfsmonitor = "touch /tmp/pwned; false"\n';
 const tools = () => [new WriteFileTool(), new ReplaceTool()];
 
-t.test('AUTO_EDIT: a write judged on d/config does not land in .git/config after d became a link', async (t) => {
+t.test('AUTO_EDIT: a write judged on d/info/attributes does not land in .git/info after d became a link', async (t) => {
   const core = await makeCore(t, { tools: tools() });
   const ws = core.workspace;
-  fs.mkdirSync(path.join(ws, '.git'));
+  fs.mkdirSync(path.join(ws, '.git/info'), { recursive: true });
   fs.writeFileSync(path.join(ws, '.git/config'), '[core]\n');
-  fs.mkdirSync(path.join(ws, 'd'));
+  fs.mkdirSync(path.join(ws, 'd/info'), { recursive: true });
   const task = await startTask(core, { settings: { approvalMode: 'AUTO_EDIT' } });
-  const [call] = await openTurn(task, [['write_file', { file_path: 'd/config', content: FSMONITOR }]]);
+  const [call] = await openTurn(task, [['write_file', { file_path: 'd/info/attributes', content: '* filter=evil\n' }]]);
   t.equal(call.phase, 'ready', 'judged an ordinary file: it runs without a card');
   t.equal(await rejudgeCall(task, call, undefined), true, 'and still when judged again right before it runs');
   swap(ws, 'd', '.git');
   await runCall(task, call);
-  t.equal(fs.readFileSync(path.join(ws, '.git/config'), 'utf8'), '[core]\n', '.git/config is unchanged');
+  t.notOk(fs.existsSync(path.join(ws, '.git/info/attributes')), '.git/info/attributes was not written');
   t.equal(call.snapshot.status, 'FAILED');
   t.match(call.snapshot.error, { type: 'write_error', message: /makes tools run code/ });
 
