@@ -8,10 +8,52 @@
  * renamed: a `.git` (directory or file) to `.git.untrusted`, any other git directory's `HEAD` to
  * `HEAD.untrusted` — git no longer takes either for a repository — and the command's result says so.
  * Nothing is deleted; a person who wants the repository renames it back after reading its config.
+ *
+ * The walk has limits (a command can make a tree too big for it); the submodules the workspace
+ * repository's index names are looked up directly too (`git ls-files --stage`, with git's safe
+ * configuration imposed: no fsmonitor or hook runs), wherever they lie.
  */
+import { execFile } from 'node:child_process';
 import fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+import { gitSafeEnvironment } from './git-env.js';
 import { scanToolConfig } from './tool-config.js';
+
+/** How long `git ls-files` may take. */
+const LS_FILES_TIMEOUT_MS = 5_000;
+
+/**
+ * The `.git` of every submodule (gitlink, mode 160000) the workspace repository's index names;
+ * [] when there is none, no repository, or no git.
+ */
+function gitlinkRepositories(workspace: string): Promise<string[]> {
+  const env = {
+    ...gitSafeEnvironment(),
+    HOME: os.homedir(),
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    GIT_CEILING_DIRECTORIES: path.dirname(workspace),
+  };
+  return new Promise((resolve) => {
+    execFile(
+      'git',
+      ['ls-files', '--stage', '-z'],
+      { cwd: workspace, env, timeout: LS_FILES_TIMEOUT_MS, maxBuffer: 64 << 20 },
+      (err, stdout) => {
+        if (err !== null) return resolve([]); // not a repository (or no git): nothing registers a submodule
+        const out: string[] = [];
+        for (const entry of stdout.split('\0')) {
+          const tab = entry.indexOf('\t');
+          if (!entry.startsWith('160000 ') || tab < 0) continue;
+          const rel = entry.slice(tab + 1);
+          const repo = path.resolve(workspace, rel, '.git');
+          if (within(workspace, repo)) out.push(repo);
+        }
+        resolve(out);
+      },
+    );
+  });
+}
 
 /** True when `p` is `dir` or lies beneath it. */
 function within(dir: string, p: string): boolean {
@@ -52,9 +94,9 @@ async function disarm(workspace: string, repo: string): Promise<string | undefin
  * Resolves with one line per repository moved, for the command's result.
  */
 export async function quarantineNewRepositories(workspace: string, before: ReadonlySet<string>, since: number): Promise<string[]> {
-  const after = await scanToolConfig(workspace);
+  const [after, registered] = await Promise.all([scanToolConfig(workspace), gitlinkRepositories(workspace)]);
   const moved: string[] = [];
-  for (const repo of new Set(after.repositories)) {
+  for (const repo of new Set([...after.repositories, ...registered])) {
     if (before.has(repo)) continue;
     const st = await fsp.lstat(repo).catch(() => undefined);
     if (st === undefined) continue;

@@ -135,6 +135,23 @@ t.test('a nested repository registered as a submodule in the index does not run 
   t.notOk(fs.existsSync(marker), "the host's git status ran no planted fsmonitor");
 });
 
+t.test("a submodule repository beyond the walk's depth is found through the index and quarantined", BWRAP, async (t) => {
+  if (typeof sandbox === 'string') return;
+  const { ws, marker } = repo(t);
+  const deep = 'a/b/c/d/e/f/g/h/i/j/sub';
+  const r = await run(
+    sandbox,
+    ws,
+    `mkdir -p ${deep} && cd ${deep} && git init -q && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m s && ` +
+      `git config core.fsmonitor "echo pwned > ${marker}; false" && cd "$OLDPWD" && ` +
+      `git update-index --add --cacheinfo 160000,$(git -C ${deep} rev-parse HEAD),${deep}; echo end`,
+  );
+  t.match(text(r), /end/);
+  t.match(text(r), new RegExp(`${deep.replace(/\//g, '\\/')}\\/\\.git → `), 'found through the index, past the walk');
+  hostGitStatus(ws);
+  t.notOk(fs.existsSync(marker), "the host's git status ran no planted fsmonitor");
+});
+
 t.test('a git directory planted under .git/modules and named by a .git file is quarantined too', BWRAP, async (t) => {
   if (typeof sandbox === 'string') return;
   const { ws, marker } = repo(t);
