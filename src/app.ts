@@ -3,8 +3,7 @@
  * buildApp never listens; main.ts does (so tests can build many apps in one process).
  */
 import fs, { readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { processDir } from './lib/process-dir.js';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AgentCard } from '@a2a-js/sdk';
@@ -127,22 +126,12 @@ function mcpConnector(resolveHttp: HttpResolver): McpConnector {
   };
 }
 
-let mcpHomeDir: string | undefined;
-
 /**
  * The working directory of stdio MCP servers whose config names none: an empty directory of this
  * process's, read-only, outside every workspace (a workspace is writable by sandboxed commands, and
  * an MCP server runs unconfined: `npx` would run a package planted in its node_modules).
  */
-function mcpHome(): string {
-  if (mcpHomeDir !== undefined && fs.existsSync(mcpHomeDir)) return mcpHomeDir;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-cwd-'));
-  fs.chmodSync(dir, 0o555);
-  if (mcpHomeDir === undefined)
-    process.once('exit', () => mcpHomeDir !== undefined && fs.rmSync(mcpHomeDir, { recursive: true, force: true }));
-  mcpHomeDir = dir;
-  return dir;
-}
+const mcpHome = processDir('mcp-cwd', (dir) => fs.chmodSync(dir, 0o555));
 
 function isLoopback(host: string): boolean {
   return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');

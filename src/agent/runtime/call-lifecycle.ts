@@ -90,14 +90,23 @@ export async function requestApproval(task: LiveTask, call: TurnCall, approvalTi
 }
 
 /**
- * Sets the call's confirmation request, computed on the files as they are now. False when the
- * proposal cannot be prepared: the call then carries the reason and fails when it runs.
+ * Sets the call's confirmation request, computed on the files as they are now (`computed`: a
+ * proposal the caller has just made, not made again). False when the proposal cannot be
+ * prepared: the call then carries the reason and fails when it runs.
  */
-async function prepareCard(task: LiveTask, call: TurnCall, tool: AnyTool, args: Record<string, unknown>): Promise<boolean> {
+async function prepareCard(
+  task: LiveTask,
+  call: TurnCall,
+  tool: AnyTool,
+  args: Record<string, unknown>,
+  computed?: ToolProposal,
+): Promise<boolean> {
   try {
-    const proposal = tool.propose
-      ? await tool.propose(args, { workspace: task.context.workspace })
-      : { type: 'generic' as const, description: call.snapshot.description ?? tool.name };
+    const proposal =
+      computed ??
+      (tool.propose
+        ? await tool.propose(args, { workspace: task.context.workspace })
+        : { type: 'generic' as const, description: call.snapshot.description ?? tool.name });
     call.snapshot.confirmation = { options: optionsFor(tool, args, task.context), proposal };
     return true;
   } catch (err) {
@@ -126,8 +135,8 @@ export async function rejudgeCall(task: LiveTask, call: TurnCall, approvalTimeou
   const { tool, args } = call;
   if (tool === undefined || args === undefined) return true;
   if (call.approvedCard !== undefined && call.approvedCard === call.shownHash) {
-    const why = await staleEdit(task, call, tool, args);
-    return why === undefined ? true : reproposeCall(task, call, why, approvalTimeoutMs);
+    const stale = await staleEdit(task, call, tool, args);
+    return stale === undefined ? true : reproposeCall(task, call, stale.reason, approvalTimeoutMs, stale.now);
   }
   if (tool.kind === 'edit') {
     const checked = tool.validate(args, { workspace: task.context.workspace });
@@ -141,18 +150,26 @@ export async function rejudgeCall(task: LiveTask, call: TurnCall, approvalTimeou
   return reproposeCall(task, call, 'judged again before it ran, after the calls before it: it now needs approval', approvalTimeoutMs);
 }
 
-/** Why an approved edit's card no longer shows what it would write (its file changed since), or undefined. */
-async function staleEdit(task: LiveTask, call: TurnCall, tool: AnyTool, args: Record<string, unknown>): Promise<string | undefined> {
+/**
+ * Why an approved edit's card no longer shows what it would write (its file changed since), with
+ * the proposal computed now (the fresh card, when there is one); undefined when the card holds.
+ */
+async function staleEdit(
+  task: LiveTask,
+  call: TurnCall,
+  tool: AnyTool,
+  args: Record<string, unknown>,
+): Promise<{ reason: string; now?: ToolProposal } | undefined> {
   const shown = call.snapshot.confirmation?.proposal;
   if (shown?.type !== 'edit' || shown.change.baseHash === undefined || tool.propose === undefined) return undefined;
   let now: ToolProposal;
   try {
     now = await tool.propose(args, { workspace: task.context.workspace });
   } catch {
-    return `${describeEdited(tool, args)} changed after the card was shown, and the edit no longer applies`;
+    return { reason: `${describeEdited(tool, args)} changed after the card was shown, and the edit no longer applies` };
   }
   if (now.type === 'edit' && now.change.baseHash === shown.change.baseHash) return undefined;
-  return `${describeEdited(tool, args)} changed after the card was shown`;
+  return { reason: `${describeEdited(tool, args)} changed after the card was shown`, now };
 }
 
 function describeEdited(tool: AnyTool, args: Record<string, unknown>): string {
@@ -167,12 +184,18 @@ function describeEdited(tool: AnyTool, args: Record<string, unknown>): string {
  * repeated answer to the old card (a client's retry) must not approve a card nobody saw.
  * False (the call does not run here).
  */
-async function reproposeCall(task: LiveTask, call: TurnCall, reason: string, approvalTimeoutMs: number | undefined): Promise<boolean> {
+async function reproposeCall(
+  task: LiveTask,
+  call: TurnCall,
+  reason: string,
+  approvalTimeoutMs: number | undefined,
+  computed?: ToolProposal,
+): Promise<boolean> {
   const { tool, args } = call;
   const previous = call.shownHash;
   const old = structuredClone(call.snapshot);
   delete call.snapshot.confirmation;
-  if (tool === undefined || args === undefined || !(await prepareCard(task, call, tool, args))) return true; // fails with the reason
+  if (tool === undefined || args === undefined || !(await prepareCard(task, call, tool, args, computed))) return true; // fails with the reason
   move(call, 'awaiting');
   delete call.answer;
   delete call.feedback;

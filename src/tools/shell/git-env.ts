@@ -30,6 +30,8 @@
  * The system configuration (/etc/gitconfig) is still read: it is the administrator's, and no
  * command can write it in the sandbox.
  */
+import os from 'node:os';
+import path from 'node:path';
 
 /** The configuration imposed on every git the server starts, in order. */
 export const GIT_SAFE_CONFIG: readonly (readonly [key: string, value: string])[] = Object.freeze([
@@ -68,4 +70,20 @@ export function withGitConfig(env: Readonly<Record<string, string>>, key: string
   const count = Number(env.GIT_CONFIG_COUNT ?? '0');
   const n = Number.isInteger(count) && count >= 0 ? count : 0;
   return { ...env, GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: key, [`GIT_CONFIG_VALUE_${n}`]: value };
+}
+
+/**
+ * The environment of a git the server itself runs on the host about `workspace` (to read its
+ * configuration or index): a fixed one — none of the server's GIT_* variables, a fixed PATH, HOME
+ * for the user's own configuration — confined to the workspace's own repository, never an
+ * enclosing one. `imposed`: git's safe configuration on top ({@link gitSafeEnvironment});
+ * without it, git reads what the developer's git would read.
+ */
+export function hostGitEnvironment(workspace: string, imposed: boolean): Record<string, string> {
+  return {
+    ...(imposed ? gitSafeEnvironment() : { GIT_CONFIG_COUNT: '0' }),
+    HOME: os.homedir(),
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    GIT_CEILING_DIRECTORIES: path.dirname(workspace),
+  };
 }

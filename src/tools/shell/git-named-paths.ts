@@ -15,6 +15,7 @@ import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ConfigPath } from './tool-config.js';
+import { hostGitEnvironment } from './git-env.js';
 import { locate } from './locate.js';
 
 /** What git's configuration names inside the workspace: existing entries and absent ones. */
@@ -31,15 +32,8 @@ const PATH_KEYS = '^(core\\.hookspath|include\\.path|includeif\\..+\\.path)$';
 
 /** `git config --get-regexp` of {@link PATH_KEYS} in `workspace`, with each entry's origin file; [] when there is no repository. */
 function readEntries(workspace: string): Promise<{ origin: string; key: string; value: string }[]> {
-  // A fixed environment: none of the server's GIT_* variables, none imposed (this is what git on
-  // the host reads by default); HOME for the user's own configuration; the workspace's own
-  // repository, never an enclosing one.
-  const env = {
-    HOME: os.homedir(),
-    PATH: '/usr/local/bin:/usr/bin:/bin',
-    GIT_CONFIG_COUNT: '0',
-    GIT_CEILING_DIRECTORIES: path.dirname(workspace),
-  };
+  // Nothing imposed: this is what git on the host reads by default.
+  const env = hostGitEnvironment(workspace, false);
   const args = ['config', '--includes', '--show-origin', '--null', '--get-regexp', PATH_KEYS];
   return new Promise((resolve, reject) => {
     execFile('git', args, { cwd: workspace, env, timeout: GIT_CONFIG_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout) => {

@@ -15,9 +15,9 @@
  */
 import { execFile } from 'node:child_process';
 import fsp from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { gitSafeEnvironment } from './git-env.js';
+import { isWithin } from '../workspace.js';
+import { hostGitEnvironment } from './git-env.js';
 import { scanToolConfig } from './tool-config.js';
 
 /** How long `git ls-files` may take. */
@@ -28,12 +28,7 @@ const LS_FILES_TIMEOUT_MS = 5_000;
  * [] when there is none, no repository, or no git.
  */
 function gitlinkRepositories(workspace: string): Promise<string[]> {
-  const env = {
-    ...gitSafeEnvironment(),
-    HOME: os.homedir(),
-    PATH: '/usr/local/bin:/usr/bin:/bin',
-    GIT_CEILING_DIRECTORIES: path.dirname(workspace),
-  };
+  const env = hostGitEnvironment(workspace, true);
   return new Promise((resolve) => {
     execFile(
       'git',
@@ -47,18 +42,12 @@ function gitlinkRepositories(workspace: string): Promise<string[]> {
           if (!entry.startsWith('160000 ') || tab < 0) continue;
           const rel = entry.slice(tab + 1);
           const repo = path.resolve(workspace, rel, '.git');
-          if (within(workspace, repo)) out.push(repo);
+          if (isWithin(workspace, repo)) out.push(repo);
         }
         resolve(out);
       },
     );
   });
-}
-
-/** True when `p` is `dir` or lies beneath it. */
-function within(dir: string, p: string): boolean {
-  const rel = path.relative(dir, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 /** A free name beside `p`: `p.untrusted`, else `p.untrusted-2`, … */
@@ -76,7 +65,7 @@ async function freeName(p: string): Promise<string | undefined> {
  */
 async function disarm(workspace: string, repo: string): Promise<string | undefined> {
   const parent = await fsp.realpath(path.dirname(repo)).catch(() => undefined);
-  if (parent === undefined || !within(workspace, parent)) return undefined;
+  if (parent === undefined || !isWithin(workspace, parent)) return undefined;
   const target = path.basename(repo) === '.git' ? path.join(parent, '.git') : path.join(parent, path.basename(repo), 'HEAD');
   const to = await freeName(target);
   if (to === undefined) return undefined;

@@ -25,6 +25,8 @@ import fs, { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gitSafeEnvironment, withGitConfig } from './git-env.js';
+import { processDir } from '../../lib/process-dir.js';
+import { isWithin } from '../workspace.js';
 import { gitNamedPaths } from './git-named-paths.js';
 import { quarantineNewRepositories } from './quarantine.js';
 import {
@@ -122,12 +124,6 @@ const ETC_SECRETS: readonly string[] = [
   '/etc/ssl/private',
 ];
 
-/** True when `p` is `dir` or lies beneath it. */
-function within(dir: string, p: string): boolean {
-  const rel = path.relative(dir, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
 /** The mask for `p`: an empty read-only directory over a directory, an empty file over anything else; undefined when `p` is missing. */
 function maskFor(maskDir: string, p: string): string | undefined {
   try {
@@ -166,7 +162,7 @@ export function hostLayout(maskDir: string): HostLayout {
   }
   // node (and npm beside it) where it is installed outside the system directories (nvm, a tarball).
   const nodePrefix = path.dirname(path.dirname(fs.realpathSync(process.execPath)));
-  if (nodePrefix !== '/' && !visible.some((d) => within(d, nodePrefix))) {
+  if (nodePrefix !== '/' && !visible.some((d) => isWithin(d, nodePrefix))) {
     system.push('--ro-bind', nodePrefix, nodePrefix);
     visible.push(nodePrefix);
   }
@@ -197,7 +193,7 @@ function sshHostKeys(): string[] {
 function resolvConf(): string[] {
   try {
     const real = fs.realpathSync('/etc/resolv.conf');
-    return within('/run', real) ? ['--ro-bind', real, real] : [];
+    return isWithin('/run', real) ? ['--ro-bind', real, real] : [];
   } catch {
     return [];
   }
@@ -211,7 +207,7 @@ function resolvConf(): string[] {
 function maskArgs(options: BwrapOptions, workspace: string, visible: readonly string[]): string[] {
   const args: string[] = [];
   for (const p of options.protectedPaths) {
-    if (!within(workspace, p) && !visible.some((d) => within(d, p))) continue;
+    if (!isWithin(workspace, p) && !visible.some((d) => isWithin(d, p))) continue;
     const mask = maskFor(options.maskDir, p);
     if (mask !== undefined) args.push('--ro-bind', mask, p);
   }
@@ -223,9 +219,9 @@ function homeArgs(home: string, workspace: string, visible: readonly string[]): 
   const usable =
     path.isAbsolute(home) &&
     home !== '/' &&
-    !within(workspace, home) &&
-    !['/dev', '/proc'].some((d) => within(d, home)) &&
-    !visible.some((d) => within(d, home) || within(home, d));
+    !isWithin(workspace, home) &&
+    !['/dev', '/proc'].some((d) => isWithin(d, home)) &&
+    !visible.some((d) => isWithin(d, home) || isWithin(home, d));
   if (!usable) return { home: '/tmp/home', args: ['--dir', '/tmp/home'] };
   return { home, args: ['--tmpfs', home] };
 }
@@ -239,7 +235,7 @@ function homeArgs(home: string, workspace: string, visible: readonly string[]): 
 export function configAncestors(scan: ToolConfigScan, workspace: string): string[] {
   const dirs = new Set<string>();
   for (const { path: p } of [...scan.existing, ...scan.absent]) {
-    for (let d = path.dirname(p); d !== workspace && within(workspace, d) && !dirs.has(d); d = path.dirname(d)) dirs.add(d);
+    for (let d = path.dirname(p); d !== workspace && isWithin(workspace, d) && !dirs.has(d); d = path.dirname(d)) dirs.add(d);
   }
   return [...dirs].sort((a, b) => a.length - b.length);
 }
@@ -505,23 +501,16 @@ function findBwrap(pathVar: string | undefined, given?: string): string | undefi
   return undefined;
 }
 
-let maskDir: string | undefined;
-
 /**
  * A private directory (0700, removed when the process exits) holding an empty read-only file
  * and an empty read-only directory, for the masks; one per process. It lies in the host's /tmp,
  * which no sandboxed command sees (its /tmp is its own).
  */
-function sharedMaskDir(): string {
-  if (maskDir !== undefined && fs.existsSync(maskDir)) return maskDir;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shell-sandbox-'));
+const sharedMaskDir = processDir('shell-sandbox', (dir) => {
   fs.writeFileSync(path.join(dir, 'empty'), '', { mode: 0o444 });
   fs.mkdirSync(path.join(dir, 'dir'), { mode: 0o555 });
   fs.writeFileSync(path.join(dir, 'commondir'), COMMONDIR_PLACEHOLDER, { mode: 0o444 });
-  if (maskDir === undefined) process.once('exit', () => maskDir !== undefined && fs.rmSync(maskDir, { recursive: true, force: true }));
-  maskDir = dir;
-  return dir;
-}
+});
 
 /** Options of {@link createShellSandbox}. */
 export interface CreateSandboxOptions {
