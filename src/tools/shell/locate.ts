@@ -1,12 +1,10 @@
 /** Where a path a tool would follow lies in the workspace, links resolved (the sandbox's tool-config binds). */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { isWithin } from '../workspace.js';
 
-/** True when `p` lies strictly beneath `dir`. */
-export function within(dir: string, p: string): boolean {
-  const rel = path.relative(dir, p);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
-}
+/** True when `p` lies strictly beneath `dir` (not `dir` itself). */
+const beneath = (dir: string, p: string): boolean => p !== dir && isWithin(dir, p);
 
 /**
  * Where `p` lies, links resolved: the real path when it exists; else the first missing
@@ -21,7 +19,7 @@ export async function locate(
   const real = await fsp.realpath(p).catch(() => undefined);
   if (real !== undefined) {
     const st = await fsp.stat(real).catch(() => undefined);
-    if (st === undefined || !within(workspace, real)) return undefined;
+    if (st === undefined || !beneath(workspace, real)) return undefined;
     return { path: real, kind: st.isDirectory() ? 'dir' : 'file', exists: true };
   }
   let missing = p;
@@ -30,7 +28,7 @@ export async function locate(
     const realParent = await fsp.realpath(parent).catch(() => undefined);
     if (realParent !== undefined) {
       const first = path.join(realParent, path.basename(missing));
-      if (!within(workspace, first)) return undefined;
+      if (!beneath(workspace, first)) return undefined;
       return { path: first, kind: missing === p ? kind : 'dir', exists: false };
     }
     if (parent === missing) return undefined;
