@@ -86,5 +86,11 @@ export default defineConfig(
     },
   },
 
+  {
+    // Plain Node.js scripts (scripts/prestart.mjs runs before anything is built or loaded).
+    files: ['scripts/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', URL: 'readonly' } },
+  },
+
   prettier,
 );
