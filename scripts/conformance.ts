@@ -4,7 +4,7 @@
  * (TCK_RUNNER or the first argument; default ../shared/conformance/run-tck.sh from the repo;
  * TCK_SUITE=v03|v10|both, TCK_V10_TRANSPORTS=jsonrpc,http_json), stops the server, and judges
  * the results: every failed test and every failed v1.0 requirement (MUST, SHOULD or MAY) must be
- * one of the documented exceptions below (README "Conformance"), each with its reason.
+ * one of the documented exceptions below (docs/conformance.md), each with its reason.
  *
  * Prints the suite's own report, then the verdict, and last a line
  * `conformance: N passed, N failed, N known exceptions` (failed = not documented).

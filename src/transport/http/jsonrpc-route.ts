@@ -5,12 +5,11 @@
  * v0.3 `message/send` blocking by default, `final: true` on a v0.3 pause, and SSE.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
-import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import { JsonRpcTransportHandler } from '@a2a-js/sdk/server';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
-import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
-import { CallerUser } from '../../protocol/caller.js';
 import { contentTypeUnsupported, RPC_ERROR_CODE } from '../../protocol/errors.js';
 import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
 import type { Caller } from '../../protocol/caller.js';
@@ -19,14 +18,13 @@ import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
 import { requestedVersion } from './a2a-version.js';
+import { authenticationHook, useRequestContext } from './request-context.js';
+import type { Authenticate } from './request-context.js';
+
+export type { Authenticate } from './request-context.js';
 
 /** A JSON-RPC method outside A2A (extension methods such as `commands/get`), the same under both versions. */
 export type ExtensionMethod = (params: unknown, caller: Caller | undefined) => Promise<unknown>;
-
-/** Checks a request's credentials (AUTH_CONFIG); absent = no authentication. */
-export type Authenticate = (
-  headers: Record<string, string | string[] | undefined>,
-) => Promise<{ ok: true; caller: Caller } | { ok: false; message: string; wwwAuthenticate: string }>;
 
 export interface JsonRpcRoutesOptions {
   handler: A2ARequestHandler;
@@ -44,11 +42,6 @@ export type Envelope = {
   result?: unknown;
   error?: { code: number; message: string; data?: unknown };
 };
-
-/** The authenticated caller of each request (set by the onRequest hook). */
-const callers = new WeakMap<FastifyRequest, Caller>();
-
-/** Marks a body that was not valid JSON (answered PARSE_ERROR, HTTP 200, as JSON-RPC asks). */
 
 const PAUSE_STATES = new Set(['input-required', 'auth-required']);
 
@@ -127,34 +120,6 @@ function mapError(version: WireVersion, err: unknown) {
   return version === '1.0' ? JsonRpcTransportHandler.mapToJSONRPCError(err) : LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err);
 }
 
-/** The caller the authentication hook accepted for `request` (undefined without authentication). */
-export function requestCaller(request: FastifyRequest): Caller | undefined {
-  return callers.get(request);
-}
-
-/**
- * A route-level hook (it runs for whatever request line reached this route, absolute-form
- * URLs included) and before the body is read: an unauthenticated request costs no parsing.
- * `refusal` builds the 401 body in the route's binding (a JSON-RPC envelope by default).
- */
-export function authenticationHook(
-  authenticate: Authenticate | undefined,
-  refusal: (message: string, request: FastifyRequest) => unknown = (message) => rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, message),
-) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (authenticate === undefined) return;
-    const started = phaseStart();
-    const result = await authenticate(request.headers);
-    phaseEnd('authorize', started);
-    if (result.ok) {
-      callers.set(request, result.caller);
-      return;
-    }
-    void reply.code(401).header('www-authenticate', result.wwwAuthenticate);
-    return reply.send(refusal(`Unauthorized: ${result.message}`, request));
-  };
-}
-
 /** The envelope-level refusals, in order: unparsable body, unknown A2A-Version, not one request object, jsonrpc not "2.0", an id of the wrong type. */
 function checkEnvelope(request: FastifyRequest, caller: Caller | undefined): Checked | Envelope {
   const body = request.body as Record<string, unknown> | typeof UNPARSABLE | undefined;
@@ -201,7 +166,7 @@ async function callExtension(request: FastifyRequest, extension: ExtensionMethod
  * lacks, bad params, a bad Last-Event-ID header.
  */
 function prepareA2a(request: FastifyRequest, req: Checked): { rpc: Record<string, unknown>; ctx: ServerCallContext } | Envelope {
-  const { id, version, body, method, caller } = req;
+  const { id, version, body, method } = req;
   const unknown = unknownMethod(method, version);
   if (unknown !== undefined) return rpcError(id, RPC_ERROR_CODE.METHOD_NOT_FOUND, unknown);
   const bad = validateParams(method, body.params, version);
@@ -212,20 +177,13 @@ function prepareA2a(request: FastifyRequest, req: Checked): { rpc: Record<string
     const params = body.params as { configuration?: Record<string, unknown> };
     rpc = { ...body, params: { ...params, configuration: { blocking: true, ...params.configuration } } };
   }
-  const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: version });
-  const lastEventId = request.headers['last-event-id'];
-  if (lastEventId !== undefined) {
-    const raw = String(lastEventId).trim();
-    if (!/^\d{1,15}$/.test(raw)) {
-      return rpcError(
-        id,
-        RPC_ERROR_CODE.INVALID_PARAMS,
-        `Invalid Last-Event-ID header "${raw}": expected an event id (a non-negative integer)`,
-      );
-    }
-    ctx.state.set(CTX_LAST_EVENT_ID, Number(raw));
+  try {
+    return { rpc, ctx: request.a2a.callContext(version) };
+  } catch (err) {
+    // A bad Last-Event-ID header: INVALID_PARAMS with the header's own message.
+    if (!(err instanceof RequestMalformedError)) throw err;
+    return rpcError(id, RPC_ERROR_CODE.INVALID_PARAMS, err.message);
   }
-  return { rpc, ctx };
 }
 
 /**
@@ -235,7 +193,7 @@ function prepareA2a(request: FastifyRequest, req: Checked): { rpc: Record<string
 export type A2aOutcome =
   | { kind: 'answer'; envelope: Envelope }
   | { kind: 'refused'; envelope: Envelope }
-  | { kind: 'stream'; stream: AsyncGenerator<Envelope, void, undefined>; first: IteratorResult<Envelope>; ctx: ServerCallContext };
+  | { kind: 'stream'; stream: AsyncGenerator<Envelope, void, undefined>; first: IteratorResult<Envelope> };
 
 /** Runs a checked A2A request through the SDK's handler of its version (the JSON-RPC route, and the v0.3 HTTP+JSON binding). */
 export async function startA2a(
@@ -248,12 +206,11 @@ export async function startA2a(
   phaseEnd('parse', started);
   if ('jsonrpc' in prepared) return { kind: 'answer', envelope: prepared };
   const { id, version } = req;
-  const { ctx } = prepared;
-  const out = await sdk.handle(prepared.rpc, ctx);
+  const out = await sdk.handle(prepared.rpc, prepared.ctx);
   if (!(Symbol.asyncIterator in (out as object))) return { kind: 'answer', envelope: hideInternal(out as Envelope, request) };
   const stream = out as AsyncGenerator<Envelope, void, undefined>;
   try {
-    return { kind: 'stream', stream, first: await stream.next(), ctx }; // refusals happen here, before any SSE byte
+    return { kind: 'stream', stream, first: await stream.next() }; // refusals happen here, before any SSE byte
   } catch (err) {
     request.log.debug({ err }, 'stream refused');
     return { kind: 'refused', envelope: hideInternal({ jsonrpc: '2.0', id, error: mapError(version, err) }, request) };
@@ -270,14 +227,13 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
   if (outcome.kind === 'refused' && !(version === '0.3' && req.method === 'tasks/resubscribe')) return outcome.envelope;
   const stream = outcome.kind === 'stream' ? outcome.stream : (async function* () {})();
   const first: IteratorResult<Envelope> = outcome.kind === 'stream' ? outcome.first : { done: false, value: outcome.envelope };
-  const ctx = outcome.kind === 'stream' ? outcome.ctx : undefined;
   await writeSse(reply, stream, first, {
     heartbeatMs: rpc.heartbeatMs,
     stallTimeoutMs: rpc.stallTimeoutMs,
     // The handler records each event's sequence number in order; one envelope per event.
     frame: (item) => ({
       data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
-      id: (ctx?.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+      id: outcome.kind === 'stream' ? request.a2a.nextSseId() : undefined,
     }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
@@ -327,7 +283,7 @@ async function notify(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
 }
 
 async function answer(request: FastifyRequest, reply: FastifyReply, rpc: Rpc): Promise<Envelope | FastifyReply> {
-  const caller = callers.get(request);
+  const { caller } = request.a2a;
   if (rpc.authenticate !== undefined && caller === undefined) {
     // Never reached through the hook; a second lock in case a refactoring loses it.
     return reply.code(401).send(rpcError(null, RPC_ERROR_CODE.UNAUTHORIZED, 'Unauthorized: the request was not authenticated'));
@@ -351,6 +307,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
   };
   acceptOnlyJson(app);
+  await useRequestContext(app);
   app.post('/', { onRequest: authenticationHook(rpc.authenticate) }, async (request, reply) => {
     const type = nonJsonMediaType(request);
     if (type === undefined) return answer(request, reply, rpc);

@@ -9,9 +9,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../../protocol/caller.js';
 import { contentTypeUnsupported, httpErrorOf } from '../../protocol/errors.js';
-import { authenticationHook, requestCaller } from './jsonrpc-route.js';
+import { authenticationHook, useRequestContext } from './request-context.js';
+import type { Authenticate } from './request-context.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
-import type { Authenticate } from './jsonrpc-route.js';
 import { checkId, checkRequestFields } from './validate-params.js';
 
 export interface RestAnswer {
@@ -64,6 +64,7 @@ function badFields(request: FastifyRequest): string | undefined {
 export async function legacyRoutes(app: FastifyInstance, opts: LegacyRoutesOptions): Promise<void> {
   const { handler } = opts;
   acceptOnlyJson(app);
+  await useRequestContext(app);
   app.addHook('preHandler', async (request, reply) => {
     const type = nonJsonMediaType(request);
     if (type !== undefined) return reply.code(415).send({ error: contentTypeUnsupported(type).message });
@@ -71,7 +72,7 @@ export async function legacyRoutes(app: FastifyInstance, opts: LegacyRoutesOptio
     if (bad !== undefined) return reply.code(400).send({ error: bad });
   });
   const onRequest = authenticationHook(opts.authenticate);
-  const caller = (request: FastifyRequest) => requestCaller(request);
+  const caller = (request: FastifyRequest) => request.a2a.caller;
   app.post('/tasks', { onRequest }, (request, reply) => send(request, reply, () => handler.createTask(request.body, caller(request))));
   app.get('/tasks/metadata', { onRequest }, (request, reply) => send(request, reply, () => handler.allTaskMetadata(caller(request))));
   app.get<{ Params: { taskId: string } }>('/tasks/:taskId/metadata', { onRequest }, (request, reply) =>

@@ -8,7 +8,7 @@
  * the HTTP status of protocol/errors.ts's one table (§11.6, §5.4).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
+import type { ServerCallContext } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import {
@@ -23,8 +23,6 @@ import {
   TaskState,
   taskStateFromJSON,
 } from '@a2a-js/sdk';
-import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
-import { CallerUser } from '../../protocol/caller.js';
 import {
   contentTypeUnsupported,
   invalidParams,
@@ -36,9 +34,9 @@ import {
 import { requestedVersion } from './a2a-version.js';
 import { answerV03, speaksV03, v03ErrorBody } from './rest-v03.js';
 import { intQuery, taskTarget } from './rest-common.js';
-import { authenticationHook, requestCaller } from './jsonrpc-route.js';
+import { authenticationHook, useRequestContext } from './request-context.js';
+import type { Authenticate } from './request-context.js';
 import { acceptOnlyJson, nonJsonMediaType, objectBody } from './json-body.js';
-import type { Authenticate } from './jsonrpc-route.js';
 import { checkId, checkRequestFields, validateParams } from './validate-params.js';
 import { writeSse } from './sse.js';
 
@@ -56,22 +54,14 @@ export const REST_PREFIX = '/v1';
 type Req = FastifyRequest<{ Params: Record<string, string>; Querystring: Record<string, string | undefined> }>;
 
 /**
- * The call context: the caller, v1.0, and the Last-Event-ID a stream resumes after. Refuses an
- * A2A-Version it does not know (0.3 requests, named or not, went to rest-v03.ts before).
+ * The request's v1.0 call context (request-context.ts). Refuses an A2A-Version it does not
+ * know (0.3 requests, named or not, went to rest-v03.ts before).
  */
 function contextOf(request: FastifyRequest): ServerCallContext {
   const requested = requestedVersion(request);
   if (!('version' in requested && requested.version === '1.0'))
     throw versionUnsupported('unsupported' in requested ? requested.unsupported : requested.version);
-  const caller = requestCaller(request);
-  const ctx = new ServerCallContext({ user: caller ? new CallerUser(caller) : new UnauthenticatedUser(), requestedVersion: '1.0' });
-  const lastEventId = request.headers['last-event-id'];
-  if (lastEventId !== undefined) {
-    const id = String(lastEventId).trim();
-    if (!/^\d{1,15}$/.test(id)) throw invalidParams(`Invalid Last-Event-ID header "${id}": expected an event id (a non-negative integer)`);
-    ctx.state.set(CTX_LAST_EVENT_ID, Number(id));
-  }
-  return ctx;
+  return request.a2a.callContext('1.0');
 }
 
 function sendRequest(request: FastifyRequest, method: 'SendMessage' | 'SendStreamingMessage'): SendMessageRequest {
@@ -108,12 +98,10 @@ async function stream(
   opts: Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>>,
   open: (ctx: ServerCallContext) => AsyncGenerator<StreamResponse, void, undefined>,
 ): Promise<FastifyReply> {
-  let ctx: ServerCallContext;
   let events: AsyncGenerator<StreamResponse, void, undefined>;
   let first: IteratorResult<StreamResponse>;
   try {
-    ctx = contextOf(request);
-    events = open(ctx);
+    events = open(contextOf(request));
     first = await events.next(); // refusals happen here, before any SSE byte
   } catch (err) {
     return sendError(request, reply, err);
@@ -123,7 +111,7 @@ async function stream(
     stallTimeoutMs: opts.stallTimeoutMs,
     frame: (item) => ({
       data: StreamResponse.toJSON(item as StreamResponse),
-      id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+      id: request.a2a.nextSseId(),
     }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
@@ -246,6 +234,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions):
   const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
   // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
   acceptOnlyJson(app);
+  await useRequestContext(app);
   const v03 = { legacy: new LegacyJsonRpcTransportHandler(handler), authenticated: opts.authenticate !== undefined, ...sse };
   app.addHook('preHandler', async (request, reply) => {
     // §11.1: JSON only. Any request that declares another media type is refused, as the SDK's server does.

@@ -10,7 +10,6 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import { CTX_SSE_IDS } from '../../protocol/a2a.js';
 import type { JsonObject } from '../../protocol/a2a.js';
 import { httpStatusOf, RPC_ERROR_CODE } from '../../protocol/errors.js';
 import {
@@ -23,7 +22,7 @@ import {
   taskToProtoJson,
 } from '../../protocol/proto-json-v03.js';
 import { requestedVersion } from './a2a-version.js';
-import { fixLegacyFinal, requestCaller, startA2a } from './jsonrpc-route.js';
+import { fixLegacyFinal, startA2a } from './jsonrpc-route.js';
 import type { Envelope } from './jsonrpc-route.js';
 import { objectBody } from './json-body.js';
 import { intQuery, taskTarget } from './rest-common.js';
@@ -123,7 +122,7 @@ function v03Call(request: FastifyRequest, path: string): Call | undefined {
 
 /** Answers a v0.3 request on the binding; `path` is below `/v1`. */
 export async function answerV03(request: FastifyRequest, reply: FastifyReply, path: string, opts: RestV03Options): Promise<FastifyReply> {
-  const caller = requestCaller(request);
+  const { caller } = request.a2a;
   // Never reached through the authentication hook; a second lock in case a refactoring loses it.
   if (opts.authenticated && caller === undefined)
     return refuse(reply, RPC_ERROR_CODE.UNAUTHORIZED, 'Unauthorized: the request was not authenticated');
@@ -152,13 +151,12 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
       .type('application/json')
       .send(body);
   }
-  const { ctx } = outcome;
   await writeSse(reply, outcome.stream, outcome.first, {
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
     frame: (item) => ({
       data: streamEventToProtoJson(fixLegacyFinal(item as Envelope).result as JsonObject),
-      id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
+      id: request.a2a.nextSseId(),
     }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');

@@ -2,7 +2,7 @@
  * A context's stdio MCP server starts unconfined and without a card (an
  * approver configured it once). A sandboxed command can write the workspace's node_modules
  * (skipped by the tool-config walk, writable by design), so it can plant the package that the
- * README's own example (`npx -y @modelcontextprotocol/server-github`) resolves locally: the next
+ * documented example (docs/protocol.md, `npx -y @modelcontextprotocol/server-github`) resolves locally: the next
  * start of that server runs the planted code on the host. Here the planted file is written
  * directly (what any approved or granted `npm`/shell command in the sandbox can do).
  */
