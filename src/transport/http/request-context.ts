@@ -23,7 +23,7 @@ export type Authenticate = (
 ) => Promise<{ ok: true; caller: Caller } | { ok: false; message: string; wwwAuthenticate: string }>;
 
 /** What the transport knows of one request. */
-export class RequestContext {
+class RequestContext {
   /** The caller the authentication hook accepted; undefined without authentication (or before the hook). */
   caller: Caller | undefined;
   private call: ServerCallContext | undefined;
@@ -76,7 +76,7 @@ declare module 'fastify' {
 }
 
 /** Decorates each request with its RequestContext. */
-export async function requestContext(app: FastifyInstance): Promise<void> {
+async function requestContext(app: FastifyInstance): Promise<void> {
   app.decorateRequest('a2a', null as unknown as RequestContext);
   app.addHook('onRequest', async (request) => {
     request.a2a = new RequestContext(request);
