@@ -17,6 +17,8 @@ import { rpc } from '../support/sse.js';
 import { buildServer, confirmMessage, dataOf, URI, userMessage } from '../support/server.js';
 import type { Test } from '../support/tool-call-watch.js';
 import { echoServer } from '../fixtures/mcp/servers.js';
+import { WebhookReceiver } from '../support/webhook.js';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
 
 /** An MCP server name and arguments that look like secrets and paths: none may reach a label. */
@@ -260,4 +262,33 @@ t.test('no label carries a client-chosen name, a path or a secret', async (t) =>
   t.equal(value(s, `${P}tool_calls_total`, { tool: 'mcp', status: 'SUCCEEDED' }), 1, 'the MCP call counted as mcp');
   t.equal(value(s, `${P}tool_calls_total`, { tool: 'unknown', status: 'FAILED' }), 1, 'the unknown tool as unknown');
   t.equal(value(s, `${P}tool_calls_total`, { tool: 'write_file', status: 'SUCCEEDED' }), 1, 'a built-in by its name');
+});
+
+t.test('push deliveries by outcome, and retries', async (t) => {
+  const store = new MemoryTaskStore(); // its own: no other app's dispatcher takes these configs
+  t.teardown(() => store.close());
+  const env = { PUSH_ALLOW_PRIVATE: '1', PUSH_RETRY_BASE_MS: '20', PUSH_RETRY_MAX_MS: '50', PUSH_MAX_ATTEMPTS: '5' };
+  const { app } = await buildServer(t, { script: SCRIPT, env, app: { store } });
+  const hook = await WebhookReceiver.start(t);
+  // The first request to /ok fails once (retried), every request to /refuse is refused (dropped at once).
+  hook.answerWith((d) => (d.path === '/refuse' ? 400 : d.n === hook.to('/ok')[0]?.n ? 503 : 200));
+  for (const path of ['/ok', '/refuse']) {
+    const res = await rpc(app, 'message/stream', {
+      message: userMessage('hello'),
+      configuration: { pushNotificationConfig: { url: hook.url(path) } },
+    });
+    t.equal((res.events ?? []).at(-1)?.data.result?.status?.state, 'completed');
+    const events = (res.events ?? []).length;
+    if (path === '/ok') await hook.waitForDeliveries(events, { path });
+    else await until('every event refused', () => hook.to(path).length >= events);
+  }
+  const settledTo = (name: string, labels: Record<string, string>, want: number) =>
+    until(`${name} ${JSON.stringify(labels)} = ${want}`, async () => value(await scrape(app), name, labels) === want);
+  await settledTo(`${P}push_deliveries_total`, { outcome: 'delivered' }, hook.delivered('/ok').length);
+  await settledTo(`${P}push_deliveries_total`, { outcome: 'dropped' }, hook.to('/refuse').length);
+  const s = await scrape(app);
+  t.ok(value(s, `${P}push_deliveries_total`, { outcome: 'delivered' }) > 0, 'deliveries counted');
+  t.ok(value(s, `${P}push_deliveries_total`, { outcome: 'dropped' }) > 0, 'refused events counted dropped');
+  t.equal(value(s, `${P}push_retries_total`), 1, 'the one failed attempt was retried');
+  t.equal(hook.to('/ok').length, hook.delivered('/ok').length + 1, 'as the receiver saw it');
 });
