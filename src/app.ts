@@ -56,6 +56,8 @@ import { legacyRoutes } from './transport/http/legacy-routes.js';
 import { consoleRoutes } from './transport/http/console-route.js';
 import { REST_PREFIX, restRoutes } from './transport/http/rest-routes.js';
 import { LegacyRest } from './agent/requests/legacy-rest.js';
+import { PromMetrics } from './metrics/prom-metrics.js';
+import { metricsRoutes } from './transport/http/metrics-route.js';
 
 export interface AppOptions {
   config: Readonly<Config>;
@@ -252,10 +254,17 @@ interface Push {
   dispatcher: PushDispatcher;
 }
 
-async function setUpPush(config: Readonly<Config>, store: TaskStore & PushStore, encoders: Encoders, app: FastifyInstance): Promise<Push> {
+async function setUpPush(
+  config: Readonly<Config>,
+  store: TaskStore & PushStore,
+  encoders: Encoders,
+  app: FastifyInstance,
+  metrics: PromMetrics,
+): Promise<Push> {
   const signer = await PushSigner.create(store, { issuer: config.publicUrl });
   const dispatcher = new PushDispatcher({
     store,
+    metrics,
     signer,
     owner: config.store.instanceId,
     allowPrivate: config.push.allowPrivate,
@@ -305,10 +314,32 @@ interface AgentParts {
   push: Push;
   card: () => AgentCard;
   shellMode: ShellMode;
+  metrics: PromMetrics;
+}
+
+/** The tasks this process works on, writing through one group-commit queue. */
+function buildCache(app: FastifyInstance, parts: AgentParts, runs: TaskRuns): TaskCache {
+  const { options, model, store, hub, toolbox, encoders, shellMode, metrics } = parts;
+  const { liveWindowBytes: windowBytes, liveIntervalMs: intervalMs, liveMaxIntervalMs: maxIntervalMs } = options.config.output;
+  return new TaskCache({
+    store,
+    writes: new WriteQueue(store, app.log, metrics),
+    hub,
+    metrics,
+    encoders,
+    model: model.model,
+    logger: app.log,
+    instanceId: options.config.store.instanceId,
+    leaseMs: options.config.store.leaseMs,
+    toolbox,
+    runs,
+    liveOutput: { windowBytes, intervalMs, maxIntervalMs },
+    shellConfined: autoRunsShell(shellMode),
+  });
 }
 
 function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
-  const { options, model, store, hub, toolbox, encoders, schema, security, push, card, shellMode } = parts;
+  const { options, model, store, hub, toolbox, encoders, schema, security, push, card, metrics } = parts;
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
   const runs = new TaskRuns(app.log);
@@ -322,21 +353,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     retryBaseDelayMs: options.retryBaseDelayMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
   });
-  const { liveWindowBytes: windowBytes, liveIntervalMs: intervalMs, liveMaxIntervalMs: maxIntervalMs } = config.output;
-  const cache = new TaskCache({
-    store,
-    writes: new WriteQueue(store, app.log),
-    hub,
-    encoders,
-    model: model.model,
-    logger: app.log,
-    instanceId,
-    leaseMs,
-    toolbox,
-    runs,
-    liveOutput: { windowBytes, intervalMs, maxIntervalMs },
-    shellConfined: autoRunsShell(shellMode),
-  });
+  const cache = buildCache(app, parts, runs);
   const supervisor = new Supervisor({
     store,
     cache,
@@ -346,6 +363,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     leaseMs,
     sweepMs: options.sweepMs,
     reminderMs: config.push.reminderMs,
+    metrics,
     // Embedded PGlite: one process by construction; a given store may be shared.
     exclusiveStore: options.store === undefined && config.store.databaseUrl === undefined,
   });
@@ -468,6 +486,7 @@ async function registerTransport(
   push: Push,
   card: () => AgentCard,
   store: Pick<TaskStore, 'ping'>,
+  metrics: PromMetrics,
 ): Promise<void> {
   if (isLoopback(config.host)) {
     const extra = config.publicUrl ? [new URL(config.publicUrl).hostname] : [];
@@ -494,6 +513,7 @@ async function registerTransport(
       if (r.ok) return { ok: true, caller: { id: qualifiedId(r.principal), roles: r.principal.roles } };
       return { ok: false, message: r.message, wwwAuthenticate: r.wwwAuthenticate };
     });
+  await app.register(metricsRoutes, { render: () => metrics.render(), authenticate, mayRead: (caller) => security.access.isAdmin(caller) });
   await app.register(legacyRoutes, { handler: agent.legacyRest, authenticate });
   await app.register(jsonRpcRoutes, {
     handler,
@@ -505,6 +525,7 @@ async function registerTransport(
       'audit/list': async (params, caller) => handler.listAudit(params, caller),
     },
     authenticate,
+    metrics,
   });
   await app.register(restRoutes, {
     prefix: REST_PREFIX,
@@ -512,6 +533,7 @@ async function registerTransport(
     heartbeatMs: config.sseHeartbeatMs,
     stallTimeoutMs: config.output.sseStallTimeoutMs,
     authenticate,
+    metrics,
   });
 }
 
@@ -526,15 +548,30 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   if (created.demo) app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
   const schema = loadDevtoolSchema();
   const { toolbox, shellMode } = await startToolbox(app, options);
+  // Tool labels: the built-in tools' names; every other tool is an MCP server's (`mcp`).
+  const metrics = new PromMetrics({ builtinTools: toolbox.builtin.map((tool) => tool.name) });
   const encoders: Encoders = { rfc: new RfcEncoder(schema), legacy: new LegacyEncoder(legacyToolInfo(toolbox.builtin)) };
   const store = options.store ?? (await openStore(app, config));
   const security = setUpSecurity(app, config);
-  const push = await setUpPush(config, store, encoders, app);
+  const push = await setUpPush(config, store, encoders, app, metrics);
   const hub = new EventHub(store, undefined, config.output.streamBufferBytes);
   hub.addListener({ event: () => push.dispatcher.kick() });
   await hub.start();
   const card = cardSource(app, config, describeAgent(created.model, created.demo), security, shellMode);
-  const agent = buildAgent(app, { options, model: created.model, store, hub, toolbox, encoders, schema, security, push, card, shellMode });
+  const agent = buildAgent(app, {
+    options,
+    model: created.model,
+    store,
+    hub,
+    toolbox,
+    encoders,
+    schema,
+    security,
+    push,
+    card,
+    shellMode,
+    metrics,
+  });
   push.dispatcher.start();
   await agent.supervisor.start();
   // Runs before the store's own onClose hook (hooks run in reverse order of registration).
@@ -547,6 +584,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     await push.dispatcher.stop();
     await hub.stop();
   });
-  await registerTransport(app, config, agent, security, push, card, store);
+  await registerTransport(app, config, agent, security, push, card, store, metrics);
   return app;
 }

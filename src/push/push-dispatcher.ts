@@ -25,6 +25,7 @@ import type { PushSigner } from './push-signer.js';
 import type { PushConfigRecord, PushStore } from './push-store.js';
 import { backoffDelay, isRetryableStatus, PUSH_MAX_ATTEMPTS, PUSH_RETRY_BASE_MS, PUSH_RETRY_MAX_MS } from './retry-policy.js';
 import { checkPushUrl, type LookupFn } from './ssrf-guard.js';
+import { NO_METRICS, type Metrics } from '../lib/metrics.js';
 
 /** A pause's push carries the waiting cards (auth-required is a pause too: the owner may decline). */
 const PAUSE_STATES = new Set(['input-required', 'auth-required']);
@@ -68,6 +69,8 @@ export interface PushDispatcherOptions {
   concurrency?: number;
   /** DNS lookup (tests). */
   lookup?: LookupFn;
+  /** Counts deliveries and retries (default: not counted). */
+  metrics?: Metrics;
 }
 
 /** `final`: the receiver refused the body (a 4xx other than 408/425/429); retrying will not help. */
@@ -88,6 +91,10 @@ export class PushDispatcher {
    * one saved by another process.
    */
   private anyConfigs = true;
+
+  private get metrics(): Metrics {
+    return this.opts.metrics ?? NO_METRICS;
+  }
 
   constructor(private readonly opts: PushDispatcherOptions) {
     this.background = new Background((err) => opts.logger.warn({ err: (err as Error).message }, 'push outbox pass failed'));
@@ -168,6 +175,7 @@ export class PushDispatcher {
       if (this.stopped) break;
       const outcome = await this.deliver(config, ev, task);
       if (outcome.ok) {
+        this.metrics.pushDelivered('delivered');
         delivered = ev.seq;
         attempts = 0;
         continue;
@@ -177,6 +185,7 @@ export class PushDispatcher {
       if (attempts >= max || outcome.final) {
         const reason = `event ${ev.seq} dropped after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${outcome.error}`;
         this.opts.logger.warn({ taskId: config.taskId, configId: config.id, seq: ev.seq }, `push ${reason}`);
+        this.metrics.pushDelivered('dropped');
         if (!(await save(ev.seq, reason))) return; // config deleted or lease lost
         delivered = ev.seq;
         attempts = 0;
@@ -190,6 +199,7 @@ export class PushDispatcher {
         { taskId: config.taskId, configId: config.id, seq: ev.seq, attempts, retryInMs: delay, error: outcome.error },
         'push delivery failed; will retry',
       );
+      this.metrics.pushRetried();
       await store.deferPush(config.taskId, config.id, owner, attempts, new Date(Date.now() + delay), outcome.error, delivered);
       setTimeout(() => this.kick(true), delay + 5).unref();
       return;

@@ -26,6 +26,7 @@ import { RfcEncoder } from '../../src/agent/wire/rfc-encoder.js';
 import { LegacyEncoder } from '../../src/agent/wire/legacy-encoder.js';
 import type { Encoders } from '../../src/agent/wire/wire-encoder.js';
 import { WriteQueue } from '../../src/agent/runtime/write-queue.js';
+import type { Metrics } from '../../src/lib/metrics.js';
 import { dataPart, newTask, stateName, textPart, userMessage } from '../../src/protocol/a2a.js';
 import type { JsonObject } from '../../src/protocol/a2a.js';
 import { loadDevtoolSchema } from '../../src/protocol/devtool-schema.js';
@@ -239,6 +240,8 @@ export interface CoreOptions {
   approvalTimeoutMs?: number;
   maxModelSteps?: number;
   modelAttempts?: number;
+  /** What the write queue and the tasks count in (default: nothing). */
+  metrics?: Metrics;
 }
 
 export interface Core {
@@ -280,7 +283,7 @@ export async function makeCore(t: Teardown, opts: CoreOptions = {}): Promise<Cor
     new Toolbox({ builtin: opts.tools ?? [...fakeTools(toolRuns), ...(opts.extraTools ?? [])], defaultCwd: workspace, logger });
   const hub = new EventHub(store);
   await hub.start();
-  const writes = new WriteQueue(store, logger);
+  const writes = new WriteQueue(store, logger, opts.metrics);
   const runs = new TaskRuns(logger);
   const model = opts.model ?? new ScriptedModelClient(opts.script ?? FAKE_SCRIPT);
   const instanceId = opts.instanceId ?? `instance-${randomUUID().slice(0, 6)}`;
@@ -297,18 +300,10 @@ export async function makeCore(t: Teardown, opts: CoreOptions = {}): Promise<Cor
     maxModelSteps: opts.maxModelSteps,
     modelAttempts: opts.modelAttempts,
   });
-  const cache = new TaskCache({ store, writes, hub, encoders, model: model.model, logger, instanceId, leaseMs, toolbox, runs, ...CONF });
-  const deps: LiveTaskDeps = {
-    store,
-    writes,
-    hub,
-    encoders,
-    model: model.model,
-    logger,
-    instanceId,
-    leaseMs,
-    onWriteFailed: (task, err) => runs.fail(task, 'saving its events', err),
-  };
+  // What the cache and the tasks made outside it share.
+  const common = { store, writes, hub, encoders, model: model.model, logger, instanceId, leaseMs, metrics: opts.metrics };
+  const cache = new TaskCache({ ...common, toolbox, runs, ...CONF });
+  const deps: LiveTaskDeps = { ...common, onWriteFailed: (task, err) => runs.fail(task, 'saving its events', err) };
   t.teardown(async () => {
     await runs.drain();
     await hub.stop();

@@ -98,6 +98,8 @@ const rules: Array<[string, (s: Source) => string[]]> = [
         : [],
   ],
   ['lib/ is a leaf', (s) => (s.area === 'lib' ? internalAreas(s).filter((a) => a !== 'lib') : [])],
+  ['metrics/ imports only lib/', (s) => (s.area === 'metrics' ? internalAreas(s).filter((a) => !['metrics', 'lib'].includes(a)) : [])],
+  ['only metrics/ imports prom-client', (s) => (s.area !== 'metrics' ? s.imports.filter((i) => i.startsWith('prom-client')) : [])],
   [
     'agent/policy/ decides from settings alone: it imports neither the runtime nor request handling',
     (s) => (s.rel.startsWith('agent/policy/') ? s.imports.filter((i) => /^agent\/(runtime|requests)\//.test(i)) : []),

@@ -42,6 +42,8 @@ function move(call: TurnCall, to: CallPhase): void {
 export type DeclineType = 'declined' | 'cancelled' | 'approval_timeout';
 
 const DECLINE_DECISION = { declined: 'declined', cancelled: 'cancelled', approval_timeout: 'expired' } as const;
+/** How a waiting card's flow ended when it is closed this way (metrics). */
+const DECLINE_OUTCOME = { declined: 'declined', cancelled: 'cancelled', approval_timeout: 'expired' } as const;
 
 function responsePart(call: TurnCall, response: Record<string, unknown>): ModelPart {
   return { functionResponse: { id: call.modelCallId, name: call.snapshot.toolName, response } };
@@ -213,6 +215,7 @@ async function reproposeCall(
   const { confirmation: _shown, ...closed } = old;
   task.publish({ type: 'tool-call', call: { ...closed, status: 'CANCELLED', error: superseded } });
   task.publishCall(call);
+  task.metrics.cardShown(call.snapshot.id);
   const detail = { reason, previousToolCallId: old.id, ...(previous !== undefined ? { previousShownHash: previous } : {}) };
   task.audit({ toolCallId: call.snapshot.id, decision: 're-proposed', shownHash: call.shownHash, detail });
   return false;
@@ -221,7 +224,9 @@ async function reproposeCall(
 /** Publishes a new call's first card; a call that waits is audited as proposed, with the hash of what was shown. */
 export function showCall(task: LiveTask, call: TurnCall): void {
   task.publishCall(call);
-  if (call.phase === 'awaiting') task.audit({ toolCallId: call.snapshot.id, decision: 'proposed', shownHash: call.shownHash });
+  if (call.phase !== 'awaiting') return;
+  task.audit({ toolCallId: call.snapshot.id, decision: 'proposed', shownHash: call.shownHash });
+  task.metrics.cardShown(call.snapshot.id);
 }
 
 /**
@@ -238,6 +243,7 @@ export function approveCall(
   how: { covered?: boolean } = {},
 ): void {
   move(call, 'ready');
+  task.metrics.cardClosed(call.snapshot.id, 'approved', call.proposedAt);
   call.answer = option;
   // An answer naming the call approves its card; one covered by another call's "always" is judged again when it runs.
   if (how.covered !== true && call.shownHash !== undefined) call.approvedCard = call.shownHash;
@@ -272,6 +278,8 @@ export function declineCall(
 ): void {
   const { reason = 'The user declined this tool call.', type = 'declined', principal, feedback } = how;
   const toModel = feedback !== undefined ? `${reason} Their feedback: ${feedback}` : `${reason} Do not retry it unless the user asks.`;
+  // A task's cancel closes running calls too: only a card that waited ends a confirmation flow.
+  if (call.phase === 'awaiting') task.metrics.cardClosed(call.snapshot.id, DECLINE_OUTCOME[type], call.proposedAt);
   closeWithoutResult(task, call, 'CANCELLED', { message: reason, type }, toModel);
   const decision = DECLINE_DECISION[type];
   task.audit({
@@ -319,6 +327,7 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     return;
   }
   let result: ToolResult;
+  const started = performance.now();
   // live_content is a bounded window of the output, updated at a bounded rate (live-output.ts).
   const feed = new LiveOutputFeed((window) => {
     if (call.phase !== 'executing' || window === snap.liveContent) return;
@@ -343,6 +352,7 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     result = { isError: true, error: { message: `Tool ${snap.toolName} crashed: ${(err as Error).message}`, type: 'tool_crashed' } };
   } finally {
     feed.close();
+    task.metrics.toolRan(call.tool.name, (performance.now() - started) / 1000);
   }
   finishCall(task, call, result);
 }
@@ -383,6 +393,7 @@ function finishCall(task: LiveTask, call: TurnCall, result: ToolResult): void {
     snap.output = result.display;
     call.response = responsePart(call, withFeedback(call, { output: result.llmContent }));
   }
+  task.metrics.callEnded(call.tool?.name, snap.status);
   task.publishCall(call);
   const detail = result.isError ? { error: result.error } : undefined;
   task.audit({ toolCallId: snap.id, decision: result.isError ? 'failed' : 'succeeded', detail });
@@ -413,6 +424,7 @@ function closeWithoutResult(
   delete snap.liveContent;
   snap.error = error;
   call.response = responsePart(call, { error: toModel });
+  task.metrics.callEnded(call.tool?.name, status);
   task.publishCall(call);
 }
 

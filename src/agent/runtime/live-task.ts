@@ -20,6 +20,7 @@ import type { Encoders, WireDialect, WireEncoder } from '../wire/wire-encoder.js
 import type { AgentLogger } from '../logger.js';
 import type { WriteOp, WriteQueue } from './write-queue.js';
 import type { LiveOutputOptions } from './live-output.js';
+import { NO_METRICS, type Metrics, type TaskEndState } from '../../lib/metrics.js';
 
 type EventOp = Extract<WriteOp, { kind: 'event' }>;
 
@@ -101,6 +102,8 @@ export interface LiveTaskDeps {
   leaseMs: number;
   /** Bounds of a running call's live output (default DEFAULT_LIVE_OUTPUT). */
   liveOutput?: LiveOutputOptions;
+  /** What the task's calls and ends are counted in (default: nothing). */
+  metrics?: Metrics;
   /** Called once a pause or end of the task is committed. */
   onFinal?: (task: LiveTask) => void;
   /** Called once, when a write of the task could not be committed (the task must fail). */
@@ -178,6 +181,11 @@ export class LiveTask {
 
   get model(): string {
     return this.deps.model;
+  }
+
+  /** Where the task's calls are counted (call-lifecycle.ts tells it). */
+  get metrics(): Metrics {
+    return this.deps.metrics ?? NO_METRICS;
   }
 
   /** Bounds of a running call's live output. */
@@ -313,10 +321,14 @@ export class LiveTask {
     return { kind: 'event', taskId: this.id, ...snapshot, response, final, ...(key !== undefined ? { key } : {}) };
   }
 
-  private committed({ response, final, key }: EventOp, seq: number): void {
+  private committed({ response, final, key, task }: EventOp, seq: number): void {
     this.lastSeq = Math.max(this.lastSeq, seq);
     this.deps.hub.published(this.id, { seq, response, final, ...(key !== undefined ? { key } : {}) });
-    if (final) this.deps.onFinal?.(this);
+    if (!final) return;
+    // Counted once committed (an end that was never stored did not happen); a final event stores the whole task.
+    const state = stateName(task?.status?.state) as TaskStateName;
+    if (TERMINAL.has(state)) this.metrics.taskEnded(state as TaskEndState);
+    this.deps.onFinal?.(this);
   }
 
   /**

@@ -25,6 +25,7 @@ import type { TaskCache } from './task-cache.js';
 import type { StoredCall, TaskStore } from '../task-store.js';
 import type { TurnLoop } from './turn-loop.js';
 import { killRecordedGroup } from '../../tools/index.js';
+import { NO_METRICS, type Metrics } from '../../lib/metrics.js';
 
 /** A date after every lease: at boot on an exclusive store, every lease counts as lapsed. */
 const EVERY_LEASE_LAPSED = new Date('9999-12-31T00:00:00Z');
@@ -47,6 +48,8 @@ export interface SupervisorOptions {
   exclusiveStore?: boolean;
   /** Kills a process group an interrupted call left running, if it is still the recorded one; true when it did (default: killRecordedGroup). */
   killProcessGroup?: (group: { pgid: number; stamp: string }) => boolean;
+  /** Counts the tasks taken over from a lapsed lease (default: not counted). */
+  metrics?: Metrics;
 }
 
 function byTask(calls: StoredCall[]): Map<string, StoredCall[]> {
@@ -136,6 +139,7 @@ export class Supervisor {
     }
     const what = calls.length > 0 ? `${calls.map((c) => c.toolName).join(', ')} ran` : 'the model was answering';
     failTask(task, `Interrupted: the server stopped while ${what}; the task cannot go on.`);
+    (this.opts.metrics ?? NO_METRICS).leaseTakenOver('interrupted');
     this.opts.logger.warn({ taskId: task.id, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();
   }
@@ -170,6 +174,7 @@ export class Supervisor {
       { taskId: task.id, calls: stored.map((c) => c.id) },
       'paused a task whose process died before its pause was stored',
     );
+    (this.opts.metrics ?? NO_METRICS).leaseTakenOver('paused');
     return 'paused';
   }
 

@@ -9,6 +9,7 @@ import type { ModelContent } from '../model/model-client.js';
 import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
+import { NO_METRICS, type Metrics } from '../../lib/metrics.js';
 
 export type WriteOp =
   | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean; key?: string }
@@ -61,6 +62,8 @@ export class WriteQueue {
   constructor(
     private readonly store: TaskStore,
     private readonly logger: AgentLogger,
+    /** Each commit's latency and size (default: not counted). */
+    private readonly metrics: Metrics = NO_METRICS,
   ) {}
 
   /**
@@ -96,7 +99,9 @@ export class WriteQueue {
 
   private async commit(items: Queued[]): Promise<void> {
     try {
+      const started = performance.now();
       const seqs = await this.store.commit(toBatch(items));
+      this.metrics.committed((performance.now() - started) / 1000, items.length);
       this.stats.commits += 1;
       this.stats.writes += items.length;
       let e = 0;

@@ -16,6 +16,7 @@ import type { Caller } from '../../protocol/caller.js';
 import { checkRequestFields, validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
 import { writeSse } from './sse.js';
+import type { SseOptions } from './sse.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
 import { requestedVersion } from './a2a-version.js';
 import { authenticationHook, useRequestContext } from './request-context.js';
@@ -34,6 +35,8 @@ export interface JsonRpcRoutesOptions {
   /** Extension methods by name; they answer plain JSON results (no SSE). */
   extensionMethods?: Readonly<Record<string, ExtensionMethod>>;
   authenticate?: Authenticate;
+  /** Counts the SSE streams (absent: not counted). */
+  metrics?: SseOptions['metrics'];
 }
 
 export type Envelope = {
@@ -103,6 +106,7 @@ interface Rpc {
   authenticate: Authenticate | undefined;
   heartbeatMs: number;
   stallTimeoutMs: number;
+  metrics: SseOptions['metrics'];
 }
 
 /** A request that passed the transport's own checks, ready for an extension method or the SDK. */
@@ -230,6 +234,7 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
   await writeSse(reply, stream, first, {
     heartbeatMs: rpc.heartbeatMs,
     stallTimeoutMs: rpc.stallTimeoutMs,
+    metrics: rpc.metrics,
     // The handler records each event's sequence number in order; one envelope per event.
     frame: (item) => ({
       data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
@@ -305,6 +310,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     authenticate: opts.authenticate,
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
+    metrics: opts.metrics,
   };
   acceptOnlyJson(app);
   await useRequestContext(app);

@@ -39,6 +39,7 @@ import type { Authenticate } from './request-context.js';
 import { acceptOnlyJson, nonJsonMediaType, objectBody } from './json-body.js';
 import { checkId, checkRequestFields, validateParams } from './validate-params.js';
 import { writeSse } from './sse.js';
+import type { SseOptions } from './sse.js';
 
 export interface RestRoutesOptions {
   handler: A2ARequestHandler;
@@ -46,7 +47,12 @@ export interface RestRoutesOptions {
   /** A stream whose client has not read for this long while the server waits to write is closed (default 30 s). */
   stallTimeoutMs?: number;
   authenticate?: Authenticate;
+  /** Counts the SSE streams (absent: not counted). */
+  metrics?: SseOptions['metrics'];
 }
+
+/** What a stream of this binding is written with. */
+type SseSettings = Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>> & Pick<RestRoutesOptions, 'metrics'>;
 
 /** The prefix the binding is mounted under; the card's HTTP+JSON interface URL ends with it. */
 export const REST_PREFIX = '/v1';
@@ -95,7 +101,7 @@ async function answer(request: FastifyRequest, reply: FastifyReply, work: () => 
 async function stream(
   request: FastifyRequest,
   reply: FastifyReply,
-  opts: Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>>,
+  opts: SseSettings,
   open: (ctx: ServerCallContext) => AsyncGenerator<StreamResponse, void, undefined>,
 ): Promise<FastifyReply> {
   let events: AsyncGenerator<StreamResponse, void, undefined>;
@@ -109,6 +115,7 @@ async function stream(
   await writeSse(reply, events, first, {
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
+    metrics: opts.metrics,
     frame: (item) => ({
       data: StreamResponse.toJSON(item as StreamResponse),
       id: request.a2a.nextSseId(),
@@ -130,11 +137,7 @@ function pathBelowPrefix(request: FastifyRequest): string {
 const notFound = (request: FastifyRequest) =>
   restErrorBody(RPC_ERROR_CODE.METHOD_NOT_FOUND, `No HTTP+JSON route for ${request.method} ${request.url.split('?')[0]}`).body;
 
-function taskRoutes(
-  app: FastifyInstance,
-  handler: A2ARequestHandler,
-  sse: Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>>,
-) {
+function taskRoutes(app: FastifyInstance, handler: A2ARequestHandler, sse: SseSettings) {
   app.get('/tasks', (request: Req, reply) =>
     answer(request, reply, async () => {
       const q = request.query;
@@ -231,7 +234,7 @@ function badPathOrQuery(request: FastifyRequest): string | undefined {
 
 export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions): Promise<void> {
   const { handler } = opts;
-  const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
+  const sse: SseSettings = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000, metrics: opts.metrics };
   // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
   acceptOnlyJson(app);
   await useRequestContext(app);

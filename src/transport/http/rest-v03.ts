@@ -27,6 +27,7 @@ import type { Envelope } from './jsonrpc-route.js';
 import { objectBody } from './json-body.js';
 import { intQuery, taskTarget } from './rest-common.js';
 import { writeSse } from './sse.js';
+import type { SseOptions } from './sse.js';
 
 export interface RestV03Options {
   /** The SDK's v0.3 JSON-RPC handler over the request handler: each REST call runs through it. */
@@ -35,6 +36,7 @@ export interface RestV03Options {
   authenticated: boolean;
   heartbeatMs: number;
   stallTimeoutMs: number;
+  metrics?: SseOptions['metrics'];
 }
 
 /** True when a request speaks v0.3 (it names no A2A-Version, or 0.3): this binding answers it. */
@@ -154,6 +156,7 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
   await writeSse(reply, outcome.stream, outcome.first, {
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
+    metrics: opts.metrics,
     frame: (item) => ({
       data: streamEventToProtoJson(fixLegacyFinal(item as Envelope).result as JsonObject),
       id: request.a2a.nextSseId(),

@@ -11,6 +11,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
+import type { Metrics } from '../../lib/metrics.js';
 
 export interface SseOptions {
   heartbeatMs: number;
@@ -20,6 +21,8 @@ export interface SseOptions {
   frame: (item: unknown) => { data: unknown; id?: number };
   /** The JSON of an `event: error` frame for a fault after the stream started. */
   onError: (err: unknown) => unknown;
+  /** Told when the stream opens and closes (the open-streams gauge). */
+  metrics?: Pick<Metrics, 'sseOpened' | 'sseClosed'>;
 }
 
 export function sseFrame(data: unknown, id?: number, event?: string): string {
@@ -64,6 +67,7 @@ export async function writeSse(
     clearTimeout(stalled);
     wake = undefined;
   };
+  opts.metrics?.sseOpened();
   try {
     let r = first;
     while (!r.done && !closed) {
@@ -80,6 +84,7 @@ export async function writeSse(
   } catch (err) {
     await send(sseFrame(opts.onError(err), undefined, 'error'));
   } finally {
+    opts.metrics?.sseClosed();
     clearInterval(heartbeat);
     if (closed) void source.return?.(undefined);
     if (!res.writableEnded) res.end();
