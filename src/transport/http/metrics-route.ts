@@ -8,8 +8,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Caller } from '../../protocol/caller.js';
-import { authenticationHook, requestCaller } from './jsonrpc-route.js';
-import type { Authenticate } from './jsonrpc-route.js';
+import { authenticationHook, useRequestContext } from './request-context.js';
+import type { Authenticate } from './request-context.js';
 
 export interface MetricsRoutesOptions {
   /** The text and its content type (text/plain; version=0.0.4). */
@@ -21,9 +21,10 @@ export interface MetricsRoutesOptions {
 }
 
 export async function metricsRoutes(app: FastifyInstance, opts: MetricsRoutesOptions): Promise<void> {
+  await useRequestContext(app);
   const onRequest = authenticationHook(opts.authenticate, (message) => ({ error: message }));
   app.get('/metrics', { onRequest }, async (request, reply) => {
-    const caller = requestCaller(request);
+    const caller = request.a2a.caller;
     if (opts.authenticate !== undefined && caller === undefined) {
       return reply.code(401).send({ error: 'Unauthorized: the request was not authenticated' }); // a second lock behind the hook
     }
