@@ -36,6 +36,8 @@ export interface JsonRpcRoutesOptions {
   /** Extension methods by name; they answer plain JSON results (no SSE). */
   extensionMethods?: Readonly<Record<string, ExtensionMethod>>;
   authenticate?: Authenticate;
+  /** Aborted when the server shuts down: open streams end cleanly (see SseOptions.closing). */
+  closing?: AbortSignal;
 }
 
 export type Envelope = {
@@ -52,7 +54,7 @@ const callers = new WeakMap<FastifyRequest, Caller>();
 
 const PAUSE_STATES = new Set(['input-required', 'auth-required']);
 
-function rpcError(id: Envelope['id'], code: number, message: string): Envelope {
+export function rpcError(id: Envelope['id'], code: number, message: string): Envelope {
   return { jsonrpc: '2.0', id, error: { code, message } };
 }
 
@@ -110,6 +112,7 @@ interface Rpc {
   authenticate: Authenticate | undefined;
   heartbeatMs: number;
   stallTimeoutMs: number;
+  closing: AbortSignal | undefined;
 }
 
 /** A request that passed the transport's own checks, ready for an extension method or the SDK. */
@@ -274,6 +277,7 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
   await writeSse(reply, stream, first, {
     heartbeatMs: rpc.heartbeatMs,
     stallTimeoutMs: rpc.stallTimeoutMs,
+    closing: rpc.closing,
     // The handler records each event's sequence number in order; one envelope per event.
     frame: (item) => ({
       data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
@@ -349,6 +353,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     authenticate: opts.authenticate,
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
+    closing: opts.closing,
   };
   acceptOnlyJson(app);
   app.post('/', { onRequest: authenticationHook(rpc.authenticate) }, async (request, reply) => {

@@ -48,7 +48,12 @@ export interface RestRoutesOptions {
   /** A stream whose client has not read for this long while the server waits to write is closed (default 30 s). */
   stallTimeoutMs?: number;
   authenticate?: Authenticate;
+  /** Aborted when the server shuts down: open streams end cleanly (see SseOptions.closing). */
+  closing?: AbortSignal;
 }
+
+/** What every stream of the binding is written with. */
+type SseSettings = Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>> & Pick<RestRoutesOptions, 'closing'>;
 
 /** The prefix the binding is mounted under; the card's HTTP+JSON interface URL ends with it. */
 export const REST_PREFIX = '/v1';
@@ -105,7 +110,7 @@ async function answer(request: FastifyRequest, reply: FastifyReply, work: () => 
 async function stream(
   request: FastifyRequest,
   reply: FastifyReply,
-  opts: Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>>,
+  opts: SseSettings,
   open: (ctx: ServerCallContext) => AsyncGenerator<StreamResponse, void, undefined>,
 ): Promise<FastifyReply> {
   let ctx: ServerCallContext;
@@ -121,6 +126,7 @@ async function stream(
   await writeSse(reply, events, first, {
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
+    closing: opts.closing,
     frame: (item) => ({
       data: StreamResponse.toJSON(item as StreamResponse),
       id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
@@ -142,11 +148,7 @@ function pathBelowPrefix(request: FastifyRequest): string {
 const notFound = (request: FastifyRequest) =>
   restErrorBody(RPC_ERROR_CODE.METHOD_NOT_FOUND, `No HTTP+JSON route for ${request.method} ${request.url.split('?')[0]}`).body;
 
-function taskRoutes(
-  app: FastifyInstance,
-  handler: A2ARequestHandler,
-  sse: Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>>,
-) {
+function taskRoutes(app: FastifyInstance, handler: A2ARequestHandler, sse: SseSettings) {
   app.get('/tasks', (request: Req, reply) =>
     answer(request, reply, async () => {
       const q = request.query;
@@ -243,7 +245,7 @@ function badPathOrQuery(request: FastifyRequest): string | undefined {
 
 export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions): Promise<void> {
   const { handler } = opts;
-  const sse = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000 };
+  const sse: SseSettings = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000, closing: opts.closing };
   // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
   acceptOnlyJson(app);
   const v03 = { legacy: new LegacyJsonRpcTransportHandler(handler), authenticated: opts.authenticate !== undefined, ...sse };

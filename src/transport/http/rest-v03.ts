@@ -36,6 +36,8 @@ export interface RestV03Options {
   authenticated: boolean;
   heartbeatMs: number;
   stallTimeoutMs: number;
+  /** Aborted when the server shuts down: open streams end cleanly (see SseOptions.closing). */
+  closing?: AbortSignal;
 }
 
 /** True when a request speaks v0.3 (it names no A2A-Version, or 0.3): this binding answers it. */
@@ -156,6 +158,7 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
   await writeSse(reply, outcome.stream, outcome.first, {
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
+    closing: opts.closing,
     frame: (item) => ({
       data: streamEventToProtoJson(fixLegacyFinal(item as Envelope).result as JsonObject),
       id: (ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift(),
