@@ -177,12 +177,12 @@ export function configSecrets(config: Readonly<Config>): string[] {
  * The default logger: pino JSON lines on stdout (level, time, the request id on request lines),
  * credential fields censored, and the process's secrets scrubbed by value from every line.
  */
-function defaultLogger(config: Readonly<Config>) {
+export function defaultLogger(config: Readonly<Config>, write: (line: string) => void = (line) => void process.stdout.write(line)) {
   const scrub = secretScrubber(configSecrets(config));
   return {
     level: config.logLevel,
     redact: { paths: LOG_REDACT_PATHS },
-    stream: { write: (line: string) => void process.stdout.write(scrub(line)) },
+    stream: { write: (line: string) => write(scrub(line)) },
   };
 }
 
