@@ -28,7 +28,7 @@ export interface HandOffOptions {
 }
 
 /** What the hand-off did, for the shutdown log line. */
-export interface HandOffReport {
+interface HandOffReport {
   /** Tasks whose running work ended within the grace period. */
   finished: boolean;
   /** Tasks recorded interrupted after it. */

@@ -13,7 +13,7 @@ import { rpcError } from './jsonrpc-route.js';
 /** Paths still answered while draining: the orchestrator's probes and the (static) agent card. */
 const STILL_ANSWERED = /^\/(healthz|readyz|\.well-known\/)/;
 
-export const DRAINING_MESSAGE = 'The server is shutting down and takes no new work; send the request again (another instance takes it)';
+const DRAINING_MESSAGE = 'The server is shutting down and takes no new work; send the request again (another instance takes it)';
 
 export function refuseWhileDraining(app: FastifyInstance, draining: () => boolean): void {
   app.addHook('onRequest', async (request, reply) => {

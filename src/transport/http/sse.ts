@@ -28,7 +28,7 @@ export interface SseOptions {
 }
 
 /** The last frame of a stream the server ends because it shuts down (a comment: every client skips it). */
-export const SHUTDOWN_COMMENT = ': server shutting down; reconnect with Last-Event-ID to resume\n\n';
+const SHUTDOWN_COMMENT = ': server shutting down; reconnect with Last-Event-ID to resume\n\n';
 
 const CLOSING = Symbol('closing');
 
