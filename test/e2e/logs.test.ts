@@ -86,7 +86,6 @@ t.test('JSON lines with level, time and task ids; no secret in the output', asyn
   t.same(await srv.exited, { code: 0, signal: null }, 'exit 0');
 
   const out = srv.output();
-  if (process.env.LOGS_DUMP) writeFileSync(process.env.LOGS_DUMP, out);
   const lines = out.split('\n').filter((l) => l !== '');
   const parsed = lines.map((line) => {
     try {
