@@ -2,6 +2,7 @@
  * The composition root: the only module that constructs concretes and wires them.
  * buildApp never listens; main.ts does (so tests can build many apps in one process).
  */
+import { setMaxListeners } from 'node:events';
 import fs, { readFileSync } from 'node:fs';
 import { processDir } from './lib/process-dir.js';
 import Fastify from 'fastify';
@@ -24,6 +25,8 @@ import { Toolbox } from './agent/runtime/toolbox.js';
 import type { McpConnector } from './agent/runtime/toolbox.js';
 import { TurnLoop } from './agent/runtime/turn-loop.js';
 import { WriteQueue } from './agent/runtime/write-queue.js';
+import { handOff } from './agent/runtime/hand-off.js';
+import { LOG_REDACT_PATHS, secretScrubber, urlPassword } from './lib/redact.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
 import { LegacyEncoder } from './agent/wire/legacy-encoder.js';
 import type { LegacyToolInfo } from './agent/wire/legacy-encoder.js';
@@ -52,6 +55,7 @@ import { jsonRpcRoutes } from './transport/http/jsonrpc-route.js';
 import { parseJsonBodies } from './transport/http/json-body.js';
 import type { Authenticate } from './transport/http/jsonrpc-route.js';
 import { healthRoutes } from './transport/http/health-routes.js';
+import { refuseWhileDraining } from './transport/http/draining.js';
 import { legacyRoutes } from './transport/http/legacy-routes.js';
 import { consoleRoutes } from './transport/http/console-route.js';
 import { REST_PREFIX, restRoutes } from './transport/http/rest-routes.js';
@@ -73,6 +77,13 @@ export interface AppOptions {
   store?: TaskStore & PushStore;
   /** Supervisor sweep interval, ms (tests shorten it). */
   sweepMs?: number;
+  /**
+   * When given (main.ts passes SHUTDOWN_GRACE_MS), close() hands off gracefully: readiness 503
+   * and new work refused, open streams ended cleanly, running calls given this long to finish
+   * (then recorded interrupted), writes and the push outbox flushed, leases released. Without
+   * it (tests), close() detaches the running work at once.
+   */
+  shutdownGraceMs?: number;
 }
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -158,12 +169,36 @@ async function openStore(app: FastifyInstance, config: Readonly<Config>): Promis
   return store;
 }
 
+/** The process's own secrets, scrubbed by value from every log line (lib/redact.ts). */
+export function configSecrets(config: Readonly<Config>): string[] {
+  const m = config.model;
+  return [...(m.kind === 'genai' && m.apiKey !== undefined ? [m.apiKey] : []), ...urlPassword(config.store.databaseUrl)];
+}
+
+/**
+ * The default logger: pino JSON lines on stdout (level, time, the request id on request lines),
+ * credential fields censored, and the process's secrets scrubbed by value from every line.
+ */
+export function defaultLogger(config: Readonly<Config>, write: (line: string) => void = (line) => void process.stdout.write(line)) {
+  const scrub = secretScrubber(configSecrets(config));
+  return {
+    level: config.logLevel,
+    redact: { paths: LOG_REDACT_PATHS },
+    stream: { write: (line: string) => write(scrub(line)) },
+  };
+}
+
 /** Fastify with the JSON body parser the JSON-RPC route expects (a body that is not JSON reaches it as UNPARSABLE). */
 function createFastify(options: AppOptions): FastifyInstance {
+  const graceful = options.shutdownGraceMs !== undefined;
   const app = Fastify({
-    logger: options.logger ?? { level: options.config.logLevel },
+    logger: options.logger ?? defaultLogger(options.config),
     bodyLimit: 32 * 1024 * 1024, // 32 MiB: modified file contents ride in confirmations
-    forceCloseConnections: true,
+    // A graceful close ends every stream itself and lets answers in flight finish (idle
+    // keep-alive sockets are closed by server.close()); otherwise open sockets are cut.
+    forceCloseConnections: !graceful,
+    // While draining, refuseWhileDraining answers in each binding's shape (and /readyz its reason).
+    return503OnClosing: !graceful,
   });
   parseJsonBodies(app);
   return app;
@@ -300,6 +335,8 @@ interface Agent {
   legacyRest: LegacyRest;
   supervisor: Supervisor;
   runs: TaskRuns;
+  /** The group commit every task's writes go through. */
+  writes: WriteQueue;
 }
 
 interface AgentParts {
@@ -318,12 +355,12 @@ interface AgentParts {
 }
 
 /** The tasks this process works on, writing through one group-commit queue. */
-function buildCache(app: FastifyInstance, parts: AgentParts, runs: TaskRuns): TaskCache {
+function buildCache(app: FastifyInstance, parts: AgentParts, runs: TaskRuns, writes: WriteQueue): TaskCache {
   const { options, model, store, hub, toolbox, encoders, shellMode, metrics } = parts;
   const { liveWindowBytes: windowBytes, liveIntervalMs: intervalMs, liveMaxIntervalMs: maxIntervalMs } = options.config.output;
   return new TaskCache({
     store,
-    writes: new WriteQueue(store, app.log, metrics),
+    writes,
     hub,
     metrics,
     encoders,
@@ -342,7 +379,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
   const { options, model, store, hub, toolbox, encoders, schema, security, push, card, metrics } = parts;
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
-  const runs = new TaskRuns(app.log);
+  const [runs, writes] = [new TaskRuns(app.log), new WriteQueue(store, app.log, metrics)];
   const loop = new TurnLoop({
     model,
     toolbox,
@@ -353,7 +390,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     retryBaseDelayMs: options.retryBaseDelayMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
   });
-  const cache = buildCache(app, parts, runs);
+  const cache = buildCache(app, parts, runs, writes);
   const supervisor = new Supervisor({
     store,
     cache,
@@ -405,7 +442,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     model: model.model,
     workspacePolicy,
   });
-  return { loop, cache, router, handler, commands, legacyRest, supervisor, runs };
+  return { loop, cache, router, handler, commands, legacyRest, supervisor, runs, writes };
 }
 
 /** The card an authenticated caller reads (the tools listed): only where authentication is on. */
@@ -487,16 +524,15 @@ async function registerTransport(
   card: () => AgentCard,
   store: Pick<TaskStore, 'ping'>,
   metrics: PromMetrics,
+  closing: AbortSignal,
 ): Promise<void> {
   if (isLoopback(config.host)) {
     const extra = config.publicUrl ? [new URL(config.publicUrl).hostname] : [];
     app.addHook('onRequest', createHostGuard({ allowedHosts: extra }));
   }
-  let draining = false;
-  app.addHook('preClose', async () => {
-    draining = true;
-  });
-  await app.register(healthRoutes, { pingStore: () => store.ping(), draining: () => draining });
+  const draining = () => closing.aborted;
+  refuseWhileDraining(app, draining);
+  await app.register(healthRoutes, { pingStore: () => store.ping(), draining });
   const { authenticator } = security;
   const v03 = authenticator?.securitySchemesV03();
   await app.register(agentCardRoutes, {
@@ -519,6 +555,7 @@ async function registerTransport(
     handler,
     heartbeatMs: config.sseHeartbeatMs,
     stallTimeoutMs: config.output.sseStallTimeoutMs,
+    closing,
     extensionMethods: {
       'commands/get': async () => commands.list(),
       'command/execute': async (params, caller) => commands.execute(params, caller),
@@ -530,6 +567,7 @@ async function registerTransport(
   await app.register(restRoutes, {
     prefix: REST_PREFIX,
     handler,
+    closing,
     heartbeatMs: config.sseHeartbeatMs,
     stallTimeoutMs: config.output.sseStallTimeoutMs,
     authenticate,
@@ -584,6 +622,45 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     await push.dispatcher.stop();
     await hub.stop();
   });
-  await registerTransport(app, config, agent, security, push, card, store, metrics);
+  const closing = new AbortController();
+  setMaxListeners(0, closing.signal); // one listener per open stream
+  app.addHook('preClose', async () => {
+    closing.abort(); // readiness 503, new work refused, open streams end
+    const graceMs = options.shutdownGraceMs;
+    if (graceMs === undefined) return;
+    await gracefulHandOff(app, { agent, push, store, instanceId: config.store.instanceId, graceMs });
+    // server.close() now waits for the answers in flight; one that does not end is cut after a while.
+    setTimeout(() => app.server.closeAllConnections(), IN_FLIGHT_MS).unref();
+  });
+  await registerTransport(app, config, agent, security, push, card, store, metrics, closing.signal);
   return app;
+}
+
+/** How long a graceful close waits for the answers in flight once the work is handed off, ms. */
+const IN_FLIGHT_MS = 5_000;
+
+/**
+ * The graceful part of close(), before the server stops listening: running calls finish within
+ * the grace period or are recorded interrupted, writes are committed, leases released, the push
+ * outbox gets one more pass (the onClose hooks then wait for it and close the store).
+ */
+async function gracefulHandOff(
+  app: FastifyInstance,
+  { agent, push, store, instanceId, graceMs }: { agent: Agent; push: Push; store: TaskStore; instanceId: string; graceMs: number },
+): Promise<void> {
+  const started = Date.now();
+  const report = await handOff(
+    {
+      cache: agent.cache,
+      runs: agent.runs,
+      writes: agent.writes,
+      store,
+      logger: app.log,
+      instanceId,
+      beforeRelease: () => agent.supervisor.stop(),
+    },
+    graceMs,
+  );
+  push.dispatcher.kick(true);
+  app.log.info({ ...report, ms: Date.now() - started }, 'shutdown: work handed off, leases released');
 }

@@ -298,6 +298,12 @@ export interface TaskStore {
   findStaleTasks(now: Date): Promise<string[]>;
   /** Extends the leases of every executing or ready call held by `owner`. */
   renewLeases(owner: string, leaseUntil: Date): Promise<void>;
+  /**
+   * Shutdown: every lease `owner` holds, on tasks and calls, lapses now (set to the epoch), so
+   * any other process may take over at once — its next sweep ends what was left running,
+   * instead of waiting for the leases to run out. The owner stays recorded (for the report).
+   */
+  releaseLeases(owner: string): Promise<void>;
   /** Calls left executing/ready whose lease lapsed before `now` (their process died). */
   findInterrupted(now: Date): Promise<StoredCall[]>;
   /**

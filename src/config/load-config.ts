@@ -55,6 +55,8 @@ export interface Config {
   shell: ShellConfig;
   /** SSE keep-alive comment interval, ms. */
   sseHeartbeatMs: number;
+  /** SHUTDOWN_GRACE_MS: how long running tool calls may go on after SIGTERM before they are recorded interrupted and killed, ms. */
+  shutdownGraceMs: number;
   /**
    * What a running call's live output and a stream may cost: the `live_content` window and the
    * update interval (doubling from `intervalMs` up to `maxIntervalMs`); the events held for one
@@ -433,6 +435,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
       unconfinedAutoApprove: unconfinedAutoApprove(env, sandboxMode(env)),
     }),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 600_000), // 15 s
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 3_600_000), // 10 s
     output: Object.freeze(loadOutputConfig(env)),
     store: Object.freeze(loadStoreConfig(env, cwd)),
     approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),

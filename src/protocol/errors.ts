@@ -50,6 +50,8 @@ export const RPC_ERROR_CODE = {
   FORBIDDEN: -32010,
   /** No or bad credentials; sent with HTTP 401 and WWW-Authenticate (the status is the signal, the body says why). */
   UNAUTHORIZED: -32011,
+  /** This instance takes no work now (it is shutting down): HTTP 503 with Retry-After; send the request again (to another instance). */
+  UNAVAILABLE: -32013,
 } as const;
 
 export type RpcErrorCode = (typeof RPC_ERROR_CODE)[keyof typeof RPC_ERROR_CODE];
@@ -105,6 +107,7 @@ export const HTTP_OF_RPC_CODE: Readonly<Record<RpcErrorCode, { status: number; n
   [RPC_ERROR_CODE.VERSION_NOT_SUPPORTED]: { status: 400, name: 'UNIMPLEMENTED' },
   [RPC_ERROR_CODE.FORBIDDEN]: { status: 403, name: 'PERMISSION_DENIED' },
   [RPC_ERROR_CODE.UNAUTHORIZED]: { status: 401, name: 'UNAUTHENTICATED' },
+  [RPC_ERROR_CODE.UNAVAILABLE]: { status: 503, name: 'UNAVAILABLE' },
 };
 
 /** An HTTP+JSON error body (A2A v1.0 §11.6: google.rpc.Status as AIP-193 writes it in JSON). */

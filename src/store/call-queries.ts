@@ -152,6 +152,20 @@ export async function renewLeases(db: StoreDb, owner: string, leaseUntil: Date):
     .where(and(eq(toolCalls.leaseOwner, owner), inArray(toolCalls.phase, [...LIVE_PHASES])));
 }
 
+/** The epoch: a lease released at shutdown lapsed before any `now` a sweep compares it with. */
+const RELEASED = new Date(0);
+
+/** Every lease `owner` holds on tasks and calls lapses now; see TaskStore.releaseLeases. */
+export async function releaseLeases(db: StoreDb, owner: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.update(tasks).set({ leaseUntil: RELEASED }).where(eq(tasks.leaseOwner, owner));
+    await tx
+      .update(toolCalls)
+      .set({ leaseUntil: RELEASED, updatedAt: sql`now()` })
+      .where(eq(toolCalls.leaseOwner, owner));
+  });
+}
+
 /** Executing/ready calls with no lease or a lapsed one (their process died). */
 export async function findInterrupted(db: StoreDb, now: Date): Promise<StoredCall[]> {
   const rows = await db

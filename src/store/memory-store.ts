@@ -616,6 +616,13 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     }
   }
 
+  /** Every lease `owner` holds on tasks and calls lapses now (the epoch). */
+  async releaseLeases(owner: string): Promise<void> {
+    const db = this.use('releaseLeases');
+    for (const row of db.tasks.values()) if (row.leaseOwner === owner) row.leaseUntil = new Date(0);
+    for (const { call } of db.calls.values()) if (call.leaseOwner === owner) call.leaseUntil = new Date(0);
+  }
+
   /** Executing/ready calls with no lease or a lapsed one, by task, turn and position. */
   async findInterrupted(now: Date): Promise<StoredCall[]> {
     const calls = [...this.use('findInterrupted').calls.values()].map((r) => r.call);

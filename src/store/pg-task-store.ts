@@ -263,6 +263,10 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.renewLeases(this.db, owner, leaseUntil);
   }
 
+  releaseLeases(owner: string): Promise<void> {
+    return calls_.releaseLeases(this.db, owner);
+  }
+
   findInterrupted(now: Date): Promise<StoredCall[]> {
     return calls_.findInterrupted(this.db, now);
   }

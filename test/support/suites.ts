@@ -16,13 +16,16 @@ import t from 'tap';
 
 export const TEST_DIR = fileURLToPath(new URL('../', import.meta.url));
 
-/** End-to-end tests that need real server processes (SIGKILL, restarts, two instances, the exactly-once stress test). */
+/** End-to-end tests that need real server processes (SIGKILL, SIGTERM, restarts, two instances, the exactly-once stress test, the log). */
 export const OWN_PROCESS = [
   'e2e/restart.test.ts',
   'e2e/push-restart.test.ts',
   'e2e/instances.test.ts',
   'e2e/orphans.test.ts',
   'e2e/exactly-once.test.ts',
+  'e2e/shutdown.test.ts',
+  'e2e/shutdown-handoff.test.ts',
+  'e2e/logs.test.ts',
 ];
 
 export const SUITES = {

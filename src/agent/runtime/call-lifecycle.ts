@@ -297,10 +297,16 @@ export function declineCall(
  * only process restarted): FAILED `interrupted`. `killedGroup`: the process group it left
  * running, which the recovery killed.
  */
-export function interruptCall(task: LiveTask, call: TurnCall, leaseOwner: string | undefined, killedGroup?: number): void {
+export function interruptCall(
+  task: LiveTask,
+  call: TurnCall,
+  leaseOwner: string | undefined,
+  killedGroup?: number,
+  why = `lease of ${leaseOwner ?? 'unknown instance'} lapsed`,
+): void {
   const name = call.snapshot.toolName;
   const killed = killedGroup === undefined ? '' : ` Its processes, still running, were killed (process group ${killedGroup}).`;
-  const message = `The server stopped while ${name} was running (lease of ${leaseOwner ?? 'unknown instance'} lapsed); it may not have finished.${killed}`;
+  const message = `The server stopped while ${name} was running (${why}); it may not have finished.${killed}`;
   closeWithoutResult(task, call, 'FAILED', { message, type: 'interrupted' }, message);
   task.audit({
     toolCallId: call.snapshot.id,

@@ -56,6 +56,8 @@ export function rejectedByDatabase(err: unknown): boolean {
 export class WriteQueue {
   private pending: Queued[] = [];
   private draining = false;
+  /** The drain in progress (it never rejects). */
+  private running: Promise<void> = Promise.resolve();
   /** Commits so far and writes they carried (for the benchmark and the log). */
   readonly stats = { commits: 0, writes: 0 };
 
@@ -79,9 +81,14 @@ export class WriteQueue {
       if (!this.draining) {
         this.draining = true;
         // drain() never rejects: a failed commit rejects its writes' promises instead.
-        queueMicrotask(() => void this.drain());
+        this.running = new Promise<void>((done) => queueMicrotask(() => void this.drain().then(done)));
       }
     });
+  }
+
+  /** Resolves once every write queued so far (and meanwhile) was committed or refused: shutdown. */
+  async flushed(): Promise<void> {
+    while (this.draining) await this.running;
   }
 
   private async drain(): Promise<void> {

@@ -37,6 +37,8 @@ export interface JsonRpcRoutesOptions {
   authenticate?: Authenticate;
   /** Counts the SSE streams (absent: not counted). */
   metrics?: SseOptions['metrics'];
+  /** Aborted when the server shuts down: open streams end cleanly (see SseOptions.closing). */
+  closing?: AbortSignal;
 }
 
 export type Envelope = {
@@ -48,7 +50,7 @@ export type Envelope = {
 
 const PAUSE_STATES = new Set(['input-required', 'auth-required']);
 
-function rpcError(id: Envelope['id'], code: number, message: string): Envelope {
+export function rpcError(id: Envelope['id'], code: number, message: string): Envelope {
   return { jsonrpc: '2.0', id, error: { code, message } };
 }
 
@@ -107,6 +109,7 @@ interface Rpc {
   heartbeatMs: number;
   stallTimeoutMs: number;
   metrics: SseOptions['metrics'];
+  closing: AbortSignal | undefined;
 }
 
 /** A request that passed the transport's own checks, ready for an extension method or the SDK. */
@@ -235,6 +238,7 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
     heartbeatMs: rpc.heartbeatMs,
     stallTimeoutMs: rpc.stallTimeoutMs,
     metrics: rpc.metrics,
+    closing: rpc.closing,
     // The handler records each event's sequence number in order; one envelope per event.
     frame: (item) => ({
       data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
@@ -311,6 +315,7 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
     metrics: opts.metrics,
+    closing: opts.closing,
   };
   acceptOnlyJson(app);
   await useRequestContext(app);

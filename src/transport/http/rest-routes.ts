@@ -49,10 +49,12 @@ export interface RestRoutesOptions {
   authenticate?: Authenticate;
   /** Counts the SSE streams (absent: not counted). */
   metrics?: SseOptions['metrics'];
+  /** Aborted when the server shuts down: open streams end cleanly (see SseOptions.closing). */
+  closing?: AbortSignal;
 }
 
-/** What a stream of this binding is written with. */
-type SseSettings = Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>> & Pick<RestRoutesOptions, 'metrics'>;
+/** What every stream of the binding is written with. */
+type SseSettings = Required<Pick<RestRoutesOptions, 'heartbeatMs' | 'stallTimeoutMs'>> & Pick<RestRoutesOptions, 'metrics' | 'closing'>;
 
 /** The prefix the binding is mounted under; the card's HTTP+JSON interface URL ends with it. */
 export const REST_PREFIX = '/v1';
@@ -116,6 +118,7 @@ async function stream(
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
     metrics: opts.metrics,
+    closing: opts.closing,
     frame: (item) => ({
       data: StreamResponse.toJSON(item as StreamResponse),
       id: request.a2a.nextSseId(),
@@ -234,7 +237,12 @@ function badPathOrQuery(request: FastifyRequest): string | undefined {
 
 export async function restRoutes(app: FastifyInstance, opts: RestRoutesOptions): Promise<void> {
   const { handler } = opts;
-  const sse: SseSettings = { heartbeatMs: opts.heartbeatMs, stallTimeoutMs: opts.stallTimeoutMs ?? 30_000, metrics: opts.metrics };
+  const sse: SseSettings = {
+    heartbeatMs: opts.heartbeatMs,
+    stallTimeoutMs: opts.stallTimeoutMs ?? 30_000,
+    metrics: opts.metrics,
+    closing: opts.closing,
+  };
   // application/json is parsed app-wide (a bad body arrives as UNPARSABLE); A2A's own type reads the same.
   acceptOnlyJson(app);
   await useRequestContext(app);

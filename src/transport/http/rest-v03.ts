@@ -37,6 +37,8 @@ export interface RestV03Options {
   heartbeatMs: number;
   stallTimeoutMs: number;
   metrics?: SseOptions['metrics'];
+  /** Aborted when the server shuts down: open streams end cleanly (see SseOptions.closing). */
+  closing?: AbortSignal;
 }
 
 /** True when a request speaks v0.3 (it names no A2A-Version, or 0.3): this binding answers it. */
@@ -157,6 +159,7 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
     heartbeatMs: opts.heartbeatMs,
     stallTimeoutMs: opts.stallTimeoutMs,
     metrics: opts.metrics,
+    closing: opts.closing,
     frame: (item) => ({
       data: streamEventToProtoJson(fixLegacyFinal(item as Envelope).result as JsonObject),
       id: request.a2a.nextSseId(),

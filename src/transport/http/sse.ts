@@ -23,6 +23,29 @@ export interface SseOptions {
   onError: (err: unknown) => unknown;
   /** Told when the stream opens and closes (the open-streams gauge). */
   metrics?: Pick<Metrics, 'sseOpened' | 'sseClosed'>;
+  /**
+   * Aborted when the server shuts down: the stream ends cleanly at once (a last comment, then
+   * the end of the response), and the client resumes elsewhere with Last-Event-ID.
+   */
+  closing?: AbortSignal;
+}
+
+/** The last frame of a stream the server ends because it shuts down (a comment: every client skips it). */
+const SHUTDOWN_COMMENT = ': server shutting down; reconnect with Last-Event-ID to resume\n\n';
+
+const CLOSING = Symbol('closing');
+
+/** Resolves when `signal` aborts (never without one); `off` removes the listener. */
+function whenAborted(signal: AbortSignal | undefined): { aborted: Promise<typeof CLOSING>; off: () => void } {
+  let off = () => {};
+  const aborted = new Promise<typeof CLOSING>((resolve) => {
+    if (signal === undefined) return;
+    if (signal.aborted) return resolve(CLOSING);
+    const onAbort = () => resolve(CLOSING);
+    signal.addEventListener('abort', onAbort, { once: true });
+    off = () => signal.removeEventListener('abort', onAbort);
+  });
+  return { aborted, off };
 }
 
 export function sseFrame(data: unknown, id?: number, event?: string): string {
@@ -68,9 +91,13 @@ export async function writeSse(
     wake = undefined;
   };
   opts.metrics?.sseOpened();
+  const shutdown = whenAborted(opts.closing);
+  // A client that does not read holds no shutdown up: a write waiting for it is dropped.
+  void shutdown.aborted.then(() => wake !== undefined && res.destroy());
+  let ending = false;
   try {
-    let r = first;
-    while (!r.done && !closed) {
+    let r: IteratorResult<unknown> | typeof CLOSING = first;
+    while (r !== CLOSING && !r.done && !closed) {
       const encoding = phaseStart();
       const { data, id } = opts.frame(r.value);
       const text = sseFrame(data, id);
@@ -79,14 +106,18 @@ export async function writeSse(
       await send(text);
       phaseEnd('write', writing);
       if (closed) break;
-      r = await source.next();
+      r = await Promise.race([source.next(), shutdown.aborted]);
     }
+    ending = r === CLOSING;
+    if (ending && !closed) res.write(SHUTDOWN_COMMENT);
   } catch (err) {
     await send(sseFrame(opts.onError(err), undefined, 'error'));
   } finally {
     opts.metrics?.sseClosed();
+    shutdown.off();
     clearInterval(heartbeat);
-    if (closed) void source.return?.(undefined);
+    // Stopped early (the client left, or the server shuts down): stop following the log.
+    if (closed || ending) void source.return?.(undefined);
     if (!res.writableEnded) res.end();
   }
 }

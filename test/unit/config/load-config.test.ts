@@ -69,6 +69,7 @@ t.test('explicit values', async (t) => {
       SHELL_TIMEOUT_MS: '5000',
       SHELL_MAX_OUTPUT_BYTES: '2048',
       SSE_HEARTBEAT_MS: '250',
+      SHUTDOWN_GRACE_MS: '0',
       SHELL_SANDBOX: 'BWRAP',
       SHELL_SANDBOX_NETWORK: 'on',
     },
@@ -84,6 +85,8 @@ t.test('explicit values', async (t) => {
     { timeoutMs: 5000, maxOutputBytes: 2048, env: undefined, sandboxMode: 'bwrap', sandboxNetwork: true, unconfinedAutoApprove: false },
   );
   t.equal(c.sseHeartbeatMs, 250);
+  t.equal(c.shutdownGraceMs, 0, 'SHUTDOWN_GRACE_MS=0: running calls are interrupted at once');
+  t.equal(loadConfig({}, dir).shutdownGraceMs, 10_000, 'SHUTDOWN_GRACE_MS defaults to 10 s');
   t.equal(loadConfig({ PORT: '0' }, dir).port, 0, 'PORT=0 (any free port) is allowed');
   t.equal(loadConfig({ PORT: '65535' }, dir).port, 65535);
 });
@@ -156,6 +159,8 @@ t.test('bad values throw a ConfigError naming the variable', async (t) => {
   refuses(t, { SHELL_TIMEOUT_MS: '10' }, 'SHELL_TIMEOUT_MS', dir);
   refuses(t, { SHELL_MAX_OUTPUT_BYTES: 'lots' }, 'SHELL_MAX_OUTPUT_BYTES', dir);
   refuses(t, { SSE_HEARTBEAT_MS: '0' }, 'SSE_HEARTBEAT_MS', dir);
+  refuses(t, { SHUTDOWN_GRACE_MS: '-1' }, 'SHUTDOWN_GRACE_MS', dir);
+  refuses(t, { SHUTDOWN_GRACE_MS: '3600001' }, 'SHUTDOWN_GRACE_MS', dir);
   refuses(t, { SHELL_SANDBOX: 'firejail' }, 'SHELL_SANDBOX', dir, /firejail[^]*auto, bwrap, off/);
   refuses(t, { SHELL_SANDBOX_NETWORK: 'some' }, 'SHELL_SANDBOX_NETWORK', dir);
   refuses(t, { SHELL_UNCONFINED_AUTO_APPROVE: 'maybe' }, 'SHELL_UNCONFINED_AUTO_APPROVE', dir, /maybe/);

@@ -23,7 +23,7 @@ import {
 } from '../../../src/protocol/errors.js';
 
 t.test('the standard codes are the SDK’s; the server’s own are outside the A2A range and distinct', async (t) => {
-  const own = ['FORBIDDEN', 'UNAUTHORIZED'];
+  const own = ['FORBIDDEN', 'UNAUTHORIZED', 'UNAVAILABLE'];
   for (const [name, code] of Object.entries(RPC_ERROR_CODE)) {
     if (own.includes(name)) t.notOk(Object.values(A2A_ERROR_CODE).includes(code as never), `${name} ${code} is not an A2A code`);
     else t.equal(code, A2A_ERROR_CODE[name as keyof typeof A2A_ERROR_CODE], `${name} = ${code}`);
