@@ -348,7 +348,10 @@ t.test('write errors are reported', async (t) => {
   const refuseWrite = (real: string) => (guarded.push(real), 'the disk is full (test)');
   t.match(await tool.run({ file_path: 'price.txt', old_string: '10', new_string: '12' }, { ...ctx, refuseWrite }), {
     isError: true,
-    error: { type: 'write_error', message: /^Cannot write price\.txt \(relative to the workspace .*\): refused: the disk is full \(test\)$/ },
+    error: {
+      type: 'write_error',
+      message: /^Cannot write price\.txt \(relative to the workspace .*\): refused: the disk is full \(test\)$/,
+    },
   });
   t.strictSame(guarded, [path.join(ws, 'price.txt')], 'the write reached the file, open for writing');
   t.equal(read(ws, 'price.txt'), 'price: 10\n', 'nothing was written');
