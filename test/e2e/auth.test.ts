@@ -12,6 +12,7 @@
  * - audit/list is for admins.
  */
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -319,6 +320,8 @@ t.test('a task belongs to its principal', async (t) => {
     );
     const hashes = new Set(mine.filter((e: any) => e.shown_hash !== null).map((e: any) => e.shown_hash));
     t.equal(hashes.size, 1, 'one shown_hash: what was approved is what was shown');
+    // …and what was shown is the card alice's client received: its SSE frame's ToolCall, hashed here.
+    t.strictSame([...hashes], [createHash('sha256').update(JSON.stringify(card)).digest('hex')], 'the hash of the card on the wire');
     t.ok(
       entries.every((e: any, i: number) => i === 0 || e.at >= entries[i - 1].at),
       'in time order',
