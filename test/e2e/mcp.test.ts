@@ -97,6 +97,8 @@ t.test('MCP servers from AgentSettings and SETTINGS_FILE', async (t) => {
       ['succeeded', null],
       ['proposed', null],
       ['authorized', 'proceed_always_server'],
+      ['executed', 'proceed_always_server'],
+      ['succeeded', null],
     ]);
   });
 
