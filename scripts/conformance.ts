@@ -7,14 +7,18 @@
  * one of the documented exceptions below (docs/conformance.md), each with its reason.
  *
  * Prints the suite's own report, then the verdict, and last a line
- * `conformance: N passed, N failed, N known exceptions` (failed = not documented).
- * Exit code: 0 when nothing failed outside the exceptions; 1 otherwise; 2 when the suite could not run.
+ * `conformance: N passed, N failed, N known exceptions` (failed = not documented, plus one per
+ * incomplete run: a category that timed out, a pytest that crashed or exited 2-5, a run with fewer
+ * results than tests collected; see conformance-verdict.ts).
+ * Exit code: 0 when nothing failed outside the exceptions and every run completed; 1 otherwise;
+ * 2 when the suite could not run.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { expectedRuns, judge } from './conformance-verdict.js';
 
 /** Failures that follow from the A2A specification or the development-tool RFC, not from a defect. */
 const KNOWN_EXCEPTIONS: Record<string, string> = {
@@ -67,32 +71,28 @@ async function startServer(port: number) {
   }
 }
 
-/** What the runner's results.txt says failed: pytest node ids and v1.0 requirement ids. */
-function failuresIn(results: string): { tests: string[]; requirements: string[]; passed: number } {
-  const tests = [...results.matchAll(/^\s+(?:FAILED|ERROR) (tests\/\S+)/gm)].map((m) => m[1]);
-  const requirements = [...results.matchAll(/^\s+(?:MUST|SHOULD|MAY)\s+FAIL\s+(\S+)/gm)].map((m) => m[1]);
-  const passed = [...results.matchAll(/\bpassed=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
-  return { tests: [...new Set(tests)], requirements: [...new Set(requirements)], passed };
-}
-
 const out = mkdtempSync(path.join(tmpdir(), 'a2a-conformance-results-'));
 const { server, url } = await startServer(await freePort());
 const transports = process.env.TCK_V10_TRANSPORTS ?? 'jsonrpc,http_json';
 const args = [runner, url, '--suite', process.env.TCK_SUITE ?? 'both', '--v10-transports', transports, '--out', out];
 const suite = spawn('bash', args, { stdio: 'inherit' });
-const code = await new Promise<number>((resolve) => suite.on('exit', (c) => resolve(c ?? 1)));
+const code = await new Promise<number | null>((resolve) => suite.on('exit', (c) => resolve(c)));
 server.kill('SIGTERM');
 
-const file = path.join(out, 'results.txt');
-if (code === 2 || !existsSync(file)) {
+const read = (name: string) => (existsSync(path.join(out, name)) ? readFileSync(path.join(out, name), 'utf8') : undefined);
+const verdict = judge({
+  exitCode: code,
+  results: read('results.txt'),
+  runs: expectedRuns(process.env.TCK_SUITE ?? 'both').map((tag) => ({ tag, log: read(`${tag}.log`), summary: read(`${tag}.json`) })),
+  exceptions: KNOWN_EXCEPTIONS,
+});
+if (verdict.exit === 2) {
   console.log(`conformance: the suite could not run (exit ${code})`);
   process.exit(2);
 }
-const { tests, requirements, passed } = failuresIn(readFileSync(file, 'utf8'));
-const failed = [...tests, ...requirements];
-const unexpected = failed.filter((id) => KNOWN_EXCEPTIONS[id] === undefined);
-const known = failed.filter((id) => KNOWN_EXCEPTIONS[id] !== undefined);
-for (const id of known) console.log(`known exception: ${id}\n    ${KNOWN_EXCEPTIONS[id]}`);
-for (const id of unexpected) console.log(`FAILED (not a documented exception): ${id}`);
-console.log(`conformance: ${passed} passed, ${unexpected.length} failed, ${known.length} known exceptions`);
-process.exitCode = unexpected.length > 0 ? 1 : 0;
+for (const id of verdict.known) console.log(`known exception: ${id}\n    ${KNOWN_EXCEPTIONS[id]}`);
+for (const id of verdict.unexpected) console.log(`FAILED (not a documented exception): ${id}`);
+for (const problem of verdict.problems) console.log(`FAILED (incomplete or broken run): ${problem}`);
+const failed = verdict.unexpected.length + verdict.problems.length;
+console.log(`conformance: ${verdict.passed} passed, ${failed} failed, ${verdict.known.length} known exceptions`);
+process.exitCode = verdict.exit;

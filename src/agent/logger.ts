@@ -6,9 +6,3 @@ export interface AgentLogger {
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
 }
-
-/** A logger that drops everything (the default where no logger is given). */
-export const SILENT_LOGGER: AgentLogger = {
-  warn: () => undefined,
-  error: () => undefined,
-};

@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
+import { isObject } from '../lib/is-object.js';
 
 /** One accepted API key. Only its sha256 digest is kept. */
 export interface ApiKeyEntry {
@@ -60,8 +61,6 @@ const CLAIM_PATH = /^[^.\s]+(\.[^.\s]+)*$/;
 const KEY_CHARS = /^[\x21-\x7e]+$/;
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Reads and validates `file`. Throws AuthConfigError on the first problem. */
 export function loadAuthConfig(file: string): Readonly<AuthConfig> {

@@ -13,8 +13,8 @@ import { authFailure, type AuthFailure, type AuthResult } from './principal.js';
 import { securitySchemesV03, securitySchemesV1, type SecuritySchemesV03, type SecuritySchemesV1 } from './security-schemes.js';
 
 export { hasRole, qualifiedId } from './principal.js';
-export type { AuthFailure, AuthFailureCode, AuthResult, Principal } from './principal.js';
-export type { SecuritySchemesV03, SecuritySchemesV1, SecuritySchemeV03 } from './security-schemes.js';
+export type { AuthResult } from './principal.js';
+export type { SecuritySchemesV03, SecuritySchemesV1 } from './security-schemes.js';
 
 export type RequestHeaders = Record<string, string | string[] | undefined>;
 

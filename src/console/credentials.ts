@@ -20,8 +20,3 @@ export function saveCredential(value: string | undefined): void {
     /* storage disabled: the credential lives in memory only */
   }
 }
-
-/** The request headers that carry it (an API key and a JWT both go as a bearer token). */
-export function authHeaders(credential: string | undefined): Record<string, string> {
-  return credential ? { authorization: `Bearer ${credential}` } : {};
-}

@@ -3,6 +3,7 @@
  * a map from server name to either a stdio command or a streamable HTTP URL.
  * Parsing is strict and pure: every message names the offending path.
  */
+import { isObject } from '../lib/is-object.js';
 
 /** A server started as a child process and spoken to over stdin/stdout. */
 export interface McpStdioServerConfig {
@@ -44,17 +45,13 @@ export function isStdioConfig(config: McpServerConfig): config is McpStdioServer
 
 class ParseError extends Error {}
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** `a.b` for identifier-like keys, `a["b c"]` otherwise. */
 function child(at: string, key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(key) ? `${at}.${key}` : `${at}[${JSON.stringify(key)}]`;
 }
 
 function stringMap(v: unknown, at: string): Record<string, string> {
-  if (!isPlainObject(v)) throw new ParseError(`${at} must be an object whose values are strings`);
+  if (!isObject(v)) throw new ParseError(`${at} must be an object whose values are strings`);
   const out: Record<string, string> = {};
   for (const [k, val] of Object.entries(v)) {
     if (typeof val !== 'string') throw new ParseError(`${child(at, k)} must be a string`);
@@ -130,7 +127,7 @@ function parseServer(name: string, raw: unknown, at: string): McpServerConfig {
   if (name.includes(MCP_NAME_SEPARATOR)) {
     throw new ParseError(`${here}: server name "${name}" must not contain "${MCP_NAME_SEPARATOR}" (it separates server and tool names)`);
   }
-  if (!isPlainObject(raw)) throw new ParseError(`${here} must be an object with either command or url`);
+  if (!isObject(raw)) throw new ParseError(`${here} must be an object with either command or url`);
   const unknown = Object.keys(raw).find((k) => !KNOWN_KEYS.has(k));
   if (unknown !== undefined) {
     throw new ParseError(`${child(here, unknown)} is not supported (known keys: command, args, env, cwd, url, httpUrl, headers, timeout)`);
@@ -149,7 +146,7 @@ function parseServer(name: string, raw: unknown, at: string): McpServerConfig {
  * refused rather than ignored, so a typo never silently drops a setting.
  */
 export function parseMcpServers(raw: unknown, at: string): ParseMcpServersResult {
-  if (!isPlainObject(raw)) return { ok: false, message: `${at} must be an object mapping server names to server configs` };
+  if (!isObject(raw)) return { ok: false, message: `${at} must be an object mapping server names to server configs` };
   const value: Record<string, McpServerConfig> = {};
   try {
     for (const [name, entry] of Object.entries(raw)) value[name] = parseServer(name, entry, at);

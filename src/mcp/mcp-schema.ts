@@ -4,6 +4,7 @@
  * else ($schema, additionalProperties, format, default, …) is dropped, recursively.
  */
 import type { ToolParameterSchema } from '../tools/tool.js';
+import { isObject } from '../lib/is-object.js';
 
 /** One node of the converted schema. */
 export interface GeminiSchema {
@@ -20,10 +21,6 @@ type Json = Record<string, unknown>;
 /** How deep `$ref`s and nesting are followed before a node is cut to a bare type (guards cycles). */
 const MAX_DEPTH = 12;
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'array', 'object']);
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** `v` when it is an array (of unknown items: the schema is any JSON), else undefined. */
 function arrayOf(v: unknown): unknown[] | undefined {

@@ -10,8 +10,7 @@
  */
 import type { JsonObject } from './a2a.js';
 import { invalidParams } from './errors.js';
-
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isObject } from '../lib/is-object.js';
 
 /** The value of `camel` (or its proto name `snake`) in `o`. */
 function field(o: JsonObject, camel: string, snake?: string): unknown {

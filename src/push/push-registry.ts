@@ -5,6 +5,7 @@
  */
 import type { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { invalidParams } from '../protocol/errors.js';
+import { DEFAULT_CONFIG_ID } from '../protocol/push-config.js';
 import type { PushConfigRecord, PushStore, PushWireVersion } from './push-store.js';
 import { checkPushUrl, type LookupFn } from './ssrf-guard.js';
 
@@ -18,13 +19,6 @@ export interface PushRegistryOptions {
 
 type ConfigIn = Pick<TaskPushNotificationConfig, 'url' | 'token' | 'authentication'> &
   Partial<Pick<TaskPushNotificationConfig, 'id' | 'taskId'>>;
-
-/**
- * The id a config registered without one gets, and the config a get or delete without an id
- * means: "default", the id v0.3 clients ask for. (Configs stored before this had the task's id;
- * an id-less get or delete still finds those.)
- */
-export const DEFAULT_CONFIG_ID = 'default';
 
 export class PushRegistry {
   constructor(private readonly opts: PushRegistryOptions) {}

@@ -10,34 +10,19 @@ import { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-sh
 import type { AnyTool } from './tool.js';
 import { ProtectedPaths, resolveInWorkspace as resolveConfined, type ResolveResult } from './workspace.js';
 
-export { ListDirectoryTool, type ListDirectoryArgs } from './file/list-directory.js';
-export { ReadFileTool, MAX_READ_BYTES, type ReadFileArgs } from './file/read-file.js';
-export {
-  ReadManyFilesTool,
-  DEFAULT_EXCLUDED_DIRS,
-  DEFAULT_EXCLUDED_FILES,
-  type ReadManyFilesArgs,
-  type ReadManyFilesOptions,
-} from './file/read-many-files.js';
-export { ReplaceTool, type ReplaceArgs } from './file/replace.js';
-export { WriteFileTool, type WriteFileArgs } from './file/write-file.js';
-export { GlobTool, type GlobArgs, type GlobOptions } from './search/glob.js';
-export { SearchFileContentTool, type SearchFileContentArgs, type SearchFileContentOptions } from './search/search-file-content.js';
-export { RunShellCommandTool, type RunShellCommandArgs, type RunShellCommandOptions } from './shell/run-shell-command.js';
-export { MAX_READABLE_LINE, readShellLine } from './shell/shell-line.js';
-export type { ShellCommand, ShellLine } from './shell/shell-line.js';
-export {
-  createShellSandbox,
-  NO_SANDBOX,
-  SandboxUnavailableError,
-  type ShellSandbox,
-  type ShellSandboxMode,
-  type CreateSandboxOptions,
-} from './shell/sandbox.js';
-export { killRecordedGroup, recordGroup } from './shell/process-group.js';
-export { GIT_SAFE_CONFIG, gitSafeEnvironment } from './shell/git-env.js';
-export { ProtectedPaths, readRegularFile, type RegularFileRead, type ResolveResult, type WorkspaceToolOptions } from './workspace.js';
-export { unifiedDiff } from './diff.js';
+export { ListDirectoryTool } from './file/list-directory.js';
+export { ReadFileTool } from './file/read-file.js';
+export { ReadManyFilesTool } from './file/read-many-files.js';
+export { ReplaceTool } from './file/replace.js';
+export { WriteFileTool } from './file/write-file.js';
+export { GlobTool } from './search/glob.js';
+export { SearchFileContentTool } from './search/search-file-content.js';
+export { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-shell-command.js';
+export { readShellLine } from './shell/shell-line.js';
+export type { ShellCommand } from './shell/shell-line.js';
+export { createShellSandbox } from './shell/sandbox.js';
+export { killRecordedGroup } from './shell/process-group.js';
+export { ProtectedPaths, readRegularFile, type ResolveResult } from './workspace.js';
 
 /**
  * Workspace confinement for callers outside the tools (the agent's GEMINI.md reader): the

@@ -286,6 +286,7 @@ t.test('messages, and what the fold leaves alone', async (t) => {
     },
   });
   t.match(textFeedback.transcript, [{ kind: 'answer', toolCallId: 'c9', optionId: 'cancel', feedback: 'not now' }]);
+  t.equal(textFeedback.transcript.length, 1, 'one entry: the answer');
   const agent = foldEvent(emptyView(), {
     event: { message: { role: 'ROLE_AGENT', messageId: 'a1', contextId: 'c2', parts: [{ text: 'Hi.' }] } },
   });

@@ -28,19 +28,22 @@ t.test('states and results of either version', async (t) => {
   t.equal(normalizeState(7), 'unknown');
   t.equal(normalizeResult('x'), undefined);
   t.equal(normalizeResult({ nothing: true }), undefined);
-  t.match(normalizeResult({ id: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } }), {
+  t.strictSame(normalizeResult({ id: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } }), {
     kind: 'task',
+    id: 't',
+    contextId: 'c',
     status: { state: 'completed' },
     history: [],
     artifacts: [],
   });
-  t.match(
+  t.strictSame(
     normalizeResult({
       messageId: 'm',
       parts: [{ text: 'hi', metadata: { a: 1 } }, 5, { url: 'https://x/y.png' }, { raw: 'AAA=' }, { file: { uri: 'f' } }, { other: 1 }],
     }),
     {
       kind: 'message',
+      messageId: 'm',
       role: 'agent',
       parts: [
         { kind: 'text', text: 'hi', metadata: { a: 1 } },
@@ -69,21 +72,25 @@ t.test('states and results of either version', async (t) => {
       metadata: { k: 1 },
     },
   );
-  t.match(normalizeResult({ kind: 'artifact-update', artifact: null }), {
+  t.strictSame(normalizeResult({ kind: 'artifact-update', artifact: null }), {
     kind: 'artifact-update',
     taskId: '',
+    contextId: '',
     artifact: { artifactId: '', parts: [] },
   });
   t.match(normalizeResult({ kind: 'status-update', status: null }), { kind: 'status-update', status: { state: 'unknown' }, final: false });
-  t.match(normalizeResult({ message: { role: 'ROLE_USER', parts: 'no', metadata: { x: 1 } } }), {
+  t.strictSame(normalizeResult({ message: { role: 'ROLE_USER', parts: 'no', metadata: { x: 1 } } }), {
+    kind: 'message',
     role: 'user',
     messageId: '',
     parts: [],
     metadata: { x: 1 },
   });
-  t.match(normalizeResult({ kind: 'task', history: 'no', artifacts: [null], metadata: { m: 1 } }), {
+  t.strictSame(normalizeResult({ kind: 'task', history: 'no', artifacts: [null], metadata: { m: 1 } }), {
+    kind: 'task',
     id: '',
     contextId: '',
+    status: { state: 'unknown' },
     history: [],
     artifacts: [{ artifactId: '', parts: [] }],
     metadata: { m: 1 },

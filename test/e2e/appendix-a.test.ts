@@ -44,6 +44,11 @@ t.test('Appendix A over v0.3 message/stream, raw SSE', async (t) => {
       },
     },
   });
+  t.strictSame(
+    card.confirmation_request.options.map((o: any) => o.id),
+    ['proceed_once', 'proceed_always', 'modify_with_editor', 'cancel'],
+    'those four options, no more',
+  );
   t.match(card.confirmation_request.file_edit_details.formatted_diff, /\+hello world/);
   t.notOk('old_content' in card.confirmation_request.file_edit_details, 'a new file has no old_content');
 

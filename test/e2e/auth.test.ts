@@ -12,6 +12,7 @@
  * - audit/list is for admins.
  */
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -204,7 +205,10 @@ t.test('API keys', async (t) => {
       apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } },
       apiKeyBearer: { httpAuthSecurityScheme: { scheme: 'bearer' } },
     });
-    t.match(card1.securityRequirements, [{ schemes: { apiKey: {} } }, { schemes: { apiKeyBearer: {} } }]);
+    t.strictSame(
+      card1.securityRequirements.map((r: any) => Object.keys(r.schemes)),
+      [['apiKey'], ['apiKeyBearer']],
+    );
     const jwks = await fetch(new URL('/.well-known/jwks.json', srv.url));
     t.equal(jwks.status, 200, 'the push JWKS without credentials');
     t.match(await jwks.json(), { keys: [{ kid: String }] });
@@ -316,6 +320,8 @@ t.test('a task belongs to its principal', async (t) => {
     );
     const hashes = new Set(mine.filter((e: any) => e.shown_hash !== null).map((e: any) => e.shown_hash));
     t.equal(hashes.size, 1, 'one shown_hash: what was approved is what was shown');
+    // …and what was shown is the card alice's client received: its SSE frame's ToolCall, hashed here.
+    t.strictSame([...hashes], [createHash('sha256').update(JSON.stringify(card)).digest('hex')], 'the hash of the card on the wire');
     t.ok(
       entries.every((e: any, i: number) => i === 0 || e.at >= entries[i - 1].at),
       'in time order',
@@ -459,7 +465,7 @@ t.test('JWTs from a configured issuer', async (t) => {
   await t.test('the card declares the JWT scheme', async (t) => {
     const card: any = await (await fetch(new URL('/.well-known/agent-card.json', srv.url))).json();
     t.match(card.securitySchemes?.jwt, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
-    t.match(card.security, [{ apiKey: [] }, { apiKeyBearer: [] }, { jwt: [] }]);
+    t.strictSame(card.security, [{ apiKey: [] }, { apiKeyBearer: [] }, { jwt: [] }]);
   });
 
   await t.test('a valid JWT: principal = sub, roles from the claim', async (t) => {

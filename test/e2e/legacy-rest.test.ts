@@ -39,6 +39,7 @@ t.test('GET /listCommands: the recorded shape, subcommands named by their full p
     ['memory show', 'memory add'],
   );
   t.match(ours.subCommands[1].arguments, [{ name: 'fact', isRequired: true }]);
+  t.equal(ours.subCommands[1].arguments.length, 1, 'one argument');
 });
 
 t.test('POST /executeCommand: an answer at once, a started task, and the original refusals', async (t) => {
@@ -86,7 +87,8 @@ t.test('task metadata: one task, all tasks, not found', async (t) => {
   const one = await call(app, 'GET', `/tasks/${created.body}/metadata`);
   t.equal(one.status, 200);
   t.same(missingKeys(one.body, rest.taskMetadata.body, ['availableTools']), [], '{metadata: {...}} as recorded');
-  t.match(one.body.metadata, { id: created.body, taskState: 'input-required', model: 'scripted-test', mcpServers: [] });
+  t.match(one.body.metadata, { id: created.body, taskState: 'input-required', model: 'scripted-test' });
+  t.strictSame(one.body.metadata.mcpServers, [], 'no MCP servers configured');
   t.same(missingKeys(one.body.metadata.availableTools, rest.taskMetadata.body.metadata.availableTools), []);
   t.ok(
     one.body.metadata.availableTools.some((x: any) => x.name === 'write_file'),

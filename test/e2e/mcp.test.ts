@@ -90,13 +90,15 @@ t.test('MCP servers from AgentSettings and SETTINGS_FILE', async (t) => {
     t.notOk(cards(later.events)[0].confirmation_request, 'no confirmation asked');
     t.equal(results(later.events).at(-1).status.state, 'completed');
     const audit = (await store.listAudit({ taskId: task.id })).map((a) => [a.decision, a.optionId ?? null]);
-    t.match(audit, [
+    t.strictSame(audit, [
       ['proposed', null],
       ['authorized', 'proceed_always_tool'],
       ['executed', 'proceed_always_tool'],
       ['succeeded', null],
       ['proposed', null],
       ['authorized', 'proceed_always_server'],
+      ['executed', 'proceed_always_server'],
+      ['succeeded', null],
     ]);
   });
 

@@ -19,7 +19,7 @@ import type { PostResult } from '../support/sse.js';
 import { confirmMessage, dataOf, sharedStore, startServer, textOf, userMessage } from '../support/server.js';
 import type { TestServer } from '../support/server.js';
 import type { Test } from '../support/tool-call-watch.js';
-import { DEFAULT_CONFIG_ID } from '../../src/push/push-registry.js';
+import { DEFAULT_CONFIG_ID } from '../../src/protocol/push-config.js';
 import { WebhookReceiver } from '../support/webhook.js';
 import type { Delivery } from '../support/webhook.js';
 

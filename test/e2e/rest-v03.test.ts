@@ -215,6 +215,7 @@ t.test('the card offers it: v0.3 additionalInterfaces and a 0.3 HTTP+JSON interf
     { protocolBinding: 'HTTP+JSON', protocolVersion: '0.3', url: srv.url },
     { protocolBinding: 'JSONRPC', protocolVersion: '0.3', url: srv.url },
   ]);
+  t.equal(card.supportedInterfaces.length, 4, 'those four, no more');
 });
 
 t.test('authentication: 401 with a challenge and the v0.3 body; a key gets through', async (t) => {

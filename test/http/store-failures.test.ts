@@ -126,6 +126,7 @@ t.test('a store call that fails at any point of the flow fails at most that task
       const { app } = await serverOn(t, faulty);
       faulty.failAt(nth, method);
       const outcome = await confirmFlow(app, inner);
+      t.strictSame(faulty.fired, [method], 'the fault fired');
       if (outcome.kind === 'failed') {
         t.match(
           outcome.text,
@@ -163,6 +164,7 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
       }),
     }),
   );
+  t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
   const end = lastEvent(second);
   t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
   t.equal(end?.final, true);
@@ -187,6 +189,7 @@ t.test('writes refused while the store is down: the task fails, and its failure 
   faulty.failAt(3, 'commit', 3);
   const started = rpc(app, 'message/stream', { message: userMessage('write a file') });
   const first = await within(15_000, 'the first stream', started);
+  t.strictSame(faulty.fired, ['commit', 'commit', 'commit'], 'the store was down for three commits');
   const end = lastEvent(first);
   t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
   t.match(textOf(end), /Internal error while saving its events \(reference [0-9a-f]{8}/);

@@ -480,18 +480,6 @@ export async function until<T>(what: string, check: () => T | undefined | false 
   }
 }
 
-/** Waits until the task's log ends with a final event (a pause or an end) after `afterSeq`; returns the log after it. */
-export async function untilFinal(store: TaskStore, taskId: string, afterSeq = 0, ms = 5_000): Promise<LogEvent[]> {
-  return until(
-    `a final event of task ${taskId}`,
-    async () => {
-      const log = await logOf(store, taskId, afterSeq);
-      return log.some((e) => e.final) ? log : undefined;
-    },
-    ms,
-  );
-}
-
 // ---- SSE through app.inject, read as it arrives ------------------------------------
 
 let nextRpcId = 1;

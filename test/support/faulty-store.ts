@@ -1,7 +1,9 @@
 /**
  * A store that fails on demand: it passes every call through to a real store (the in-memory
  * one), counts them, and rejects chosen calls as a database blip would. Tests use it to check
- * that a failure at any await of a flow fails one task, never the process.
+ * that a failure at any await of a flow fails one task, never the process. Every test that
+ * arms a fault asserts, through `fired`, that the fault was hit: a fault armed past the end of
+ * the flow would otherwise pass as a clean run.
  */
 import type { TaskStore } from '../../src/agent/task-store.js';
 import type { PushStore } from '../../src/push/push-store.js';
@@ -25,6 +27,8 @@ export interface FaultyStore {
   store: Store;
   /** Every counted call so far, in order, by method name. */
   calls: string[];
+  /** The calls rejected so far, in order, by method name. */
+  fired: string[];
   /**
    * Rejects the `n`-th call from now on (1 = the next one) to `method` (any method when
    * omitted), and the `times - 1` calls to it after that: a store that stays down a while.
@@ -34,6 +38,7 @@ export interface FaultyStore {
 
 export function faultyStore(inner: MemoryTaskStore): FaultyStore {
   const calls: string[] = [];
+  const fired: string[] = [];
   let armed: { left: number; method?: string; times: number } | undefined;
   const store = new Proxy(inner, {
     get(target, prop, receiver) {
@@ -46,6 +51,7 @@ export function faultyStore(inner: MemoryTaskStore): FaultyStore {
         calls.push(prop);
         if (armed && (armed.method === undefined || armed.method === prop) && --armed.left <= 0) {
           if (--armed.times <= 0) armed = undefined;
+          fired.push(prop);
           return Promise.reject(new DatabaseBlip(prop));
         }
         return fn.apply(target, args);
@@ -55,6 +61,7 @@ export function faultyStore(inner: MemoryTaskStore): FaultyStore {
   return {
     store,
     calls,
+    fired,
     failAt: (n, method, times = 1) => {
       armed = { left: n, method, times };
     },

@@ -27,8 +27,6 @@ import { judgeLine, matchesPrefix } from './shell-rules.js';
 import { writesToolConfig } from './tool-config.js';
 import type { LineCoverage } from './shell-rules.js';
 
-export type ApprovalMode = NonNullable<ContextSettings['approvalMode']>;
-
 /** What a context's calls are judged by. */
 export interface ApprovalScope {
   settings: ContextSettings;

@@ -27,18 +27,8 @@ import { readShellLine } from '../../tools/index.js';
 import type { ShellCommand } from '../../tools/index.js';
 import type { CommandLine } from '../../tools/tool.js';
 import { catalogueKey, catalogueProblem, GRANT_CATALOGUE, mayChangeFiles } from './grant-catalogue.js';
-import {
-  isToolConfigPath,
-  isToolConfigTarget,
-  ProbeBudget,
-  realTarget,
-  tooDeepToJudge,
-  TooManyProbes,
-  writesToolConfig,
-} from './tool-config.js';
+import { isToolConfigTarget, ProbeBudget, realTarget, tooDeepToJudge, TooManyProbes } from './tool-config.js';
 import type { FolderCache, RealpathCache } from './tool-config.js';
-
-export { isToolConfigPath, writesToolConfig };
 
 /** Commands that run other commands, code or configuration handed to them: never covered. */
 export const RUNS_COMMANDS: ReadonlySet<string> = new Set([
@@ -126,9 +116,6 @@ export interface JudgedCommand extends ShellCommand {
  */
 export type LineCoverage =
   { coverable: true; commands: JudgedCommand[]; grantKeys: string[]; alwaysOffered: boolean } | { coverable: false; reason: string };
-
-/** The grant key of one command: its name, or `git <subcommand>`. */
-export const grantKey = catalogueKey;
 
 /** `git clone -u <cmd>` (`--upload-pack`) runs the command. */
 const GIT_CLONE_RUNS = /^-[^-]*u/;

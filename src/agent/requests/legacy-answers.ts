@@ -16,12 +16,9 @@ import { dataPart } from '../../protocol/a2a.js';
 import { invalidParams } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { KnownCalls } from './resume-handler.js';
+import { isObject } from '../../lib/is-object.js';
 
 const OUTCOMES: ReadonlySet<string> = new Set(Object.values(ConfirmationOptionId));
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** True for a DataPart object shaped like a legacy answer (it has a callId or an outcome). */
 export function looksLikeLegacyAnswer(data: unknown): data is Record<string, unknown> {

@@ -18,6 +18,7 @@ import type { TaskStore } from '../task-store.js';
 import type { Encoders } from '../wire/wire-encoder.js';
 import type { MessageRouter } from './message-router.js';
 import type { SlashCommands } from './slash-commands.js';
+import { isObject } from '../../lib/is-object.js';
 
 export interface LegacyRestOptions {
   router: MessageRouter;
@@ -53,10 +54,6 @@ function legacyCommand(c: CommandJson, parent?: string): LegacyCommand {
     arguments: (c.arguments ?? []).map((a) => ({ name: a.name, description: a.description ?? '', isRequired: a.is_required === true })),
     subCommands: (c.sub_commands ?? []).map((s) => legacyCommand(s, name)),
   };
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export class LegacyRest {

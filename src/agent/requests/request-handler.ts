@@ -40,7 +40,7 @@ import {
   unsupported,
 } from '../../protocol/errors.js';
 import type { PushConfigRecord, PushWireVersion } from '../../push/push-store.js';
-import { DEFAULT_CONFIG_ID } from '../../push/push-registry.js';
+import { DEFAULT_CONFIG_ID } from '../../protocol/push-config.js';
 import type { PushRegistry } from '../../push/push-registry.js';
 import type { EventHub } from '../runtime/event-hub.js';
 import type { LiveTask } from '../runtime/live-task.js';

@@ -23,6 +23,7 @@ import { pauseEvent } from '../runtime/pause.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { AgentEvent } from '../wire/agent-events.js';
 import { attachTextFeedback, checkFeedback } from '../../protocol/answer-feedback.js';
+import { isObject } from '../../lib/is-object.js';
 
 export interface Decision {
   call: TurnCall;
@@ -42,10 +43,6 @@ const YES_NO = new Map([
 /** True when the message carries anything shaped like an answer to a tool call. */
 export function carriesConfirmation(message: Message, schema: DevtoolSchema): boolean {
   return messageData(message).some(({ data }) => schema.looksLikeToolCallConfirmation(data) || (isObject(data) && 'confirmation' in data));
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function describeAnswered(call: TurnCall): string {

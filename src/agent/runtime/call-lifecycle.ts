@@ -19,7 +19,6 @@ import { ToolFailure } from '../../tools/tool.js';
 import type { AnyTool, ToolProposal, ToolResult } from '../../tools/tool.js';
 import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
 import { isToolConfigTarget } from '../policy/tool-config.js';
-import { hashShown } from './live-task.js';
 import { LiveOutputFeed } from './live-output.js';
 import type { CallPhase, LiveTask, TurnCall } from './live-task.js';
 import type { ModelFunctionCall, ModelPart } from '../model/model-client.js';
@@ -87,7 +86,7 @@ export async function requestApproval(task: LiveTask, call: TurnCall, approvalTi
   if (!needsApproval(call.tool, call.args, task.context)) return;
   if (!(await prepareCard(task, call, call.tool, call.args))) return;
   call.phase = 'awaiting';
-  call.shownHash = hashShown(call.snapshot);
+  call.shownHash = task.cardHash(call.snapshot);
   if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(call.proposedAt.getTime() + approvalTimeoutMs);
 }
 
@@ -203,7 +202,7 @@ async function reproposeCall(
   delete call.feedback;
   delete call.approvedCard;
   call.snapshot.id = `tc_${randomUUID()}`;
-  call.shownHash = hashShown(call.snapshot);
+  call.shownHash = task.cardHash(call.snapshot);
   if (approvalTimeoutMs !== undefined) call.expiresAt = new Date(Date.now() + approvalTimeoutMs);
   else delete call.expiresAt;
   if (!(await task.reopen(call, old.id))) {

@@ -122,10 +122,6 @@ interface Unsaved {
 const MAX_RESENDS = 10;
 const resendDelayMs = (attempt: number) => Math.min(200 * 2 ** attempt, 10_000);
 
-export function hashShown(snapshot: ToolCallSnapshot): string {
-  return createHash('sha256').update(JSON.stringify(snapshot)).digest('hex');
-}
-
 export class LiveTask {
   readonly abort = new AbortController();
   /** Calls of the model turn in progress, in the model's order. */
@@ -173,6 +169,21 @@ export class LiveTask {
   /** The encoder of the task's dialect. */
   get encoder(): WireEncoder {
     return this.deps.encoders[this.dialect];
+  }
+
+  /**
+   * The hash the audit keeps of a card a person is asked to approve: sha256 of the JSON of the
+   * card as this task's clients receive it (the DataPart of the call's update, in the task's
+   * dialect), so what was approved can be checked against the bytes that were shown.
+   */
+  cardHash(snapshot: ToolCallSnapshot): string {
+    const encoded = this.encoder.encode(
+      { type: 'tool-call', call: snapshot },
+      { taskId: this.task.id, contextId: this.task.contextId, model: this.model },
+    );
+    const part = encoded.$case === 'statusUpdate' ? encoded.value.status?.message?.parts[0] : undefined;
+    const card: unknown = part?.content?.$case === 'data' ? (part.content.value as unknown) : snapshot;
+    return createHash('sha256').update(JSON.stringify(card)).digest('hex');
   }
 
   get id(): string {

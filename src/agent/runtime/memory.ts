@@ -3,7 +3,6 @@
  * model reads with every step, shown by `/memory show`, extended by `/memory add` and
  * drafted by `/init`. It is an ordinary workspace file: writing it asks like any edit.
  */
-import path from 'node:path';
 import { ProtectedPaths, readRegularFile, resolveInWorkspace } from '../../tools/index.js';
 
 export const MEMORY_FILE = 'GEMINI.md';
@@ -49,5 +48,3 @@ export function withMemory(existing: string | undefined, fact: string): string {
   const head = text.slice(0, end).replace(/\n*$/, '\n');
   return `${head}${bullet}\n${next < 0 ? '' : `\n${text.slice(end)}`}`;
 }
-
-export const memoryPath = (workspace: string): string => path.join(workspace, MEMORY_FILE);

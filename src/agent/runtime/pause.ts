@@ -19,9 +19,6 @@ import type { LiveTask, TurnCall } from './live-task.js';
 /** The JSON Schema dialect of every `inputSchema`. */
 export const INPUT_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
 
-/** The metadata key of the schema on a pause's status-update. */
-export const INPUT_SCHEMA_KEY = 'inputSchema';
-
 type Schema = Record<string, unknown>;
 type Waiting = ReadonlyArray<Pick<TurnCall, 'snapshot'>>;
 

@@ -4,8 +4,6 @@ import type { AgentEvent } from './agent-events.js';
 /** The wire dialects: the development-tool RFC, and the `coderAgent` wire of gemini-cli's own a2a-server. */
 export type WireDialect = 'rfc' | 'legacy';
 
-export const WIRE_DIALECTS: readonly WireDialect[] = ['rfc', 'legacy'];
-
 export interface EncodeContext {
   taskId: string;
   contextId: string;

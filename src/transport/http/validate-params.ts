@@ -4,11 +4,11 @@
  * undefined. Field paths are relative to `params`.
  */
 import type { A2aVersion } from '../../protocol/a2a.js';
+import { isObject } from '../../lib/is-object.js';
 
 export type WireVersion = A2aVersion;
 
 type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function optString(o: Json, key: string, at: string): string | undefined {
   if (o[key] !== undefined && typeof o[key] !== 'string') return `${at}.${key} must be a string`;
@@ -24,15 +24,15 @@ function nonNegInt(o: Json, key: string, at: string): string | undefined {
 }
 
 function checkPart(part: unknown, at: string, version: WireVersion): string | undefined {
-  if (!isObj(part)) return `${at} must be an object`;
+  if (!isObject(part)) return `${at} must be an object`;
   if (version === '0.3') {
     switch (part.kind) {
       case 'text':
         return typeof part.text === 'string' ? undefined : `${at}.text must be a string`;
       case 'data':
-        return isObj(part.data) ? undefined : `${at}.data must be a JSON object`;
+        return isObject(part.data) ? undefined : `${at}.data must be a JSON object`;
       case 'file':
-        return isObj(part.file) ? undefined : `${at}.file must be an object with bytes or uri`;
+        return isObject(part.file) ? undefined : `${at}.file must be an object with bytes or uri`;
       default:
         return `${at}.kind must be "text", "data" or "file", got ${JSON.stringify(part.kind)}`;
     }
@@ -148,11 +148,11 @@ function checkLengths(value: unknown, at: string, depth = 0): string | undefined
  */
 export function checkRequestFields(value: unknown, at: string): string | undefined {
   const text = checkText(value, at);
-  if (text !== undefined || !isObj(value)) return text;
+  if (text !== undefined || !isObject(value)) return text;
   const ids = checkIds(value, at);
   if (ids !== undefined) return ids;
   for (const [key, v] of Object.entries(value)) {
-    const err = isObj(v) ? checkIds(v, `${at}.${key}`) : undefined;
+    const err = isObject(v) ? checkIds(v, `${at}.${key}`) : undefined;
     if (err) return err;
   }
   return checkLengths(value, at);
@@ -170,12 +170,12 @@ function checkMetadata(meta: unknown, at: string): string | undefined {
 function checkMessage(m: unknown, version: WireVersion): string | undefined {
   const at = 'params.message';
   const shape = checkMessageShape(m, version, at);
-  if (shape !== undefined || !isObj(m)) return shape;
+  if (shape !== undefined || !isObject(m)) return shape;
   return checkIds(m, at) ?? checkMetadata(m.metadata, `${at}.metadata`) ?? checkText(m, at);
 }
 
 function checkMessageShape(m: unknown, version: WireVersion, at: string): string | undefined {
-  if (!isObj(m)) return `${at} is required and must be an object`;
+  if (!isObject(m)) return `${at} is required and must be an object`;
   const role = m.role;
   const userRole = version === '0.3' ? 'user' : 'ROLE_USER';
   if (role !== userRole) return `${at}.role must be "${userRole}", got ${JSON.stringify(role)}`;
@@ -184,7 +184,7 @@ function checkMessageShape(m: unknown, version: WireVersion, at: string): string
     const err = optString(m, key, at);
     if (err) return err;
   }
-  if (m.metadata !== undefined && !isObj(m.metadata)) return `${at}.metadata must be an object`;
+  if (m.metadata !== undefined && !isObject(m.metadata)) return `${at}.metadata must be an object`;
   if (!Array.isArray(m.parts)) return `${at}.parts must be an array`;
   if (m.parts.length === 0) return `${at}.parts must not be empty`;
   for (let i = 0; i < m.parts.length; i++) {
@@ -197,7 +197,7 @@ function checkMessageShape(m: unknown, version: WireVersion, at: string): string
 function checkConfiguration(c: unknown, version: WireVersion): string | undefined {
   const at = 'params.configuration';
   if (c === undefined) return undefined;
-  if (!isObj(c)) return `${at} must be an object`;
+  if (!isObject(c)) return `${at} must be an object`;
   const hl = nonNegInt(c, 'historyLength', at);
   if (hl) return hl;
   const flag = version === '0.3' ? 'blocking' : 'returnImmediately';
@@ -232,7 +232,7 @@ const BY_ID: Record<WireVersion, Set<string>> = {
 export function validateParams(method: string, params: unknown, version: WireVersion): string | undefined {
   if (method === '') return undefined; // the SDK answers INVALID_REQUEST
   if (SEND[version].has(method)) {
-    if (!isObj(params)) return 'params must be an object';
+    if (!isObject(params)) return 'params must be an object';
     return (
       checkMessage(params.message, version) ??
       checkMetadata(params.metadata, 'params.metadata') ??
@@ -242,7 +242,7 @@ export function validateParams(method: string, params: unknown, version: WireVer
     );
   }
   if (BY_ID[version].has(method)) {
-    if (!isObj(params)) return 'params must be an object';
+    if (!isObject(params)) return 'params must be an object';
     return checkTaskId(params, 'id') ?? checkRequestFields(params, 'params') ?? nonNegInt(params, 'historyLength', 'params');
   }
   return params === undefined ? undefined : checkRequestFields(params, 'params');

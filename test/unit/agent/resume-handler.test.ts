@@ -329,6 +329,7 @@ t.test("modify_with_editor: the edited content becomes the call's only once the 
       [{ id: call.snapshot.id, answer: 'modify_with_editor', args: { content: 'EDITED' }, snapshot: { input: { content: 'EDITED' } } }],
       'the claim carries the edit',
     );
+    t.equal(claims.length, 1, 'one claim');
     return core.store.claimCalls(task.id, claims, core.instanceId, new Date(Date.now() + 30_000));
   });
   await settled(core, task);

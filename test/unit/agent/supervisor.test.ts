@@ -107,6 +107,11 @@ t.test('a call whose lease lapsed is marked FAILED interrupted, and its task fai
     [['interrupted', call.id, { leaseOwner: 'dead' }]],
   );
   t.match(core.logger.warnings(), [{ obj: { taskId, calls: [call.id] }, msg: 'marked interrupted tool calls failed' }]);
+  t.strictSame(
+    core.logger.warnings().map((w) => w.obj.calls),
+    [[call.id]],
+    'one warning, naming only that call',
+  );
   t.same(await core.store.findInterrupted(new Date()), [], 'nothing is left to recover');
 
   await supervisor.sweep();
@@ -426,6 +431,7 @@ t.test('a sweep whose store rejects is logged; the next sweep works; nothing rej
 
   faulty.failAt(1, 'renewLeases');
   await t.resolves(supervisor.sweep(), 'a failed sweep resolves');
+  t.strictSame(faulty.fired, ['renewLeases'], 'the fault fired');
   const logged = core.logger.errors().find((e) => e.msg === 'supervisor sweep failed');
   t.ok(logged, 'the failure is logged');
   t.ok(logged?.obj.err instanceof DatabaseBlip);
@@ -433,6 +439,7 @@ t.test('a sweep whose store rejects is logged; the next sweep works; nothing rej
 
   faulty.failAt(1, 'findInterrupted');
   await supervisor.sweep();
+  t.strictSame(faulty.fired, ['renewLeases', 'findInterrupted'], 'the second fault fired');
   t.equal(core.logger.errors().filter((e) => e.msg === 'supervisor sweep failed').length, 2);
 
   await supervisor.sweep();
@@ -460,6 +467,7 @@ t.test("a failure inside one task's action fails that task, and the sweep goes o
 
   await t.resolves(supervisor.sweep());
   await core.runs.drain();
+  t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
   await until('the second task to complete', async () => (await storedState(inner, late)) === 'completed');
 
   const failed = (await logOf(inner, early)).at(-1)!;

@@ -146,7 +146,10 @@ t.test('TaskRuns.fail closes the open calls of the turn: waiting ones CANCELLED,
     log.at(-3)!.call.error.message,
     /^The task failed before this call finished: Internal error while running tool calls \(reference [0-9a-f]{8}/,
   );
-  t.match(core.logger.errors(), [{ msg: 'running tool calls failed; the task fails' }]);
+  t.strictSame(
+    core.logger.errors().map((e) => e.msg),
+    ['running tool calls failed; the task fails'],
+  );
 
   core.runs.fail(task, 'again', new Error('later'));
   await task.flush();
@@ -178,7 +181,7 @@ t.test("a write the store refuses fails its task through TaskRuns; the failure's
   const log = await logOf(store, task.id);
   t.same(shape(log), ['task', 'working', 'failed!'], 'the refused event is not there; the failure is');
   t.match(log.at(-1)!.text, /^Internal error while saving its events \(reference [0-9a-f]{8} in the server log\)/);
-  t.match(
+  t.strictSame(
     core.logger.errors().map((e) => e.msg),
     ['store write failed: event', 'saving its events failed; the task fails'],
   );

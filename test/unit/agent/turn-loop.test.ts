@@ -196,6 +196,7 @@ t.test('model errors', async (t) => {
     t.same(shape(await logOf(core.store, task.id)), ['task', 'working', 'text:fine', 'completed!']);
     t.equal(model.calls, 2);
     t.match(core.logger.warnings(), [{ obj: { taskId: task.id, attempt: 1, err: 'overloaded' }, msg: 'model call failed; retrying' }]);
+    t.equal(core.logger.warnings().length, 1, 'one retry, one warning');
   });
 
   t.test('a non-retryable error fails the task with "Model call failed", without a retry', async (t) => {
@@ -354,6 +355,7 @@ t.test('an unexpected error inside a run fails only that task, rejects nowhere, 
     const task = await startTask(core, { text: 'look first' });
     faulty.failAt(1, 'loadTurn');
     await runTurn(core, task);
+    t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
     const log = await logOf(core.store, task.id);
     t.same(shape(log), ['task', 'working', 'look:PENDING', 'look:EXECUTING', 'look:SUCCEEDED', 'failed!']);
     checkInternalFailure(t, core, log.at(-1)!.text, task, 'running the model', /connection to the database was lost during loadTurn/);
@@ -396,6 +398,7 @@ t.test('an unexpected error inside a run fails only that task, rejects nowhere, 
     await runTurn(core, task);
     faulty.failAt(1, 'loadTurn');
     await approveAll(core, task);
+    t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
     const log = await logOf(core.store, task.id);
     t.same(shape(log).slice(-3), ['edit:EXECUTING', 'edit:SUCCEEDED', 'failed!']);
     checkInternalFailure(t, core, log.at(-1)!.text, task, 'running tool calls', /during loadTurn/);

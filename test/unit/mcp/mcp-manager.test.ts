@@ -69,7 +69,8 @@ t.test('stdio + HTTP servers, one failing', async (t) => {
     t.match(echo, { name: 'echo', transport: 'stdio', status: 'connected' });
     t.notOk('error' in echo);
     t.same(echo.tools.slice(0, 4), ['echo', 'add', 'fail', 'slow']);
-    t.match(bad, { name: 'bad', transport: 'stdio', status: 'failed', tools: [] });
+    t.match(bad, { name: 'bad', transport: 'stdio', status: 'failed' });
+    t.strictSame(bad.tools, [], 'a failed server offers no tools');
     t.equal(bad.error, 'the server closed the connection during startup (it probably exited); stderr: boom: missing token');
     t.match(web, { name: 'web', transport: 'http', status: 'connected' });
     t.same(web.tools, echo.tools);
@@ -279,6 +280,7 @@ t.test('close during start leaves servers disconnected, not failed', async (t) =
   await manager.close();
   await starting;
   t.match(manager.status(), [{ name: 'echo', status: 'disconnected' }]);
+  t.equal(manager.status().length, 1, 'one server, one status');
   t.notOk(manager.status()[0].error);
   t.same(manager.tools(), []);
 });

@@ -157,11 +157,20 @@ t.test('hostnames: every resolved address must pass', async (t) => {
     addresses: [],
     unresolved: true,
   });
-  t.match(await checkPushUrl('https://empty.example.com/', reg), { ok: true, addresses: [], unresolved: true });
+  t.strictSame(await checkPushUrl('https://empty.example.com/', reg), {
+    ok: true,
+    url: new URL('https://empty.example.com/'),
+    addresses: [],
+    unresolved: true,
+  });
   t.match(await checkPushUrl('https://mixed.example.com/a2a', reg), { ok: false, addressClass: 'private' });
   t.match(await checkPushUrl('http://10.0.0.1/', reg), { ok: false, addressClass: 'private' });
   t.match(await checkPushUrl('http://metadata.google.internal/', reg), { ok: false, addressClass: 'metadata' });
-  t.match(await checkPushUrl('https://hooks.example.com/a2a', reg), { ok: true, addresses: ['93.184.216.34', '2606:2800:220:1::1'] });
+  t.strictSame(await checkPushUrl('https://hooks.example.com/a2a', reg), {
+    ok: true,
+    url: new URL('https://hooks.example.com/a2a'),
+    addresses: ['93.184.216.34', '2606:2800:220:1::1'],
+  });
   const junk = await checkPushUrl('https://junk.example.com/', {
     allowPrivate: false,
     lookup: async () => [{ address: 'junk', family: 4 }],

@@ -262,6 +262,7 @@ t.test('.gitignore lines over the limit are skipped', async (t) => {
   t.equal(rules?.globs.length, 1, 'only *.log is compiled');
   t.equal(rules?.globs[0]?.glob, '*.log');
   t.match(rules?.notes, [/1 \.gitignore line\(s\) were not used/]);
+  t.equal(rules?.notes.length, 1, 'one note');
 });
 
 t.test('the limits', async (t) => {

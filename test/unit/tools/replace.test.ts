@@ -339,12 +339,20 @@ t.test('a file changed after the proposal: a shown edit writes nothing', async (
   t.equal(read(ws, 'price.txt'), 'price: 14\n');
 });
 
-t.test('write errors are reported', { skip: process.getuid?.() === 0 ? 'root ignores file modes' : false }, async (t) => {
+t.test('write errors are reported', async (t) => {
+  // File modes cannot make the write fail here: root ignores them, and CI runs as root. The
+  // write guard (ToolContext.refuseWrite) runs once the file is open for writing, before a byte
+  // is written; what it throws takes the same path as an I/O error from the write.
   const { ws, ctx } = setup(t);
-  fs.chmodSync(path.join(ws, 'price.txt'), 0o444);
-  t.teardown(() => fs.chmodSync(path.join(ws, 'price.txt'), 0o644));
-  t.match(await tool.run({ file_path: 'price.txt', old_string: '10', new_string: '12' }, ctx), {
+  const guarded: string[] = [];
+  const refuseWrite = (real: string) => (guarded.push(real), 'the disk is full (test)');
+  t.match(await tool.run({ file_path: 'price.txt', old_string: '10', new_string: '12' }, { ...ctx, refuseWrite }), {
     isError: true,
-    error: { type: 'write_error', message: /Cannot write price\.txt/ },
+    error: {
+      type: 'write_error',
+      message: /^Cannot write price\.txt \(relative to the workspace .*\): refused: the disk is full \(test\)$/,
+    },
   });
+  t.strictSame(guarded, [path.join(ws, 'price.txt')], 'the write reached the file, open for writing');
+  t.equal(read(ws, 'price.txt'), 'price: 10\n', 'nothing was written');
 });
