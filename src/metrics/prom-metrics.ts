@@ -14,7 +14,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallEndStatus, ConfirmationOutcome, Metrics, PushOutcome, TakeoverOutcome, TaskEndState } from '../lib/metrics.js';
 
-export const METRIC_PREFIX = 'devtool_a2a_';
+const METRIC_PREFIX = 'devtool_a2a_';
 
 const TASK_STATES: readonly TaskEndState[] = ['completed', 'failed', 'canceled', 'rejected'];
 const CONFIRMATION_OUTCOMES: readonly ConfirmationOutcome[] = ['approved', 'declined', 'expired', 'cancelled'];
@@ -22,8 +22,8 @@ const PUSH_OUTCOMES: readonly PushOutcome[] = ['delivered', 'dropped'];
 const TAKEOVER_OUTCOMES: readonly TakeoverOutcome[] = ['interrupted', 'paused'];
 
 /** The label of a tool that is not built in (an MCP server's tool), and of a name that resolved to none. */
-export const MCP_TOOL_LABEL = 'mcp';
-export const UNKNOWN_TOOL_LABEL = 'unknown';
+const MCP_TOOL_LABEL = 'mcp';
+const UNKNOWN_TOOL_LABEL = 'unknown';
 
 /** Waiting cards remembered at most (cards answered on another instance are never closed here). */
 const WAITING_KEPT = 10_000;

@@ -6,6 +6,7 @@
  * label carries a client's free-form text (an MCP server's secret-looking name, paths in args).
  */
 import t from 'tap';
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -199,6 +200,22 @@ t.test('the open-streams gauge counts an SSE stream while it is open', async (t)
   await until('the model holds', () => model.held === 1);
   model.release();
   await stream.rest();
+  t.equal(value(await scrape(app), `${P}sse_streams_open`), 0, 'none once it ended');
+
+  // The HTTP+JSON binding's streams are counted too.
+  const rest = await app.inject({
+    method: 'POST',
+    url: '/v1/message:stream',
+    headers: { host: '127.0.0.1', 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0' },
+    payload: JSON.stringify({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hold the rest' }] } }),
+    payloadAsStream: true,
+  });
+  t.match(String(rest.headers['content-type']), /^text\/event-stream/);
+  const body = rest.stream();
+  t.equal(value(await scrape(app), `${P}sse_streams_open`), 1, 'an HTTP+JSON stream open');
+  await until('the model holds', () => model.held === 1);
+  model.release();
+  for await (const _chunk of body) void _chunk; // read to its end
   t.equal(value(await scrape(app), `${P}sse_streams_open`), 0, 'none once it ended');
 });
 
