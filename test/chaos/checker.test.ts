@@ -78,7 +78,10 @@ t.test('the checker catches a gap, a changed event, a double execution and a wed
   // Through checkConsistency: the clean store passes; a second run of the command (the line
   // appended by hand) and a task left working (a command that runs 30 s) fail.
   const checks: string[] = [];
-  const recorder = { ok: (v: unknown, m?: string) => checks.push(`${v ? 'ok' : 'not ok'} ${m ?? ''}`), comment: () => undefined };
+  const recorder = {
+    ok: (v: unknown, m: string, _extra?: unknown) => checks.push(`${v ? 'ok' : 'not ok'} ${m ?? ''}`),
+    comment: () => undefined,
+  };
   const clean = await checkConsistency(recorder, { url: srv.url, flows: [flow], settleMs: 2_000 });
   t.same(clean.problems, [], 'the real store is consistent');
   appendFileSync(path.join(flow.workspace, 'ran.log'), 'start 99999\n');
