@@ -1,6 +1,7 @@
 /** Process entry: config → app → listen; SIGINT/SIGTERM close the app. */
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
+import { isStoreUnavailable } from './protocol/errors.js';
 
 async function main(): Promise<void> {
   let config;
@@ -45,6 +46,16 @@ function listenFailure(code: string | undefined, host: string, port: number): st
     return `HOST=${host} is not an address of this machine. Use 127.0.0.1 (the default) or one of its addresses.`;
   return undefined;
 }
+
+// A database driver path that rejects without a handler (postgres.js had one: see store/db.ts
+// DRIVER_OPTIONS) must not end the process for a lost connection: logged, the store recovers.
+// Anything else still ends it, as Node does by default.
+process.on('unhandledRejection', (err) => {
+  if (!isStoreUnavailable(err)) throw err;
+  process.stderr.write(
+    `${JSON.stringify({ level: 40, time: Date.now(), msg: 'unhandled database connection error (ignored; the store reconnects)', err: String(err) })}\n`,
+  );
+});
 
 main().catch((err) => {
   process.stderr.write(`Failed to start: ${(err as Error).stack ?? String(err)}\n`);
