@@ -267,16 +267,14 @@ export function reconnectBackoff(failures: number): number {
 
 /**
  * What every postgres.js client of the store is opened with.
- * - `fetch_types: false`: by default every new connection first reads the array types
- *   (fetchArrayTypes), in a promise nobody handles; a connection lost during that query (the
- *   database restarting again, a backend terminated) rejected it unhandled and ended the process.
- *   The store reads and writes no array columns (lists travel as JSON), so nothing needs them.
  * - `backoff`: see reconnectBackoff.
  * - `connect_timeout` (postgres.js: 30 s): an address that does not answer (failover) fails in 5 s.
+ * (`fetch_types` stays on: without it concurrent transactions on reserved connections hang. Its
+ * per-connection array-type query rejects unhandled when the connection is lost during it;
+ * main.ts logs that rejection instead of exiting.)
  */
 const DRIVER_OPTIONS = {
   onnotice: () => {},
-  fetch_types: false,
   backoff: reconnectBackoff,
   connect_timeout: 5,
 } satisfies postgres.Options<Record<string, postgres.PostgresType>>;
