@@ -47,6 +47,7 @@ import { PushSigner } from './push/push-signer.js';
 import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
 import { timedStore } from './store/timed-store.js';
+import { unavailableAware } from './store/unavailable-store.js';
 import { createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCommandOptions } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
@@ -589,7 +590,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Tool labels: the built-in tools' names; every other tool is an MCP server's (`mcp`).
   const metrics = new PromMetrics({ builtinTools: toolbox.builtin.map((tool) => tool.name) });
   const encoders: Encoders = { rfc: new RfcEncoder(schema), legacy: new LegacyEncoder(legacyToolInfo(toolbox.builtin)) };
-  const store = options.store ?? (await openStore(app, config));
+  // A store that cannot be reached rejects with StoreUnavailableError (retryable), given or opened.
+  const store = unavailableAware(options.store ?? (await openStore(app, config)));
   const security = setUpSecurity(app, config);
   const push = await setUpPush(config, store, encoders, app, metrics);
   const hub = new EventHub(store, undefined, config.output.streamBufferBytes);

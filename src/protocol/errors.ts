@@ -19,7 +19,7 @@ import {
 /**
  * Every JSON-RPC error code the server uses. The JSON-RPC 2.0 and A2A ones have the SDK's
  * names (A2A_ERROR_CODE in `@a2a-js/sdk/errors`; test/unit/protocol/errors.test.ts holds them
- * equal); the last two are the server's own, in the range JSON-RPC leaves to servers.
+ * equal); the last three are the server's own, in the range JSON-RPC leaves to servers.
  */
 export const RPC_ERROR_CODE = {
   /** The body is not valid JSON (answered with id null, HTTP 200). */
@@ -52,6 +52,12 @@ export const RPC_ERROR_CODE = {
   UNAUTHORIZED: -32011,
   /** This instance takes no work now (it is shutting down): HTTP 503 with Retry-After; send the request again (to another instance). */
   UNAVAILABLE: -32013,
+  /**
+   * The task store cannot be reached now (the database restarts, fails over, or dropped the
+   * connection): nothing of the request was done; `data: { retryable: true }`, send it again
+   * in a moment (HTTP+JSON: 503 with Retry-After).
+   */
+  STORE_UNAVAILABLE: -32050,
 } as const;
 
 export type RpcErrorCode = (typeof RPC_ERROR_CODE)[keyof typeof RPC_ERROR_CODE];
@@ -74,6 +80,83 @@ export const forbidden = (message: string) =>
   new JsonRpcTransportError({ jsonrpc: '2.0', id: null, error: { code: RPC_ERROR_CODE.FORBIDDEN, message: `Forbidden: ${message}` } });
 
 /**
+ * Driver and server codes that say the database could not be reached or dropped the session,
+ * not that it refused the statement: Node's socket errors, postgres.js's own connection
+ * errors, SQLSTATE class 08 (connection exception), 57P01–57P03 (admin/crash shutdown,
+ * cannot connect now) and 53300 (too many connections).
+ */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+
+/** The message of {@link RPC_ERROR_CODE.STORE_UNAVAILABLE} (no address, no driver detail). */
+export const STORE_UNAVAILABLE_MESSAGE =
+  'The task store is unavailable (the database cannot be reached); nothing was changed, retry in a moment';
+
+/** Seconds a client is told to wait before retrying (Retry-After). */
+export const STORE_RETRY_AFTER_S = 2;
+
+/** The store's "cannot be reached now" error: a transport error with the retryable code, the driver's error as its cause. */
+export class StoreUnavailableError extends JsonRpcTransportError {
+  constructor(override readonly cause?: unknown) {
+    super({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: RPC_ERROR_CODE.STORE_UNAVAILABLE, message: STORE_UNAVAILABLE_MESSAGE, data: { retryable: true } },
+    });
+  }
+}
+
+/**
+ * True when `err` (or an error it wraps, through `cause`) says the database could not be
+ * reached: the request may be sent again once it is back. A statement the database refused
+ * (a constraint, a syntax error) is not this.
+ */
+export function isStoreUnavailable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof StoreUnavailableError) return true;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  }
+  return false;
+}
+
+/** The JSON-RPC error of {@link RPC_ERROR_CODE.STORE_UNAVAILABLE}, `data` included (the SDK's mapping drops a transport error's data). */
+export const storeUnavailableError = () => ({
+  code: RPC_ERROR_CODE.STORE_UNAVAILABLE,
+  message: STORE_UNAVAILABLE_MESSAGE,
+  data: { retryable: true as const },
+});
+
+/** google.rpc.RetryInfo (AIP-193), the HTTP+JSON error's detail for the retryable store error. */
+export const RETRY_INFO = { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${STORE_RETRY_AFTER_S}s` };
+
+/**
+ * The error event that ends a stream which failed after it started: the store's retryable
+ * error when the database could not be reached (the client resubscribes or asks tasks/get in a
+ * moment), else a generic internal error (the details go to the log).
+ */
+export function streamFailure(err: unknown): { code: number; message: string; data?: { retryable: true } } {
+  if (isStoreUnavailable(err)) return storeUnavailableError();
+  return { code: RPC_ERROR_CODE.INTERNAL_ERROR, message: 'Internal error: the event stream failed' };
+}
+
+/**
  * The HTTP answer for an error on a REST side route (the legacy dialect's `/tasks`, `/executeCommand`…):
  * client faults keep their message; anything else is 500 with a generic one (the details go to the log).
  */
@@ -81,6 +164,7 @@ export function httpErrorOf(err: unknown): { status: number; message: string; in
   if (err instanceof RequestMalformedError) return { status: 400, message: err.message, internal: false };
   if (err instanceof TaskNotFoundError) return { status: 404, message: err.message, internal: false };
   if (err instanceof UnsupportedOperationError) return { status: 409, message: err.message, internal: false };
+  if (isStoreUnavailable(err)) return { status: 503, message: STORE_UNAVAILABLE_MESSAGE, internal: false };
   if (err instanceof JsonRpcTransportError) {
     if (err.envelopeCode === RPC_ERROR_CODE.FORBIDDEN) return { status: 403, message: err.errorResponse.error.message, internal: false };
   }
@@ -108,6 +192,7 @@ export const HTTP_OF_RPC_CODE: Readonly<Record<RpcErrorCode, { status: number; n
   [RPC_ERROR_CODE.FORBIDDEN]: { status: 403, name: 'PERMISSION_DENIED' },
   [RPC_ERROR_CODE.UNAUTHORIZED]: { status: 401, name: 'UNAUTHENTICATED' },
   [RPC_ERROR_CODE.UNAVAILABLE]: { status: 503, name: 'UNAVAILABLE' },
+  [RPC_ERROR_CODE.STORE_UNAVAILABLE]: { status: 503, name: 'UNAVAILABLE' },
 };
 
 /** An HTTP+JSON error body (A2A v1.0 §11.6: google.rpc.Status as AIP-193 writes it in JSON). */
@@ -132,6 +217,10 @@ export function restErrorBody(code: RpcErrorCode, message: string, details: unkn
  * (§11.6 MUST); anything unmapped is 500 with a generic message (the details go to the log).
  */
 export function restErrorOf(err: unknown): { status: number; body: RestErrorBody; internal: boolean; code: RpcErrorCode } {
+  if (isStoreUnavailable(err)) {
+    const code = RPC_ERROR_CODE.STORE_UNAVAILABLE;
+    return { ...restErrorBody(code, STORE_UNAVAILABLE_MESSAGE, [RETRY_INFO]), internal: false, code };
+  }
   const rpc = toJsonRpcError(err) as { code: number; message: string; data?: unknown };
   const code = (Object.hasOwn(HTTP_OF_RPC_CODE, rpc.code) ? rpc.code : RPC_ERROR_CODE.INTERNAL_ERROR) as RpcErrorCode;
   if (code === RPC_ERROR_CODE.INTERNAL_ERROR) {

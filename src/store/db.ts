@@ -176,7 +176,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
  * parallel test runs) booting at once do not race each other's CREATE statements.
  */
 async function migratePostgres(url: string, schema: string | undefined) {
-  const conn = postgres(url, { max: 1, onnotice: () => {}, ...(schema ? { connection: { search_path: schema } } : {}) });
+  const conn = postgres(url, { ...DRIVER_OPTIONS, max: 1, ...(schema ? { connection: { search_path: schema } } : {}) });
   try {
     await conn`select pg_advisory_lock(hashtext(${'a2a-store-migrate:' + (schema ?? '')}))`;
     if (schema !== undefined) await conn.unsafe(`create schema if not exists "${schema}"`);
@@ -253,13 +253,39 @@ async function reservedTransaction(client: postgres.Sql, options: string, body: 
   }
 }
 
+/**
+ * Seconds before a connection is tried again after its last one failed. postgres.js counts the
+ * failures of all its connections together and, by default, waits 3^failures/100 s (up to
+ * 20 s): after a few seconds of outage a pool of 10 has failed often enough that each
+ * connection sleeps 10–20 s after the database is back, and every query waits behind it. A
+ * short, capped wait gets the pool back within a second; a query made while the database is
+ * down still fails at once (connection refused), so the client gets the retryable error.
+ */
+export function reconnectBackoff(failures: number): number {
+  return Math.min(0.05 * 2 ** failures, 1) * (0.5 + Math.random() / 2);
+}
+
+/**
+ * What every postgres.js client of the store is opened with.
+ * - `backoff`: see reconnectBackoff.
+ * - `connect_timeout` (postgres.js: 30 s): an address that does not answer (failover) fails in 5 s.
+ * (`fetch_types` stays on: without it concurrent transactions on reserved connections hang. Its
+ * per-connection array-type query rejects unhandled when the connection is lost during it;
+ * main.ts logs that rejection instead of exiting.)
+ */
+const DRIVER_OPTIONS = {
+  onnotice: () => {},
+  backoff: reconnectBackoff,
+  connect_timeout: 5,
+} satisfies postgres.Options<Record<string, postgres.PostgresType>>;
+
 async function openPostgres(url: string, schema: string | undefined, durability: 'relaxed' | 'strict'): Promise<Database> {
   const counts = await migratePostgres(url, schema);
   const connection = {
     ...(schema ? { search_path: schema } : {}),
     ...(durability === 'relaxed' ? { synchronous_commit: 'off' } : {}),
   };
-  const client = postgres(url, { max: 10, onnotice: () => {}, connection });
+  const client = postgres(url, { ...DRIVER_OPTIONS, max: 10, connection });
   const database: Database = {
     kind: 'postgres',
     db: drizzlePostgres({ client: preparing(client), schema: tables }),

@@ -130,11 +130,11 @@ t.test('a store call that fails at any point of the flow fails at most that task
       if (outcome.kind === 'failed') {
         t.match(
           outcome.text,
-          /Internal error while .+ \(reference [0-9a-f]{8} in the server log\)/,
+          /The task store became unavailable while .+ \(reference [0-9a-f]{8} in the server log\)/,
           'the reason names what failed and a log reference',
         );
       } else if (outcome.kind === 'refused') {
-        t.equal(outcome.code, -32603, 'a request that hit the blip gets an internal error');
+        t.equal(outcome.code, -32050, 'a request that hit the blip gets the retryable "store unavailable" error');
         t.notMatch(outcome.message, /test blip/, 'the JSON-RPC message does not carry the database error');
       } else t.pass('the blip was absorbed (a read retried, or work that does not decide the outcome)');
       // In a workspace of its own: the failed task's approved write may still land after its task
@@ -168,7 +168,7 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
   const end = lastEvent(second);
   t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
   t.equal(end?.final, true);
-  t.match(textOf(end), /Internal error while running tool calls \(reference/);
+  t.match(textOf(end), /The task store became unavailable while running tool calls \(reference/);
   t.ok(existsSync(path.join(workspace, 'hello.txt')), 'the approved write had run before the failure');
   const stored = await inner.loadTask(taskId);
   t.equal(stateName(stored?.task.status?.state), 'failed', 'the failure is stored');
@@ -192,5 +192,25 @@ t.test('writes refused while the store is down: the task fails, and its failure 
   t.strictSame(faulty.fired, ['commit', 'commit', 'commit'], 'the store was down for three commits');
   const end = lastEvent(first);
   t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
-  t.match(textOf(end), /Internal error while saving its events \(reference [0-9a-f]{8}/);
+  t.match(textOf(end), /The task store became unavailable while saving its events \(reference [0-9a-f]{8}/);
+});
+
+t.test('a stream whose log cannot be read while the store is down ends with the retryable error event', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  const faulty = faultyStore(inner);
+  const { app } = await serverOn(t, faulty);
+  const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
+  const taskId = first.events?.[0]?.data?.result?.id as string;
+  // Every read of the log fails (the follower's retries included): the store stays down.
+  faulty.failAt(1, 'eventsAfter', 10);
+  const res = await within(
+    10_000,
+    'the resubscribe stream',
+    rpc(app, 'tasks/resubscribe', { id: taskId }, { headers: { 'last-event-id': '1' } }),
+  );
+  const last = res.events?.at(-1);
+  t.equal(last?.event, 'error', 'the stream ends with an error event, not a hang');
+  t.equal(last?.data?.error?.code, -32050, 'the store-unavailable code, not -32603');
+  t.same(last?.data?.error?.data, { retryable: true });
 });

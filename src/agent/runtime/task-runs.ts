@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Background } from '../../lib/background.js';
+import { isStoreUnavailable } from '../../protocol/errors.js';
 import { failTask } from './call-lifecycle.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -38,7 +39,11 @@ export class TaskRuns {
    */
   fail(task: LiveTask, what: string, err: unknown): void {
     const ref = randomUUID().slice(0, 8);
-    failTask(task, `Internal error while ${what} (reference ${ref} in the server log); the task cannot go on.`);
+    // A lost database is no bug: the client is told so, and that sending the message again later works.
+    const why = isStoreUnavailable(err)
+      ? `The task store became unavailable while ${what} (reference ${ref} in the server log); the task cannot go on. Send the message again in a moment.`
+      : `Internal error while ${what} (reference ${ref} in the server log); the task cannot go on.`;
+    failTask(task, why);
     try {
       this.logger.error({ err, taskId: task.id, ref }, `${what} failed; the task fails`);
     } catch {

@@ -8,6 +8,7 @@ import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../model/model-client.js';
 import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
+import { isStoreUnavailable } from '../../protocol/errors.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import { NO_METRICS, type Metrics } from '../../lib/metrics.js';
 
@@ -43,9 +44,11 @@ function toBatch(items: Queued[]): WriteBatch {
 /**
  * True when the database answered the batch with an error (a SQLSTATE outside class 08,
  * "connection exception"), so nothing of it was stored and its writes may be retried.
- * Anything else (socket closed, timeout) leaves the outcome unknown.
+ * Anything else (socket closed, timeout, the session terminated by a shutdown or an
+ * administrator: 57P01–57P03) leaves the outcome unknown.
  */
 export function rejectedByDatabase(err: unknown): boolean {
+  if (isStoreUnavailable(err)) return false;
   for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return !code.startsWith('08');

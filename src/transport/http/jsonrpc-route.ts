@@ -10,7 +10,7 @@ import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
-import { contentTypeUnsupported, RPC_ERROR_CODE } from '../../protocol/errors.js';
+import { contentTypeUnsupported, RPC_ERROR_CODE, storeUnavailableError, streamFailure } from '../../protocol/errors.js';
 import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
 import type { Caller } from '../../protocol/caller.js';
 import { checkRequestFields, validateParams } from './validate-params.js';
@@ -64,6 +64,8 @@ function requestId(body: unknown): Envelope['id'] {
  * paths or values a client must not see.
  */
 function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
+  // The store's retryable error carries `data` (the SDK's mapping of a transport error drops it).
+  if (envelope.error?.code === RPC_ERROR_CODE.STORE_UNAVAILABLE) return { ...envelope, error: storeUnavailableError() };
   if (envelope.error?.code !== RPC_ERROR_CODE.INTERNAL_ERROR) return envelope;
   request.log.error({ detail: envelope.error.message }, `internal error answered as ${RPC_ERROR_CODE.INTERNAL_ERROR}`);
   return { ...envelope, error: { code: RPC_ERROR_CODE.INTERNAL_ERROR, message: 'Internal error (details are in the server log)' } };
@@ -246,7 +248,7 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
     }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
-      return rpcError(id, RPC_ERROR_CODE.INTERNAL_ERROR, 'Internal error: the event stream failed');
+      return { jsonrpc: '2.0', id, error: streamFailure(err) };
     },
   });
   return reply;

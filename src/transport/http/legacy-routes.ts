@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../../protocol/caller.js';
-import { contentTypeUnsupported, httpErrorOf } from '../../protocol/errors.js';
+import { contentTypeUnsupported, httpErrorOf, STORE_RETRY_AFTER_S } from '../../protocol/errors.js';
 import { authenticationHook, useRequestContext } from './request-context.js';
 import type { Authenticate } from './request-context.js';
 import { acceptOnlyJson, nonJsonMediaType, UNPARSABLE } from './json-body.js';
@@ -43,6 +43,7 @@ async function send(request: FastifyRequest, reply: FastifyReply, work: () => Pr
   } catch (err) {
     const e = httpErrorOf(err);
     if (e.internal) request.log.error({ err }, `${request.method} ${request.url} failed`);
+    if (e.status === 503) void reply.header('retry-after', String(STORE_RETRY_AFTER_S));
     return reply.code(e.status).send({ error: e.message });
   }
 }

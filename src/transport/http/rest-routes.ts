@@ -28,6 +28,10 @@ import {
   invalidParams,
   restErrorBody,
   restErrorOf,
+  RETRY_INFO,
+  STORE_RETRY_AFTER_S,
+  streamFailure,
+  type RpcErrorCode,
   RPC_ERROR_CODE,
   versionUnsupported,
 } from '../../protocol/errors.js';
@@ -83,6 +87,7 @@ function sendError(request: FastifyRequest, reply: FastifyReply, err: unknown): 
   const e = restErrorOf(err);
   if (e.internal) request.log.error({ err }, `${request.method} ${request.url} failed`);
   else request.log.debug({ err }, 'refused');
+  if (e.code === RPC_ERROR_CODE.STORE_UNAVAILABLE) void reply.header('retry-after', String(STORE_RETRY_AFTER_S));
   // The v0.3 binding's error body carries the JSON-RPC code (what a v0.3 client reads), under the same status.
   if (speaksV03(request)) return reply.code(e.status).type('application/json').send(v03ErrorBody(e.code, e.body.error.message));
   return reply.code(e.status).type('application/json').send(e.body);
@@ -125,7 +130,8 @@ async function stream(
     }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
-      return restErrorBody(RPC_ERROR_CODE.INTERNAL_ERROR, 'Internal error: the event stream failed').body;
+      const failure = streamFailure(err);
+      return restErrorBody(failure.code as RpcErrorCode, failure.message, failure.data ? [RETRY_INFO] : []).body;
     },
   });
   return reply;

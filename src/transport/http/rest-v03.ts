@@ -11,7 +11,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import type { JsonObject } from '../../protocol/a2a.js';
-import { httpStatusOf, RPC_ERROR_CODE } from '../../protocol/errors.js';
+import { httpStatusOf, RPC_ERROR_CODE, STORE_RETRY_AFTER_S, streamFailure } from '../../protocol/errors.js';
 import {
   agentCardToProtoJson,
   pushConfigParamsFromProtoJson,
@@ -53,6 +53,7 @@ export function v03ErrorBody(code: number, message: string, data?: unknown): { c
 }
 
 function refuse(reply: FastifyReply, code: number, message: string, data?: unknown): FastifyReply {
+  if (code === RPC_ERROR_CODE.STORE_UNAVAILABLE) void reply.header('retry-after', String(STORE_RETRY_AFTER_S));
   return reply
     .code(httpStatusOf(code))
     .type('application/json')
@@ -166,7 +167,8 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
     }),
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
-      return v03ErrorBody(RPC_ERROR_CODE.INTERNAL_ERROR, 'Internal error: the event stream failed');
+      const failure = streamFailure(err);
+      return v03ErrorBody(failure.code, failure.message, failure.data);
     },
   });
   return reply;

@@ -12,18 +12,22 @@ import {
   extendedCardUnsupported,
   forbidden,
   HTTP_OF_RPC_CODE,
+  httpErrorOf,
   invalidParams,
+  isStoreUnavailable,
   notCancelable,
   pushUnsupported,
   restErrorOf,
   RPC_ERROR_CODE,
+  StoreUnavailableError,
+  streamFailure,
   taskNotFound,
   unsupported,
   versionUnsupported,
 } from '../../../src/protocol/errors.js';
 
 t.test('the standard codes are the SDK’s; the server’s own are outside the A2A range and distinct', async (t) => {
-  const own = ['FORBIDDEN', 'UNAUTHORIZED', 'UNAVAILABLE'];
+  const own = ['FORBIDDEN', 'UNAUTHORIZED', 'UNAVAILABLE', 'STORE_UNAVAILABLE'];
   for (const [name, code] of Object.entries(RPC_ERROR_CODE)) {
     if (own.includes(name)) t.notOk(Object.values(A2A_ERROR_CODE).includes(code as never), `${name} ${code} is not an A2A code`);
     else t.equal(code, A2A_ERROR_CODE[name as keyof typeof A2A_ERROR_CODE], `${name} = ${code}`);
@@ -84,4 +88,27 @@ t.test('HTTP+JSON: each builder answers the §5.4 status, a google.rpc.Status bo
     'anything else: 500, nothing leaked',
   );
   t.same(Object.keys(HTTP_OF_RPC_CODE).map(Number).sort(), Object.values(RPC_ERROR_CODE).sort(), 'every code has its HTTP status');
+});
+
+t.test('a lost database is the retryable STORE_UNAVAILABLE on every binding; a refused statement is not', async (t) => {
+  const coded = (code: string, cause?: unknown) => Object.assign(new Error(`failed (${code})`), { code, cause });
+  // drizzle wraps the driver's error in `cause`: the classification looks through it.
+  const wrapped = Object.assign(new Error('Failed query: select 1'), { cause: coded('ECONNREFUSED') });
+  for (const err of [coded('ECONNRESET'), coded('CONNECTION_CLOSED'), coded('57P01'), coded('57P03'), coded('08006'), wrapped]) {
+    t.ok(isStoreUnavailable(err), `${(err.cause as Error | undefined)?.message ?? err.message} is "unavailable"`);
+  }
+  for (const err of [coded('23505'), coded('42P01'), new Error('bug'), undefined])
+    t.notOk(isStoreUnavailable(err), `${String(err)} is not`);
+
+  const err = new StoreUnavailableError(wrapped);
+  t.equal(JsonRpcTransportHandler.mapToJSONRPCError(err).code, RPC_ERROR_CODE.STORE_UNAVAILABLE, 'JSON-RPC 1.0: -32050');
+  t.equal(LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err).code, RPC_ERROR_CODE.STORE_UNAVAILABLE, 'JSON-RPC 0.3: -32050');
+  t.notMatch(err.message, /ECONNREFUSED|select/, 'the message carries no driver detail');
+  t.same(streamFailure(wrapped), { code: -32050, message: err.message, data: { retryable: true } }, 'an open stream ends with it');
+  const rest = restErrorOf(wrapped);
+  t.equal(rest.status, 503);
+  t.equal(rest.body.error.status, 'UNAVAILABLE');
+  t.match(rest.body.error.details, [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo' }]);
+  t.equal(httpErrorOf(wrapped).status, 503, 'legacy REST routes: 503');
+  t.equal(restErrorOf(coded('23505')).status, 500, 'a refused statement stays an internal error');
 });
