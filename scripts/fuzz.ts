@@ -7,6 +7,9 @@
  * exits 1 when anything failed.
  */
 import { randomInt } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startHarness } from '../test/fuzz/harness.js';
 import { runProperties } from '../test/fuzz/properties.js';
@@ -36,7 +39,7 @@ try {
       cases[r.property] = (cases[r.property] ?? 0) + r.cases;
       if (r.failure) {
         failures.push({ property: r.property, ...r.failure });
-        console.log(`FAIL ${r.property} (seed ${r.failure.seed}, path ${r.failure.path}): ${r.failure.error}`);
+        console.log(`FAIL ${r.property} (seed ${r.failure.seed}, path ${r.failure.path}): ${r.failure.error.slice(0, 1_500)}`);
       }
     }
     const wedged = await sweepWedged(h);
@@ -51,5 +54,10 @@ const total = Object.values(cases).reduce((a, b) => a + b, 0);
 console.log(
   `fuzz: seed ${firstSeed}, ${round} round(s), ${total} cases (${JSON.stringify(cases)}), ${failures.length} failure(s), ${sweepProblems.length} wedged`,
 );
-for (const f of failures) console.log(JSON.stringify(f));
+if (failures.length > 0) {
+  // The whole requests (bodies may be megabytes) go to a file, to replay as regression tests.
+  const file = path.join(tmpdir(), `fuzz-failures-${firstSeed}.json`);
+  writeFileSync(file, JSON.stringify(failures, null, 2));
+  console.log(`fuzz: the failing requests are in ${file}`);
+}
 process.exit(failures.length + sweepProblems.length > 0 ? 1 : 0);

@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import type { FuzzRequest, Harness } from './harness.js';
-import { CaseFailure, checkCase, pausedLegacy, pausedRfc, streamAs, v03Data } from './harness.js';
+import { CaseFailure, checkCase, pausedLegacy, pausedRfc, reseed, streamAs, v03Data } from './harness.js';
 import { answerTo, anyRequest, poolOf, sseRequest } from './requests.js';
 import { sweepWedged } from './sweep.js';
 
@@ -41,11 +41,16 @@ function fill(req: FuzzRequest, task: typeof PLACEHOLDER): FuzzRequest {
 }
 
 /** Ends the turn of a paused task as its owner (`a`) with valid answers; throws unless the turn ended. */
-async function answerValidly(h: Harness, task: typeof PLACEHOLDER, legacy: boolean): Promise<void> {
+async function answerValidly(h: Harness, task: typeof PLACEHOLDER, legacy: boolean, fuzzed: FuzzRequest[]): Promise<void> {
   const stored = await h.store.loadTask(task.taskId);
   const awaiting = (await h.store.loadTurn(task.taskId)).filter((c) => c.phase === 'awaiting');
   const state = stored?.task.status?.state;
-  if (awaiting.length === 0) return; // a fuzzed answer was valid and ended the wait (or cancelled the task)
+  if (awaiting.length === 0) {
+    // Only an answer of the owner's may end the wait: the other principal's are refused (-32010).
+    if (fuzzed.every((r) => r.who !== 'a'))
+      throw new CaseFailure(fuzzed[0], ["the other principal's answers ended the wait of a task it does not own"]);
+    return; // a fuzzed answer of the owner's was valid and ended the wait
+  }
   const ids = { taskId: task.taskId, contextId: task.contextId };
   const data = awaiting.map((c) =>
     legacy ? { callId: c.id, outcome: 'proceed_once' } : { tool_call_id: c.id, selected_option_id: 'proceed_once' },
@@ -83,6 +88,7 @@ function result<T extends unknown[]>(property: string, details: fc.RunDetails<T>
 
 /** Runs the three properties on `h`; their results (a failure carries the request that shows it). */
 export async function runProperties(h: Harness, opts: RunOptions): Promise<PropertyResult[]> {
+  await reseed(h);
   const pool = poolOf(h);
   const check = async <T extends [unknown, ...unknown[]]>(property: string, prop: fc.IAsyncPropertyWithHooks<T>, numRuns: number) => {
     const limit = opts.timeLimitMs === undefined ? {} : { interruptAfterTimeLimit: opts.timeLimitMs, markInterruptAsFailure: false };
@@ -92,13 +98,16 @@ export async function runProperties(h: Harness, opts: RunOptions): Promise<Prope
   const requests = fc.asyncProperty(anyRequest(pool), async (req) => void (await checkCase(h, req)));
   out.push(await check('requests', requests, opts.numRuns));
 
+  // Sent one after the other, or all at once (racing answers, the owner's and the other principal's).
   const answers = fc.asyncProperty(
     fc.boolean(),
+    fc.boolean(),
     fc.array(answerTo(pool, PLACEHOLDER), { minLength: 1, maxLength: 4 }),
-    async (legacy, fuzzed) => {
+    async (legacy, together, fuzzed) => {
       const task = legacy ? await pausedLegacy(h, 'a', 'sequence') : await pausedRfc(h, 'a', 'sequence');
-      for (const req of fuzzed) await checkCase(h, fill(req, task));
-      await answerValidly(h, task, legacy);
+      if (together) await Promise.all(fuzzed.map((req) => checkCase(h, fill(req, task))));
+      else for (const req of fuzzed) await checkCase(h, fill(req, task));
+      await answerValidly(h, task, legacy, fuzzed);
     },
   );
   out.push(await check('answers', answers, opts.numRuns / 10));

@@ -2,7 +2,7 @@
  * No task is left wedged: after a run, every task is terminal, or paused with cards its owner
  * can answer — and answering them (proceed_once) ends the turn. A task still `working` once the
  * server has settled, a pause whose answer is refused, or an answer whose stream does not end is
- * reported.
+ * reported; so is a context holding tasks of two principals.
  */
 import { stateName } from '../../src/protocol/a2a.js';
 import type { Harness } from './harness.js';
@@ -55,12 +55,23 @@ async function answerPaused(h: Harness, taskId: string): Promise<string | undefi
   return undefined;
 }
 
+/** A context holds the tasks of one principal only: another's message naming it is refused (-32010). */
+async function mixedContexts(h: Harness): Promise<string[]> {
+  const { tasks } = await h.store.listTasks({ limit: 100_000, offset: 0 });
+  const owners = new Map<string, Set<string>>();
+  for (const t of tasks) {
+    const principal = (await h.store.loadTask(t.id))?.principal ?? '(none)';
+    owners.set(t.contextId, (owners.get(t.contextId) ?? new Set()).add(principal));
+  }
+  return [...owners].filter(([, p]) => p.size > 1).map(([id, p]) => `context ${id}: tasks of ${[...p].join(' and ')}`);
+}
+
 /**
  * Settles the server, then answers every paused task (up to `rounds` times: an answer may lead
  * to the next card). The problems found: tasks still working, pauses that cannot be answered.
  */
 export async function sweepWedged(h: Harness, rounds = 3): Promise<string[]> {
-  const problems: string[] = [];
+  const problems: string[] = await mixedContexts(h);
   for (let round = 0; round < rounds; round++) {
     const running = await settle(h);
     if (running.length > 0) return [...problems, ...running.map((id) => `task ${id}: still working after the run settled`)];
