@@ -51,3 +51,12 @@ t.test('a role nested deep, a huge kind, a deep historyLength: bounded refusals'
   const history = await checkCase(h, { method: 'POST', url: '/', headers: { 'content-type': 'application/json' }, body: get, who: 'b' });
   t.match(JSON.parse(history.raw), { error: { code: -32602 } });
 });
+
+t.test("Fastify's own refusals on POST / come in a JSON-RPC envelope (a body over the 32 MiB limit)", async (t) => {
+  const h = await harness();
+  const text = 'x'.repeat(33 * 1024 * 1024);
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { text } } });
+  const res = await checkCase(h, { method: 'POST', url: '/', headers: { 'content-type': 'application/json' }, body, who: 'b' });
+  t.equal(res.status, 413);
+  t.match(JSON.parse(res.raw), { jsonrpc: '2.0', id: null, error: { code: -32600, message: /too large/ } });
+});
