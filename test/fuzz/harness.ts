@@ -55,6 +55,11 @@ export interface Harness {
   store: MemoryTaskStore;
   workspace: string;
   owned: Record<'a' | 'b', Owned>;
+  /**
+   * The UUIDs each caller has sent so far: a task id of another principal that a caller once put
+   * in a text (echoed back later) or chose as its own context id is not leaked when it comes back.
+   */
+  named: Record<Who, Set<string>>;
   /** The base URL once `listen()` was called (real sockets, for SSE). */
   url?: string;
   listen(): Promise<string>;
@@ -200,6 +205,7 @@ function internalCode(v: unknown): boolean {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UUIDS = /[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}/g;
 
 /**
  * Every task id a principal owns now (tasks made during the run included), and the context ids
@@ -225,7 +231,7 @@ export async function violations(h: Harness, req: FuzzRequest, res: FuzzResponse
     if (other === req.who) continue;
     if (res.raw.includes(h.owned[other].secret)) problems.push(`principal ${other}'s text answered to ${req.who}`);
     for (const id of await idsOf(h, other)) {
-      if (own.has(id)) continue; // both principals' (a context both named): not the other's alone
+      if (own.has(id) || h.named[req.who].has(id)) continue; // the caller's own, or an id it sent before
       if (res.raw.includes(id) && !asked.includes(id)) problems.push(`principal ${other}'s id ${id} answered to ${req.who}`);
     }
   }
@@ -236,6 +242,7 @@ export async function violations(h: Harness, req: FuzzRequest, res: FuzzResponse
 
 /** Sends one request and checks it; throws with the request and the problems on a violation. */
 export async function checkCase(h: Harness, req: FuzzRequest, over: 'inject' | 'http' = 'inject'): Promise<FuzzResponse> {
+  for (const id of `${req.url}\n${req.body ?? ''}`.match(UUIDS) ?? []) h.named[req.who].add(id.toLowerCase());
   let res: FuzzResponse;
   try {
     res = await send(h, req, over);
@@ -345,6 +352,7 @@ export async function startHarness(): Promise<Harness> {
     store,
     workspace,
     owned: {} as Harness['owned'],
+    named: { a: new Set(), b: new Set(), none: new Set(), bad: new Set() },
     async listen() {
       await app.listen({ host: '127.0.0.1', port: 0 });
       const address = app.server.address();

@@ -150,8 +150,9 @@ function rpcParams(p: Pool): { v03: fc.Arbitrary<[string, Json]>; v1: fc.Arbitra
       .record({
         command_path: fc.constantFrom<Json>(['memory', 'show'], ['tools'], ['init'], ['memory', 'add']),
         args: fc.constantFrom('', 'use pnpm'),
+        context_id: maybe(ctx),
       })
-      .map((x) => ['command/execute', x] as [string, Json]),
+      .map((x) => ['command/execute', compact(x)] as [string, Json]),
     fc
       .oneof(
         task.map((id) => ({ task_id: id })),

@@ -50,7 +50,8 @@ async function answerPaused(h: Harness, taskId: string): Promise<string | undefi
     const last = results.at(-1) as { status?: { state?: string }; final?: boolean } | undefined;
     if (!last?.final) return `task ${taskId}: the answer's stream ended without a final event`;
   } catch (err) {
-    return `task ${taskId}: answering its ${awaiting.length} card(s) failed: ${(err as Error).message.slice(0, 300)}`;
+    const state = stateName((await h.store.loadTask(taskId))?.task.status?.state);
+    return `task ${taskId} (${stored.dialect}, stored ${stateName(stored.task.status?.state)}, now ${state}): answering its ${awaiting.length} card(s) failed: ${(err as Error).message.slice(0, 300)}`;
   }
   return undefined;
 }
