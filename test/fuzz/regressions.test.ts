@@ -60,3 +60,12 @@ t.test("Fastify's own refusals on POST / come in a JSON-RPC envelope (a body ove
   t.equal(res.status, 413);
   t.match(JSON.parse(res.raw), { jsonrpc: '2.0', id: null, error: { code: -32600, message: /too large/ } });
 });
+
+t.test('a v1.0 REST push config whose url nests 5 000 arrays deep: 400 naming the field, not 500 (fuzz seed 812712681)', async (t) => {
+  const h = await harness();
+  const url = `/v1/tasks/${h.owned.b.done.taskId}/pushNotificationConfigs`;
+  const headers = { 'content-type': 'application/json', 'a2a-version': '1.0' };
+  const res = await checkCase(h, { method: 'POST', url, headers, body: `{"url":${deep(5_000)}}`, who: 'b' });
+  t.equal(res.status, 400);
+  t.match(JSON.parse(res.raw), { error: { status: 'INVALID_ARGUMENT', message: /body\.url.* nests deeper than 64 levels/ } });
+});
