@@ -236,7 +236,7 @@ export async function violations(h: Harness, req: FuzzRequest, res: FuzzResponse
     }
   }
   const health = await send(h, { method: 'GET', url: '/healthz', headers: {}, who: 'none' });
-  if (health.status !== 200) problems.push(`GET /healthz answered ${health.status} after the case`);
+  if (health.status !== 200) problems.push(`GET /healthz answered ${health.status} after the case: ${health.raw.slice(0, 200)}`);
   return problems;
 }
 
