@@ -30,7 +30,14 @@ export const OWN_PROCESS = [
 
 export const SUITES = {
   unit: ['unit', 'store/memory.test.ts', 'store/batch-plan.test.ts', 'http/store-failures.test.ts', 'http/store-races.test.ts'],
-  inprocess: ['e2e', 'client', 'http/jsonrpc-errors.test.ts', 'http/jsonrpc-limits.test.ts', 'http/console-route.test.ts'],
+  inprocess: [
+    'e2e',
+    'client',
+    'http/jsonrpc-errors.test.ts',
+    'http/jsonrpc-limits.test.ts',
+    'http/console-route.test.ts',
+    'fuzz/regressions.test.ts',
+  ],
 } as const;
 
 /** Every `*.test.ts` below `entry` (a file or a folder of test/), sorted, relative to test/. */

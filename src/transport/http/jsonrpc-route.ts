@@ -321,6 +321,15 @@ export async function jsonRpcRoutes(app: FastifyInstance, opts: JsonRpcRoutesOpt
   };
   acceptOnlyJson(app);
   await useRequestContext(app);
+
+  app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
+    // Fastify's own refusals (body too large, a bad Content-Length…) keep their 4xx status, in a JSON-RPC envelope.
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode).send(rpcError(null, RPC_ERROR_CODE.INVALID_REQUEST, `Invalid Request: ${err.message}`));
+    }
+    // Anything else thrown is a defect: its message (a stack overflow, a path) stays in the log.
+    return reply.code(500).send(hideInternal(rpcError(requestId(request.body), RPC_ERROR_CODE.INTERNAL_ERROR, err.message), request));
+  });
   app.post('/', { onRequest: authenticationHook(rpc.authenticate) }, async (request, reply) => {
     const type = nonJsonMediaType(request);
     if (type === undefined) return answer(request, reply, rpc);

@@ -196,7 +196,11 @@ function pushRoutes(app: FastifyInstance, handler: A2ARequestHandler) {
       request,
       reply,
       async () => {
-        const config = TaskPushNotificationConfig.fromJSON({ ...objectBody(request), taskId: request.params.taskId });
+        const body = objectBody(request);
+        // The checks JSON-RPC's CreateTaskPushNotificationConfig params get, before the SDK's converter walks the body.
+        const bad = checkRequestFields(body, 'body');
+        if (bad !== undefined) throw invalidParams(bad);
+        const config = TaskPushNotificationConfig.fromJSON({ ...body, taskId: request.params.taskId });
         return TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, contextOf(request)));
       },
       201,

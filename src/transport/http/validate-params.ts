@@ -10,6 +10,17 @@ export type WireVersion = A2aVersion;
 
 type Json = Record<string, unknown>;
 
+/**
+ * A wrong value as a refusal names it: bounded, and without walking it (JSON.stringify of a
+ * value nested thousands deep overflows the stack; a huge string would be echoed whole).
+ */
+function shown(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (isObject(v)) return 'an object';
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 80 ? `${s.slice(0, 80)}…` : s;
+}
+
 function optString(o: Json, key: string, at: string): string | undefined {
   if (o[key] !== undefined && typeof o[key] !== 'string') return `${at}.${key} must be a string`;
   return undefined;
@@ -18,8 +29,7 @@ function optString(o: Json, key: string, at: string): string | undefined {
 function nonNegInt(o: Json, key: string, at: string): string | undefined {
   const v = o[key];
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-    return `${at}.${key} must be a non-negative integer, got ${JSON.stringify(v)}`;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) return `${at}.${key} must be a non-negative integer, got ${shown(v)}`;
   return undefined;
 }
 
@@ -34,7 +44,7 @@ function checkPart(part: unknown, at: string, version: WireVersion): string | un
       case 'file':
         return isObject(part.file) ? undefined : `${at}.file must be an object with bytes or uri`;
       default:
-        return `${at}.kind must be "text", "data" or "file", got ${JSON.stringify(part.kind)}`;
+        return `${at}.kind must be "text", "data" or "file", got ${shown(part.kind)}`;
     }
   }
   const present = ['text', 'data', 'url', 'raw'].filter((k) => part[k] !== undefined);
@@ -178,7 +188,7 @@ function checkMessageShape(m: unknown, version: WireVersion, at: string): string
   if (!isObject(m)) return `${at} is required and must be an object`;
   const role = m.role;
   const userRole = version === '0.3' ? 'user' : 'ROLE_USER';
-  if (role !== userRole) return `${at}.role must be "${userRole}", got ${JSON.stringify(role)}`;
+  if (role !== userRole) return `${at}.role must be "${userRole}", got ${shown(role)}`;
   if (typeof m.messageId !== 'string' || m.messageId === '') return `${at}.messageId must be a non-empty string`;
   for (const key of ['taskId', 'contextId']) {
     const err = optString(m, key, at);
