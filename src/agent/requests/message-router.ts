@@ -1,28 +1,26 @@
 /**
- * Decides what a `message/send` / `message/stream` means and sets the task moving:
- * a new task, answers to waiting tool calls (the resume handler), or a follow-up to a
- * completed task (RFC Appendix A step 10). Everything that can be refused is refused
- * here, before the first event, so a refusal is a plain JSON-RPC error and changes nothing.
+ * Sets a `message/send` / `message/stream` moving by what its dialect's decoder says it means
+ * (wire/wire-decoder.ts): a new task, answers to waiting tool calls (the resume handler), or a
+ * follow-up to a completed task (RFC Appendix A step 10). Everything that can be refused is
+ * refused here, before the first event, so a refusal is a plain JSON-RPC error and changes nothing.
  */
 import { randomUUID } from 'node:crypto';
 import type { Message, SendMessageRequest } from '@a2a-js/sdk';
-import { messageData, messageText, newTask, stateName } from '../../protocol/a2a.js';
+import { newTask, stateName } from '../../protocol/a2a.js';
 import type { A2aVersion } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { overlaps } from '../policy/access.js';
 import type { Access } from '../policy/access.js';
-import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
 import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
 import type { LiveTask, PauseAuthority, TurnCall } from '../runtime/live-task.js';
-import type { ModelPart } from '../model/model-client.js';
-import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
+import { applyResume, planResume } from './resume-handler.js';
 import type { KnownCalls } from './resume-handler.js';
-import { checkSameWorkspace, isLegacySettings, mergeSettings, readLegacySettings, readSettings, SETTINGS_AT } from '../policy/settings.js';
-import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
+import { checkSameWorkspace, mergeSettings, SETTINGS_AT } from '../policy/settings.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
-import { adaptLegacyOptions, fromLegacyAnswers, looksLikeLegacyAnswer } from './legacy-answers.js';
-import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
+import { carriesAnswer, chooseDialect, namedCallIds, settingsOf } from '../wire/wire-decoder.js';
+import type { Decoders, NewTaskIntent, TaskIntent } from '../wire/wire-decoder.js';
+import type { RequestedSettings } from '../policy/settings.js';
 import type { ContextState } from '../runtime/live-task.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
@@ -31,7 +29,8 @@ import type { Toolbox } from '../runtime/toolbox.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 
 export interface MessageRouterOptions {
-  schema: DevtoolSchema;
+  /** One decoder per dialect: a message is read once, by its task's. */
+  decoders: Decoders;
   loop: TurnLoop;
   store: TaskStore;
   cache: TaskCache;
@@ -42,8 +41,6 @@ export interface MessageRouterOptions {
    * resolves to a message naming the problem, or undefined.
    */
   checkMcpUrl?: (url: string, at: string) => Promise<string | undefined>;
-  /** Where clients may put workspaces (WORKSPACE_ROOTS, and the server's own files). */
-  workspacePolicy?: WorkspacePolicy;
   /** Workspace of a context whose first message names none. */
   defaultWorkspace: string;
   instanceId: string;
@@ -56,15 +53,6 @@ export interface MessageRouterOptions {
 export interface Routed {
   task: LiveTask;
   afterSeq: number;
-}
-
-/** The model's view of a user message: its text, and any data parts as JSON. */
-function userParts(message: Message): ModelPart[] {
-  const parts: ModelPart[] = [];
-  const text = messageText(message);
-  if (text) parts.push({ text });
-  for (const { data } of messageData(message)) parts.push({ text: JSON.stringify(data) });
-  return parts.length > 0 ? parts : [{ text: '(empty message)' }];
 }
 
 /**
@@ -109,15 +97,17 @@ export class MessageRouter {
     const message = params.message;
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
-    if (!message.taskId) return this.startTask(message, caller);
-    // A legacy task's answers ({callId, outcome}) take the RFC's path from here on.
-    const answers = (await this.dialectOf(message.taskId)) === 'legacy' ? fromLegacyAnswers(message) : message;
-    if (this.opts.access.enabled) await this.refuseStranger(message.taskId, answers, caller);
-    const worked = this.opts.cache.peek(message.taskId) !== undefined;
-    const task = await this.opts.cache.get(message.taskId);
-    if (task === undefined) throw taskNotFound(message.taskId);
+    const taskId = message.taskId;
+    const dialect = taskId ? await this.dialectOf(taskId) : chooseDialect(message.metadata, this.opts.defaultDialect ?? 'rfc');
+    // The one reading of the message: everything below works on what it means.
+    const intent = this.opts.decoders[dialect].decode(message);
+    if (intent.kind === 'new-task') return this.startTask(intent, caller);
+    if (this.opts.access.enabled) await this.refuseStranger(taskId, intent, caller);
+    const worked = this.opts.cache.peek(taskId) !== undefined;
+    const task = await this.opts.cache.get(taskId);
+    if (task === undefined) throw taskNotFound(taskId);
     try {
-      return await this.continueTask(task, answers, caller, version);
+      return await this.continueTask(task, intent, caller, version);
     } catch (err) {
       // A refused message leaves nothing behind in memory: not even a copy it loaded of a task
       // that works elsewhere (nothing would ever bring that copy up to date).
@@ -127,14 +117,15 @@ export class MessageRouter {
     }
   }
 
-  private async continueTask(task: LiveTask, message: Message, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
-    const { schema, access } = this.opts;
+  private async continueTask(task: LiveTask, intent: TaskIntent, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
+    const { access } = this.opts;
+    const message = intent.message;
     if (message.contextId && message.contextId !== task.task.contextId) {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
-    const requested = this.requestedSettings(message, task.dialect);
+    const requested = settingsOf(intent);
     task.pauseAuthority = this.authorityOf(caller);
-    let stamped = { ...message, contextId: task.task.contextId };
+    const stamped = { ...message, contextId: task.task.contextId };
     const authorizing = phaseStart();
     checkSameWorkspace(requested, task.context.workspace);
     // A context opened before its workspace was claimed (WORKSPACE_SHARING was shared then) is checked again here.
@@ -145,9 +136,7 @@ export class MessageRouter {
     await task.flush();
     const afterSeq = task.lastSeq;
     if (task.awaiting().length > 0) {
-      const known = await this.knownCalls(task, stamped);
-      if (task.dialect === 'legacy') stamped = adaptLegacyOptions(stamped, known);
-      const plan = planResume(task, stamped, schema, known);
+      const plan = planResume(task, intent, await this.knownCalls(task, intent));
       if (plan.kind === 'decisions' && !access.canApprove(caller)) {
         const approving = plan.decisions.filter((d) => d.option !== ConfirmationOptionId.cancel);
         if (approving.length > 0) {
@@ -172,8 +161,8 @@ export class MessageRouter {
       await this.opts.loop.guard(task, 'applying the new settings', () => this.applySettings(task.context, requested));
       return { task, afterSeq: Math.max(afterSeq, from) };
     }
-    if (carriesConfirmation(stamped, schema)) {
-      planResume(task, stamped, schema, await this.knownCalls(task, stamped)); // throws the precise reason
+    if (carriesAnswer(intent)) {
+      planResume(task, intent, await this.knownCalls(task, intent)); // throws the precise reason
       throw invalidParams(`Task ${task.id} is not waiting for a confirmation (state: ${task.state})`);
     }
     refuseContinuation(task, version);
@@ -186,7 +175,7 @@ export class MessageRouter {
       task.publish({ type: 'state', state: 'working' });
       await task.flush();
     });
-    this.opts.loop.startTurn(task, userParts(stamped));
+    this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq };
   }
 
@@ -234,7 +223,7 @@ export class MessageRouter {
    * carried are recorded (`denied_identity`); the calls stay pending. Checked against the
    * store before the task (and its context's MCP servers) is loaded here.
    */
-  private async refuseStranger(taskId: string, message: Message, caller: Caller | undefined): Promise<void> {
+  private async refuseStranger(taskId: string, intent: TaskIntent, caller: Caller | undefined): Promise<void> {
     const live = this.opts.cache.known(taskId);
     const stored = live ? undefined : await this.opts.store.loadTask(taskId);
     if (!live && !stored) throw taskNotFound(taskId);
@@ -242,9 +231,11 @@ export class MessageRouter {
     if (this.opts.access.isOwner(caller, owner)) return;
     const turn = await this.opts.store.loadTurn(taskId);
     // Only calls the task really has are recorded: a stranger cannot fill the log with made-up ids.
-    const named = namedCallIds(message, this.opts.schema);
+    const named = namedCallIds(intent);
     const real = named.filter((id) => turn.some((c) => c.id === id));
-    const ids = named.length > 0 ? real : this.isYesNo(message) ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
+    // An answer naming no call (yes/no, or malformed) would answer every waiting one.
+    const yesNo = intent.kind !== 'follow-up';
+    const ids = named.length > 0 ? real : yesNo ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
     const hashes = new Map(ids.map((id) => [id, turn.find((c) => c.id === id)?.shownHash]));
     const contextId = live?.task.contextId ?? stored?.task.contextId ?? '';
     await this.recordDenials(taskId, contextId, owner, caller, 'denied_identity', hashes);
@@ -254,11 +245,6 @@ export class MessageRouter {
   /** What the caller may answer to a pause: auth-required pauses when it may not approve (runtime/pause.ts). */
   private authorityOf(caller: Caller | undefined): PauseAuthority {
     return { mayApprove: this.opts.access.canApprove(caller), approverRoles: this.opts.access.rules.approverRoles };
-  }
-
-  /** A yes/no answer (text token or `{"confirmation": …}`) that names no call. */
-  private isYesNo(message: Message): boolean {
-    return carriesConfirmation(message, this.opts.schema) || /^(yes|no)$/.test(messageText(message).trim());
   }
 
   /** Records refused answers (tool call id → the hash of the card shown) at once: the request fails right after. */
@@ -284,42 +270,14 @@ export class MessageRouter {
   }
 
   /** The current turn's calls, plus earlier calls of this task that the message names. */
-  private async knownCalls(task: LiveTask, message: Message): Promise<KnownCalls> {
+  private async knownCalls(task: LiveTask, intent: TaskIntent): Promise<KnownCalls> {
     const known = new Map<string, TurnCall>(task.turn.map((c) => [c.snapshot.id, c]));
-    for (const id of namedCallIds(message, this.opts.schema)) {
+    for (const id of namedCallIds(intent)) {
       if (known.has(id)) continue;
       const stored = await this.opts.store.loadCall(id);
       if (stored && stored.taskId === task.id) known.set(id, this.opts.cache.fromStored(stored, task.context));
     }
     return known;
-  }
-
-  /**
-   * The AgentSettings a message carries, checked (workspace on disk, MCP configs): in a legacy
-   * task, its `coderAgent` agent-settings too. Throws invalidParams.
-   */
-  requestedSettings(message: Pick<Message, 'metadata'>, dialect: WireDialect = 'rfc', at?: string): RequestedSettings | undefined {
-    const rfc = readSettings(
-      message.metadata,
-      this.opts.schema,
-      (servers, where) => this.opts.toolbox.checkServers(servers, where),
-      at,
-      this.opts.workspacePolicy,
-    );
-    const legacy =
-      dialect === 'legacy' ? readLegacySettings(message.metadata?.coderAgent, undefined, this.opts.workspacePolicy) : undefined;
-    if (legacy === undefined || rfc === undefined) return legacy ?? rfc;
-    return { workspace: legacy.workspace ?? rfc.workspace, settings: { ...rfc.settings, ...legacy.settings } };
-  }
-
-  /**
-   * The dialect of a new task: legacy when its first message carries `coderAgent` agent-settings,
-   * the RFC's when it carries AgentSettings under the extension URI, else WIRE_DIALECT.
-   */
-  chooseDialect(message: Pick<Message, 'metadata'>): WireDialect {
-    if (isLegacySettings(message.metadata?.coderAgent)) return 'legacy';
-    if (message.metadata?.[DEVTOOL_EXTENSION_URI] !== undefined) return 'rfc';
-    return this.opts.defaultDialect ?? 'rfc';
   }
 
   /** The dialect of a stored task (the cached copy's when there is one). Throws taskNotFound. */
@@ -402,19 +360,16 @@ export class MessageRouter {
     context.tools = await this.opts.toolbox.forContext(context);
   }
 
-  private async startTask(message: Message, caller: Caller | undefined): Promise<Routed> {
-    const dialect = this.chooseDialect(message);
-    const answers = messageData(message).some(({ data }) => dialect === 'legacy' && looksLikeLegacyAnswer(data));
-    if (answers || carriesConfirmation(message, this.opts.schema)) {
-      throw invalidParams('message.taskId is required to answer a tool call (the answer names no task)');
-    }
+  private async startTask(intent: NewTaskIntent, caller: Caller | undefined): Promise<Routed> {
+    if (intent.refusal) throw intent.refusal;
+    const { message, dialect } = intent;
     const contextId = message.contextId || randomUUID();
-    const context = await this.openContext(contextId, this.requestedSettings(message, dialect), caller, !message.contextId);
+    const context = await this.openContext(contextId, settingsOf(intent), caller, !message.contextId);
     const task = await this.exclusive(context.id, async () => {
       await this.checkContextFree(context.id);
       return this.createTask(context, message, caller, { dialect });
     });
-    this.opts.loop.startTurn(task, userParts(task.task.history[0] ?? message));
+    this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq: 0 };
   }
 

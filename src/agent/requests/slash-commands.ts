@@ -28,10 +28,13 @@ import { MEMORY_FILE, readMemory, withMemory } from '../runtime/memory.js';
 import type { MessageRouter } from './message-router.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
+import type { Decoders } from '../wire/wire-decoder.js';
 
 export interface SlashCommandsOptions {
   schema: DevtoolSchema;
   router: MessageRouter;
+  /** Reads the AgentSettings in a command's metadata (the RFC's decoder). */
+  decoders: Decoders;
   loop: TurnLoop;
 }
 
@@ -158,7 +161,7 @@ export class SlashCommands {
       return failed(`${label} takes no arguments (got "${args.trim()}")`);
     }
     const at = `params.metadata["${DEVTOOL_EXTENSION_URI}"]`;
-    const requested = router.requestedSettings({ metadata }, 'rfc', at);
+    const requested = this.opts.decoders.rfc.settings(metadata as Record<string, unknown> | undefined, at);
     const context = await router.openContext(contextId ?? randomUUID(), requested, caller, contextId === undefined);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
