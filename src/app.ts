@@ -14,6 +14,7 @@ import { buildAgentCard, buildExtendedCard, type ShellMode } from './protocol/ag
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
 import { EventHub } from './agent/runtime/event-hub.js';
 import { MessageRouter } from './agent/requests/message-router.js';
+import { TaskFactory } from './agent/requests/task-factory.js';
 import { RfcDecoder } from './agent/wire/rfc-decoder.js';
 import { LegacyDecoder } from './agent/wire/legacy-decoder.js';
 import type { Decoders } from './agent/wire/wire-decoder.js';
@@ -356,15 +357,14 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
   // With authentication, no client workspace may contain the server's own files (keys, the database).
   const workspacePolicy = { roots: config.workspaceRoots, protectedPaths: security.auth ? toolbox.protectedPaths.paths : [] };
   const decoders = buildDecoders(schema, toolbox, workspacePolicy);
+  const factory = new TaskFactory({ store, cache, toolbox, access: security.access, ...factorySlice(config, security) });
   const router = new MessageRouter({
     decoders,
     loop,
     store,
     cache,
-    toolbox,
     access: security.access,
-    checkMcpUrl: mcpUrlCheck(config, security),
-    defaultWorkspace: config.workspaceDir,
+    factory,
     instanceId,
     leaseMs,
     defaultDialect: config.wireDialect,
@@ -380,9 +380,9 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     encoders,
     push: push.registry,
   });
-  const commands = new SlashCommands({ schema, router, decoders, loop });
+  const commands = new SlashCommands({ schema, factory, decoders, loop });
   const legacyRest = new LegacyRest({
-    router,
+    factory,
     commands,
     store,
     cache,
@@ -392,6 +392,12 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     workspacePolicy,
   });
   return { loop, cache, router, handler, commands, legacyRest, supervisor, runs };
+}
+
+/** The task factory's slice of the config. */
+function factorySlice(config: Readonly<Config>, security: Security) {
+  const { instanceId, leaseMs } = config.store;
+  return { checkMcpUrl: mcpUrlCheck(config, security), defaultWorkspace: config.workspaceDir, instanceId, leaseMs };
 }
 
 /** One decoder per wire dialect, reading settings against the MCP layer and the workspace policy. */

@@ -5,27 +5,24 @@
  * refused here, before the first event, so a refusal is a plain JSON-RPC error and changes nothing.
  */
 import { randomUUID } from 'node:crypto';
-import type { Message, SendMessageRequest } from '@a2a-js/sdk';
-import { newTask, stateName } from '../../protocol/a2a.js';
+import type { SendMessageRequest } from '@a2a-js/sdk';
 import type { A2aVersion } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
-import { overlaps } from '../policy/access.js';
 import type { Access } from '../policy/access.js';
 import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
-import type { LiveTask, PauseAuthority, TurnCall } from '../runtime/live-task.js';
+import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import { applyResume, planResume } from './resume-handler.js';
+import { startWorking } from '../runtime/task-lifecycle.js';
 import type { KnownCalls } from './resume-handler.js';
-import { checkSameWorkspace, mergeSettings, SETTINGS_AT } from '../policy/settings.js';
+import { checkSameWorkspace } from '../policy/settings.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
 import { carriesAnswer, chooseDialect, namedCallIds, settingsOf } from '../wire/wire-decoder.js';
 import type { Decoders, NewTaskIntent, TaskIntent } from '../wire/wire-decoder.js';
-import type { RequestedSettings } from '../policy/settings.js';
-import type { ContextState } from '../runtime/live-task.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import type { TaskStore } from '../task-store.js';
-import type { Toolbox } from '../runtime/toolbox.js';
+import type { TaskFactory } from './task-factory.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 
 export interface MessageRouterOptions {
@@ -34,15 +31,9 @@ export interface MessageRouterOptions {
   loop: TurnLoop;
   store: TaskStore;
   cache: TaskCache;
-  toolbox: Toolbox;
   access: Access;
-  /**
-   * Checks a client-given MCP server URL before anything connects to it (the SSRF guard);
-   * resolves to a message naming the problem, or undefined.
-   */
-  checkMcpUrl?: (url: string, at: string) => Promise<string | undefined>;
-  /** Workspace of a context whose first message names none. */
-  defaultWorkspace: string;
+  /** Opens contexts and creates tasks (shared with the slash commands and the legacy REST routes). */
+  factory: TaskFactory;
   instanceId: string;
   leaseMs: number;
   /** WIRE_DIALECT: the dialect of a new task whose first message carries no marker of either. Default 'rfc'. */
@@ -79,13 +70,7 @@ function refuseContinuation(task: LiveTask, version: A2aVersion): void {
   throw unsupported(`Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${contextId}`);
 }
 
-/** The states in which a task holds its conversation (see checkContextFree). */
-const BUSY_STATES = ['input-required', 'auth-required', 'working', 'submitted'] as const;
-
 export class MessageRouter {
-  /** Per context: the start in progress (see exclusive). */
-  private readonly starting = new Map<string, Promise<void>>();
-
   constructor(private readonly opts: MessageRouterOptions) {}
 
   /**
@@ -124,14 +109,14 @@ export class MessageRouter {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
     const requested = settingsOf(intent);
-    task.pauseAuthority = this.authorityOf(caller);
+    task.pauseAuthority = this.opts.factory.authorityOf(caller);
     const stamped = { ...message, contextId: task.task.contextId };
     const authorizing = phaseStart();
     checkSameWorkspace(requested, task.context.workspace);
     // A context opened before its workspace was claimed (WORKSPACE_SHARING was shared then) is checked again here.
-    await this.checkWorkspace(caller, task.context.workspace);
+    await this.opts.factory.checkWorkspace(caller, task.context.workspace);
     access.checkSettings(caller, requested);
-    await this.checkMcpUrls(requested);
+    await this.opts.factory.checkMcpUrls(requested);
     phaseEnd('authorize', authorizing);
     await task.flush();
     const afterSeq = task.lastSeq;
@@ -158,7 +143,7 @@ export class MessageRouter {
         return claimed;
       });
       // Only once the answer was accepted; the calls run already, so a failure here fails the task.
-      await this.opts.loop.guard(task, 'applying the new settings', () => this.applySettings(task.context, requested));
+      await this.opts.loop.guard(task, 'applying the new settings', () => this.opts.factory.applySettings(task.context, requested));
       return { task, afterSeq: Math.max(afterSeq, from) };
     }
     if (carriesAnswer(intent)) {
@@ -166,56 +151,17 @@ export class MessageRouter {
       throw invalidParams(`Task ${task.id} is not waiting for a confirmation (state: ${task.state})`);
     }
     refuseContinuation(task, version);
-    await this.exclusive(task.context.id, async () => {
-      await this.checkContextFree(task.context.id, task.id);
-      await this.applySettings(task.context, requested);
+    await this.opts.factory.exclusive(task.context.id, async () => {
+      await this.opts.factory.checkContextFree(task.context.id, task.id);
+      await this.opts.factory.applySettings(task.context, requested);
       task.addUserMessage(stamped);
       this.opts.cache.hold(task);
       await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
-      task.publish({ type: 'state', state: 'working' });
+      startWorking(task);
       await task.flush();
     });
     this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq };
-  }
-
-  /**
-   * Runs `work` alone among this process's starts in the context: a check that the context is
-   * free and the start it allows (committed before the next check runs) cannot interleave with
-   * another's. (Two processes starting tasks in one context at the same instant are not kept
-   * apart: that needs a claim in the store.)
-   */
-  async exclusive<T>(contextId: string, work: () => Promise<T>): Promise<T> {
-    const before = this.starting.get(contextId) ?? Promise.resolve();
-    const mine = before.then(work, work);
-    const settled = mine.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.starting.set(contextId, settled);
-    try {
-      return await mine;
-    } finally {
-      if (this.starting.get(contextId) === settled) this.starting.delete(contextId);
-    }
-  }
-
-  /**
-   * One conversation, one model turn at a time: while a task of the context works or waits for
-   * approval, its function calls are open in the shared history, and another task's message
-   * there would break it. Throws unsupported (-32004) naming the busy task.
-   */
-  async checkContextFree(contextId: string, except?: string): Promise<void> {
-    const { tasks } = await this.opts.store.listTasks({ contextId, states: BUSY_STATES, limit: 2, offset: 0 });
-    const busy = tasks.find((t) => t.id !== except);
-    if (busy) {
-      const state = stateName(busy.status?.state);
-      const working = state === 'working' || state === 'submitted';
-      throw unsupported(
-        `Context ${contextId} is busy: task ${busy.id} is ${working ? 'still working' : 'waiting for approval'}; ` +
-          `${working ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
-      );
-    }
   }
 
   /**
@@ -240,11 +186,6 @@ export class MessageRouter {
     const contextId = live?.task.contextId ?? stored?.task.contextId ?? '';
     await this.recordDenials(taskId, contextId, owner, caller, 'denied_identity', hashes);
     this.opts.access.checkOwner(caller, owner, `task ${taskId}`);
-  }
-
-  /** What the caller may answer to a pause: auth-required pauses when it may not approve (runtime/pause.ts). */
-  private authorityOf(caller: Caller | undefined): PauseAuthority {
-    return { mayApprove: this.opts.access.canApprove(caller), approverRoles: this.opts.access.rules.approverRoles };
   }
 
   /** Records refused answers (tool call id → the hash of the card shown) at once: the request fails right after. */
@@ -289,113 +230,16 @@ export class MessageRouter {
     return stored.dialect;
   }
 
-  /** Client-given MCP URLs pass the SSRF guard. Throws invalidParams. */
-  async checkMcpUrls(requested: RequestedSettings | undefined, at = SETTINGS_AT): Promise<void> {
-    const check = this.opts.checkMcpUrl;
-    if (check === undefined) return;
-    for (const [name, cfg] of Object.entries(requested?.settings.mcpServers ?? {})) {
-      const url = (cfg as { url?: unknown }).url;
-      if (typeof url !== 'string') continue;
-      const bad = await check(url, `${at}.mcp_servers.${name}.url`);
-      if (bad !== undefined) throw invalidParams(bad);
-    }
-  }
-
-  /**
-   * Loads a context (the caller's own), or creates it with the requested settings; applies changed
-   * settings. `fresh`: the id was just made up here (a random UUID), so no context has it: it is
-   * created without looking it up first, and taken as created.
-   */
-  async openContext(
-    contextId: string,
-    requested: RequestedSettings | undefined,
-    caller: Caller | undefined,
-    fresh = false,
-  ): Promise<ContextState> {
-    const { store, cache, access } = this.opts;
-    access.checkSettings(caller, requested);
-    await this.checkMcpUrls(requested);
-    // The owner is checked before the context's tools (its MCP servers) start.
-    const ownerCheck = (c: { principal?: string }) => access.checkOwner(caller, c.principal, `context ${contextId}`);
-    let context = fresh ? undefined : await cache.loadContext(contextId, ownerCheck);
-    if (context) {
-      checkSameWorkspace(requested, context.workspace);
-      await this.checkWorkspace(caller, context.workspace);
-      await this.applySettings(context, requested);
-      return context;
-    }
-    const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
-    await this.checkWorkspace(caller, workspace);
-    const created = { id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) };
-    await store.createContext(created);
-    context = fresh
-      ? await cache.contextOf({ ...created, settings: structuredClone(created.settings), history: [], trustedTools: [] })
-      : await cache.loadContext(contextId, ownerCheck); // another process may have created it first
-    if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
-    checkSameWorkspace(requested, context.workspace);
-    return context;
-  }
-
-  /**
-   * When workspaces belong to principals (Access.ownsWorkspaces): the default workspace is
-   * everyone's, and so is no directory overlapping it; any other one is the caller's once it
-   * holds or claims it (the store decides between concurrent claims). Throws forbidden.
-   */
-  private async checkWorkspace(caller: Caller | undefined, workspace: string): Promise<void> {
-    const { access, defaultWorkspace } = this.opts;
-    if (!access.ownsWorkspaces || workspace === defaultWorkspace) return;
-    if (overlaps(workspace, defaultWorkspace)) throw access.workspaceSharedDefault(workspace, defaultWorkspace);
-    const principal = access.ownerFor(caller);
-    if (principal === undefined) throw forbidden(`workspace ${workspace} can only be opened by an authenticated caller`);
-    const claim = await this.opts.store.claimWorkspace(workspace, principal);
-    if (!claim.ok) throw access.workspaceTaken(caller, workspace, claim.conflict);
-  }
-
-  /** A later message changed the approval mode, allowed tools or MCP servers: store, and re-resolve tools. */
-  private async applySettings(context: ContextState, requested: RequestedSettings | undefined): Promise<void> {
-    const next = mergeSettings(context.settings, requested);
-    if (next === undefined) return;
-    await this.opts.store.updateContextSettings(context.id, next);
-    context.settings = next;
-    context.tools = await this.opts.toolbox.forContext(context);
-  }
-
   private async startTask(intent: NewTaskIntent, caller: Caller | undefined): Promise<Routed> {
     if (intent.refusal) throw intent.refusal;
     const { message, dialect } = intent;
     const contextId = message.contextId || randomUUID();
-    const context = await this.openContext(contextId, settingsOf(intent), caller, !message.contextId);
-    const task = await this.exclusive(context.id, async () => {
-      await this.checkContextFree(context.id);
-      return this.createTask(context, message, caller, { dialect });
+    const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, !message.contextId);
+    const task = await this.opts.factory.exclusive(context.id, async () => {
+      await this.opts.factory.checkContextFree(context.id);
+      return this.opts.factory.createTask(context, message, caller, { dialect });
     });
     this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq: 0 };
-  }
-
-  /**
-   * Creates a task in `context` for `message` (its first history entry) and publishes its
-   * snapshot and `working`; the caller sets it moving. `opts.metadata` goes on the Task.
-   */
-  async createTask(
-    context: ContextState,
-    message: Message,
-    caller: Caller | undefined,
-    opts: { metadata?: Record<string, unknown>; dialect?: WireDialect } = {},
-  ): Promise<LiveTask> {
-    const { store, cache } = this.opts;
-    const principal = this.opts.access.ownerFor(caller);
-    const taskId = randomUUID();
-    const stamped: Message = { ...message, taskId, contextId: context.id };
-    const snapshot = newTask(taskId, context.id, stamped);
-    if (opts.metadata !== undefined) snapshot.metadata = opts.metadata;
-    const lease = { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) };
-    await store.createTask(snapshot, principal, { lease, dialect: opts.dialect });
-    const task = cache.create(snapshot, context, principal, opts.dialect);
-    task.pauseAuthority = this.authorityOf(caller);
-    task.publishSnapshot();
-    task.publish({ type: 'state', state: 'working' });
-    await task.flush(); // committed: a check of the context from now on sees it working
-    return task;
   }
 }

@@ -19,7 +19,7 @@ import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
 import { approveCall, declineCall } from '../runtime/call-lifecycle.js';
-import { pauseEvent } from '../runtime/pause.js';
+import { pausing, resumeWorking } from '../runtime/task-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { AgentEvent } from '../wire/agent-events.js';
 import type { Answer, TaskIntent } from '../wire/wire-decoder.js';
@@ -164,7 +164,7 @@ export async function applyResume(
   if (plan.kind === 'reprompt') {
     const waiting = task.awaiting();
     const events: AgentEvent[] = waiting.map((call) => ({ type: 'tool-call', call: structuredClone(call.snapshot) }));
-    events.push(pauseEvent(task, waiting, plan.reason));
+    events.push(pausing(task, waiting, plan.reason));
     const seqs = await task.publishWhileAwaiting(
       waiting.map((c) => c.snapshot.id),
       events,
@@ -215,7 +215,7 @@ function startApproved(
     call.snapshot.input = e.snapshot.input;
   }
   task.addUserMessage(message);
-  task.setState('working');
+  resumeWorking(task);
   const toRun: TurnCall[] = [];
   for (const [call, { option, feedback }] of answers) {
     if (option === ConfirmationOptionId.cancel) {

@@ -13,6 +13,7 @@ import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
 import { CallerUser } from '../../protocol/caller.js';
 import { contentTypeUnsupported, RPC_ERROR_CODE } from '../../protocol/errors.js';
 import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
+import { isPaused } from '../../protocol/task-states.js';
 import type { Caller } from '../../protocol/caller.js';
 import { checkRequestFields, validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
@@ -50,8 +51,6 @@ const callers = new WeakMap<FastifyRequest, Caller>();
 
 /** Marks a body that was not valid JSON (answered PARSE_ERROR, HTTP 200, as JSON-RPC asks). */
 
-const PAUSE_STATES = new Set(['input-required', 'auth-required']);
-
 function rpcError(id: Envelope['id'], code: number, message: string): Envelope {
   return { jsonrpc: '2.0', id, error: { code, message } };
 }
@@ -74,7 +73,7 @@ function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
 /** v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4). */
 export function fixLegacyFinal(envelope: Envelope): Envelope {
   const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean } | undefined;
-  if (r?.kind === 'status-update' && PAUSE_STATES.has(r.status?.state ?? '')) r.final = true;
+  if (r?.kind === 'status-update' && isPaused(r.status?.state)) r.final = true;
   return envelope;
 }
 

@@ -6,10 +6,8 @@ import t from 'tap';
 import {
   abandonTurn,
   approveCall,
-  cancelTask,
   commandSummary,
   declineCall,
-  failTask,
   interruptCall,
   pausePrompt,
   proposeCall,
@@ -17,6 +15,7 @@ import {
   runCall,
   showCall,
 } from '../../../src/agent/runtime/call-lifecycle.js';
+import { cancelTask, failTask } from '../../../src/agent/runtime/task-lifecycle.js';
 import { hashShown } from '../../../src/agent/runtime/live-task.js';
 import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
 import { ToolFailure } from '../../../src/tools/tool.js';

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { SendMessageRequest } from '@a2a-js/sdk';
 import { Access } from '../../../src/agent/policy/access.js';
 import { MessageRouter } from '../../../src/agent/requests/message-router.js';
+import { TaskFactory } from '../../../src/agent/requests/task-factory.js';
 import { LegacyDecoder } from '../../../src/agent/wire/legacy-decoder.js';
 import { RfcDecoder } from '../../../src/agent/wire/rfc-decoder.js';
 import { textPart, userMessage as v1Message } from '../../../src/protocol/a2a.js';
@@ -235,9 +236,16 @@ t.test('two new tasks sent at once to one idle context: one runs, the other is r
     loop: core.loop,
     store: core.store,
     cache: core.cache,
-    toolbox: core.toolbox,
     access: new Access(),
-    defaultWorkspace: core.workspace,
+    factory: new TaskFactory({
+      store: core.store,
+      cache: core.cache,
+      toolbox: core.toolbox,
+      access: new Access(),
+      defaultWorkspace: core.workspace,
+      instanceId: core.instanceId,
+      leaseMs: core.leaseMs,
+    }),
     instanceId: core.instanceId,
     leaseMs: core.leaseMs,
   });
