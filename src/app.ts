@@ -15,6 +15,11 @@ import { buildAgentCard, buildExtendedCard, type ShellMode } from './protocol/ag
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
 import { EventHub } from './agent/runtime/event-hub.js';
 import { MessageRouter } from './agent/requests/message-router.js';
+import { TaskFactory } from './agent/requests/task-factory.js';
+import { RfcDecoder } from './agent/wire/rfc-decoder.js';
+import { LegacyDecoder } from './agent/wire/legacy-decoder.js';
+import type { Decoders } from './agent/wire/wire-decoder.js';
+import type { WorkspacePolicy } from './agent/policy/settings.js';
 import { DevtoolRequestHandler } from './agent/requests/request-handler.js';
 import { Supervisor } from './agent/runtime/supervisor.js';
 import { TaskCache } from './agent/runtime/task-cache.js';
@@ -407,16 +412,15 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
   });
   // With authentication, no client workspace may contain the server's own files (keys, the database).
   const workspacePolicy = { roots: config.workspaceRoots, protectedPaths: security.auth ? toolbox.protectedPaths.paths : [] };
+  const decoders = buildDecoders(schema, toolbox, workspacePolicy);
+  const factory = new TaskFactory({ store, cache, toolbox, access: security.access, ...factorySlice(config, security) });
   const router = new MessageRouter({
-    schema,
+    decoders,
     loop,
     store,
     cache,
-    toolbox,
     access: security.access,
-    checkMcpUrl: mcpUrlCheck(config, security),
-    workspacePolicy,
-    defaultWorkspace: config.workspaceDir,
+    factory,
     instanceId,
     leaseMs,
     defaultDialect: config.wireDialect,
@@ -432,9 +436,9 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     encoders,
     push: push.registry,
   });
-  const commands = new SlashCommands({ schema, router, loop });
+  const commands = new SlashCommands({ schema, factory, decoders, loop });
   const legacyRest = new LegacyRest({
-    router,
+    factory,
     commands,
     store,
     cache,
@@ -444,6 +448,18 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     workspacePolicy,
   });
   return { loop, cache, router, handler, commands, legacyRest, supervisor, runs, writes };
+}
+
+/** The task factory's slice of the config. */
+function factorySlice(config: Readonly<Config>, security: Security) {
+  const { instanceId, leaseMs } = config.store;
+  return { checkMcpUrl: mcpUrlCheck(config, security), defaultWorkspace: config.workspaceDir, instanceId, leaseMs };
+}
+
+/** One decoder per wire dialect, reading settings against the MCP layer and the workspace policy. */
+function buildDecoders(schema: DevtoolSchema, toolbox: Toolbox, workspacePolicy: WorkspacePolicy): Decoders {
+  const opts = { schema, checkServers: toolbox.checkServers.bind(toolbox), workspacePolicy };
+  return { rfc: new RfcDecoder(opts), legacy: new LegacyDecoder(opts) };
 }
 
 /** The card an authenticated caller reads (the tools listed): only where authentication is on. */

@@ -23,7 +23,8 @@ import type { ToolCallSnapshot } from './wire/agent-events.js';
 import type { WireDialect } from './wire/wire-encoder.js';
 
 /** `ready`: to run without asking; `awaiting`: waits for a person. */
-export type CallPhase = 'ready' | 'awaiting' | 'executing' | 'done';
+export type { CallPhase } from '../protocol/task-states.js';
+import type { CallPhase } from '../protocol/task-states.js';
 
 export interface StoredEvent {
   seq: number;

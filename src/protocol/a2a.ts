@@ -110,12 +110,3 @@ export function messageText(message: Message): string {
     .filter((s) => s !== '')
     .join('\n');
 }
-
-/** The JSON objects of a message's data parts, with their part index. */
-export function messageData(message: Message): Array<{ index: number; data: unknown }> {
-  const out: Array<{ index: number; data: unknown }> = [];
-  message.parts.forEach((p, index) => {
-    if (p.content?.$case === 'data') out.push({ index, data: p.content.value });
-  });
-  return out;
-}

@@ -21,6 +21,7 @@ import type { Part, StreamResponse, Task } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { stateName } from '../protocol/a2a.js';
+import { isPaused } from '../protocol/task-states.js';
 import type { PushSigner } from './push-signer.js';
 import type { PushConfigRecord, PushStore } from './push-store.js';
 import { backoffDelay, isRetryableStatus, PUSH_MAX_ATTEMPTS, PUSH_RETRY_BASE_MS, PUSH_RETRY_MAX_MS } from './retry-policy.js';
@@ -28,7 +29,6 @@ import { checkPushUrl, type LookupFn } from './ssrf-guard.js';
 import { NO_METRICS, type Metrics } from '../lib/metrics.js';
 
 /** A pause's push carries the waiting cards (auth-required is a pause too: the owner may decline). */
-const PAUSE_STATES = new Set(['input-required', 'auth-required']);
 
 /** An event of the task log (TaskStore.eventsAfter's shape). */
 export interface LoggedEvent {
@@ -212,7 +212,7 @@ export class PushDispatcher {
   async body(config: PushConfigRecord, ev: LoggedEvent, snapshot?: Task): Promise<{ body: string; contentType: string }> {
     let response = ev.response;
     const payload = response.payload;
-    if (payload?.$case === 'statusUpdate' && PAUSE_STATES.has(stateName(payload.value.status?.state))) {
+    if (payload?.$case === 'statusUpdate' && isPaused(stateName(payload.value.status?.state))) {
       // A client must be able to draw the approval card from the callback alone: the cards
       // waiting at this event (from the log, so a late delivery still carries them).
       const parts = await this.opts.sources.pendingParts(config.taskId, ev.seq);

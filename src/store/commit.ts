@@ -20,6 +20,7 @@ import type { WriteBatch } from '../agent/task-store.js';
 import { planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
 import { anyOf, rowsOf, type StoreDb } from './db.js';
 import { callToRow } from './mappers.js';
+import { CALL_PHASE_ORDER } from '../protocol/task-states.js';
 import { auditLog, contextHistory, contexts, events, tasks, toolCalls, trustGrants } from './schema.js';
 
 /**
@@ -201,8 +202,9 @@ function insertHistory(plan: BatchPlan): SQL {
     where x.c = any(array(select id from ${contexts} where id = ${anyOf(plan.history.map((h) => h.contextId))}))`;
 }
 
-/** The order of call phases: a stored call never moves back. */
-const phaseRank = (phase: SQL) => sql`(case ${phase} when 'awaiting' then 0 when 'ready' then 1 when 'executing' then 2 else 3 end)`;
+/** The order of call phases (protocol/task-states.ts): a stored call never moves back. */
+const PHASE_CASES = sql.raw(CALL_PHASE_ORDER.map((p, i) => `when '${p}' then ${i}`).join(' '));
+const phaseRank = (phase: SQL) => sql`(case ${phase} ${PHASE_CASES} end)`;
 
 /**
  * Inserts calls, or replaces them by id (every column but the key and the answer; updated_at

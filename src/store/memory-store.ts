@@ -37,6 +37,7 @@ import type { StoredSigningKey } from '../push/push-signer.js';
 import { stateName } from '../protocol/a2a.js';
 import { byCodeUnits, planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
 import { eventFromRow, taskFromJson, taskToJson } from './mappers.js';
+import { storedPhaseMoves } from '../protocol/task-states.js';
 import { belowPrefix, selfAndAncestors } from './workspace-paths.js';
 
 type Json = Record<string, unknown>;
@@ -240,15 +241,13 @@ function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
   return { tasks, history, calls: plan.calls.map(callIn), audit };
 }
 
-const PHASE_RANK: Readonly<Record<StoredCall['phase'], number>> = { awaiting: 0, ready: 1, executing: 2, done: 3 };
-
 /**
  * Inserts or replaces a staged call; the reminder mark and the answer of a replaced one stay, and
  * a replacement that would move its phase back, or from awaiting to ready, is ignored (saveCalls).
  */
 function putCall(db: MemoryDatabase, staged: StoredCall): void {
   const old = db.calls.get(staged.id);
-  if (old && (PHASE_RANK[staged.phase] < PHASE_RANK[old.call.phase] || (old.call.phase === 'awaiting' && staged.phase === 'ready'))) return;
+  if (old && !storedPhaseMoves(old.call.phase, staged.phase)) return;
   const { answer: _, ...rest } = staged;
   const answer = old ? old.call.answer : staged.answer;
   const call: StoredCall = answer === undefined ? rest : { ...rest, answer };

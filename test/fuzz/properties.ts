@@ -113,4 +113,3 @@ export async function runProperties(h: Harness, opts: RunOptions): Promise<Prope
   out.push(await check('streams', streams, opts.numRuns / 5));
   return out;
 }
-

@@ -2,6 +2,8 @@
 import type { Message } from '@a2a-js/sdk';
 import type { LiveTask, TurnCall } from '../../src/agent/runtime/live-task.js';
 import { planResume } from '../../src/agent/requests/resume-handler.js';
+import { RfcDecoder } from '../../src/agent/wire/rfc-decoder.js';
+import type { TaskIntent } from '../../src/agent/wire/wire-decoder.js';
 import { runTurn, startTask } from './core.js';
 import type { Core } from './core.js';
 
@@ -16,7 +18,14 @@ export async function pausedOn(core: Core, prompt: string): Promise<{ task: Live
 /** The task's calls by id, as the router hands them to planResume. */
 export const knownCalls = (task: LiveTask) => new Map(task.turn.map((c) => [c.snapshot.id, c]));
 
-export const planFor = (core: Core, task: LiveTask, message: Message) => planResume(task, message, core.schema, knownCalls(task));
+/** A message to a task, read by the RFC's decoder as the router reads it. */
+export function decoded(core: Core, message: Message): TaskIntent {
+  const intent = new RfcDecoder({ schema: core.schema, checkServers: () => undefined }).decode(message);
+  if (intent.kind === 'new-task') throw new Error('the message names no task');
+  return intent;
+}
+
+export const planFor = (core: Core, task: LiveTask, message: Message) => planResume(task, decoded(core, message), knownCalls(task));
 
 /** A ToolCallConfirmation's data. */
 export const confirmation = (id: string, option: string, extra: Record<string, unknown> = {}) => ({

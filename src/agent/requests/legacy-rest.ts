@@ -7,7 +7,7 @@
  */
 import type { Caller } from '../../protocol/caller.js';
 import { randomUUID } from 'node:crypto';
-import { messageText, newTask, stateName, STATE_TO_V1, userMessage } from '../../protocol/a2a.js';
+import { messageText, stateName } from '../../protocol/a2a.js';
 import { invalidParams, taskNotFound } from '../../protocol/errors.js';
 import type { GetAllSlashCommandsResponseJson } from '../../protocol/devtool-schema.js';
 import type { Access } from '../policy/access.js';
@@ -16,12 +16,12 @@ import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import type { TaskStore } from '../task-store.js';
 import type { Encoders } from '../wire/wire-encoder.js';
-import type { MessageRouter } from './message-router.js';
+import type { TaskFactory } from './task-factory.js';
 import type { SlashCommands } from './slash-commands.js';
 import { isObject } from '../../lib/is-object.js';
 
 export interface LegacyRestOptions {
-  router: MessageRouter;
+  factory: TaskFactory;
   commands: SlashCommands;
   store: TaskStore;
   cache: TaskCache;
@@ -74,20 +74,11 @@ export class LegacyRest {
    * does (`completed` here, `input-required` on its wire): its first message starts it.
    */
   private async createIdleTask(requested: RequestedSettings | undefined, contextId: string | undefined, caller: Caller | undefined) {
-    const { router, store, cache, access } = this.opts;
-    const context = await router.openContext(contextId || randomUUID(), requested, caller, !contextId);
-    return router.exclusive(context.id, async () => {
-      await router.checkContextFree(context.id);
-      const principal = access.ownerFor(caller);
-      const snapshot = newTask(randomUUID(), context.id, userMessage(context.id, []));
-      snapshot.history = [];
-      snapshot.status = { state: STATE_TO_V1.completed, message: undefined, timestamp: new Date().toISOString() };
-      await store.createTask(snapshot, principal, { dialect: 'legacy' });
-      const task = cache.create(snapshot, context, principal, 'legacy');
-      task.publishSnapshot();
-      await task.flush();
-      cache.forget(task);
-      return task.id;
+    const { factory } = this.opts;
+    const context = await factory.openContext(contextId || randomUUID(), requested, caller, !contextId);
+    return factory.exclusive(context.id, async () => {
+      await factory.checkContextFree(context.id);
+      return (await factory.createTask(context, undefined, caller, { dialect: 'legacy' })).id;
     });
   }
 

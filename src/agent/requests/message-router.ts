@@ -1,51 +1,39 @@
 /**
- * Decides what a `message/send` / `message/stream` means and sets the task moving:
- * a new task, answers to waiting tool calls (the resume handler), or a follow-up to a
- * completed task (RFC Appendix A step 10). Everything that can be refused is refused
- * here, before the first event, so a refusal is a plain JSON-RPC error and changes nothing.
+ * Sets a `message/send` / `message/stream` moving by what its dialect's decoder says it means
+ * (wire/wire-decoder.ts): a new task, answers to waiting tool calls (the resume handler), or a
+ * follow-up to a completed task (RFC Appendix A step 10). Everything that can be refused is
+ * refused here, before the first event, so a refusal is a plain JSON-RPC error and changes nothing.
  */
 import { randomUUID } from 'node:crypto';
-import type { Message, SendMessageRequest } from '@a2a-js/sdk';
-import { messageData, messageText, newTask, stateName } from '../../protocol/a2a.js';
+import type { SendMessageRequest } from '@a2a-js/sdk';
 import type { A2aVersion } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
-import { overlaps } from '../policy/access.js';
 import type { Access } from '../policy/access.js';
-import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
 import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
-import type { LiveTask, PauseAuthority, TurnCall } from '../runtime/live-task.js';
-import type { ModelPart } from '../model/model-client.js';
-import { applyResume, carriesConfirmation, namedCallIds, planResume } from './resume-handler.js';
+import type { LiveTask, TurnCall } from '../runtime/live-task.js';
+import { applyResume, planResume } from './resume-handler.js';
+import { startWorking } from '../runtime/task-lifecycle.js';
 import type { KnownCalls } from './resume-handler.js';
-import { checkSameWorkspace, isLegacySettings, mergeSettings, readLegacySettings, readSettings, SETTINGS_AT } from '../policy/settings.js';
-import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
+import { checkSameWorkspace } from '../policy/settings.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
-import { adaptLegacyOptions, fromLegacyAnswers, looksLikeLegacyAnswer } from './legacy-answers.js';
-import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
-import type { ContextState } from '../runtime/live-task.js';
+import { carriesAnswer, chooseDialect, namedCallIds, settingsOf } from '../wire/wire-decoder.js';
+import type { Decoders, NewTaskIntent, TaskIntent } from '../wire/wire-decoder.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import type { TaskStore } from '../task-store.js';
-import type { Toolbox } from '../runtime/toolbox.js';
+import type { TaskFactory } from './task-factory.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 
 export interface MessageRouterOptions {
-  schema: DevtoolSchema;
+  /** One decoder per dialect: a message is read once, by its task's. */
+  decoders: Decoders;
   loop: TurnLoop;
   store: TaskStore;
   cache: TaskCache;
-  toolbox: Toolbox;
   access: Access;
-  /**
-   * Checks a client-given MCP server URL before anything connects to it (the SSRF guard);
-   * resolves to a message naming the problem, or undefined.
-   */
-  checkMcpUrl?: (url: string, at: string) => Promise<string | undefined>;
-  /** Where clients may put workspaces (WORKSPACE_ROOTS, and the server's own files). */
-  workspacePolicy?: WorkspacePolicy;
-  /** Workspace of a context whose first message names none. */
-  defaultWorkspace: string;
+  /** Opens contexts and creates tasks (shared with the slash commands and the legacy REST routes). */
+  factory: TaskFactory;
   instanceId: string;
   leaseMs: number;
   /** WIRE_DIALECT: the dialect of a new task whose first message carries no marker of either. Default 'rfc'. */
@@ -56,15 +44,6 @@ export interface MessageRouterOptions {
 export interface Routed {
   task: LiveTask;
   afterSeq: number;
-}
-
-/** The model's view of a user message: its text, and any data parts as JSON. */
-function userParts(message: Message): ModelPart[] {
-  const parts: ModelPart[] = [];
-  const text = messageText(message);
-  if (text) parts.push({ text });
-  for (const { data } of messageData(message)) parts.push({ text: JSON.stringify(data) });
-  return parts.length > 0 ? parts : [{ text: '(empty message)' }];
 }
 
 /**
@@ -91,13 +70,7 @@ function refuseContinuation(task: LiveTask, version: A2aVersion): void {
   throw unsupported(`Task ${task.id} is ${task.state} and cannot be continued; start a new task in context ${contextId}`);
 }
 
-/** The states in which a task holds its conversation (see checkContextFree). */
-const BUSY_STATES = ['input-required', 'auth-required', 'working', 'submitted'] as const;
-
 export class MessageRouter {
-  /** Per context: the start in progress (see exclusive). */
-  private readonly starting = new Map<string, Promise<void>>();
-
   constructor(private readonly opts: MessageRouterOptions) {}
 
   /**
@@ -109,15 +82,17 @@ export class MessageRouter {
     const message = params.message;
     if (message === undefined) throw invalidParams('message is required');
     if (message.parts.length === 0) throw invalidParams('message.parts must not be empty');
-    if (!message.taskId) return this.startTask(message, caller);
-    // A legacy task's answers ({callId, outcome}) take the RFC's path from here on.
-    const answers = (await this.dialectOf(message.taskId)) === 'legacy' ? fromLegacyAnswers(message) : message;
-    if (this.opts.access.enabled) await this.refuseStranger(message.taskId, answers, caller);
-    const worked = this.opts.cache.peek(message.taskId) !== undefined;
-    const task = await this.opts.cache.get(message.taskId);
-    if (task === undefined) throw taskNotFound(message.taskId);
+    const taskId = message.taskId;
+    const dialect = taskId ? await this.dialectOf(taskId) : chooseDialect(message.metadata, this.opts.defaultDialect ?? 'rfc');
+    // The one reading of the message: everything below works on what it means.
+    const intent = this.opts.decoders[dialect].decode(message);
+    if (intent.kind === 'new-task') return this.startTask(intent, caller);
+    if (this.opts.access.enabled) await this.refuseStranger(taskId, intent, caller);
+    const worked = this.opts.cache.peek(taskId) !== undefined;
+    const task = await this.opts.cache.get(taskId);
+    if (task === undefined) throw taskNotFound(taskId);
     try {
-      return await this.continueTask(task, answers, caller, version);
+      return await this.continueTask(task, intent, caller, version);
     } catch (err) {
       // A refused message leaves nothing behind in memory: not even a copy it loaded of a task
       // that works elsewhere (nothing would ever bring that copy up to date).
@@ -127,27 +102,26 @@ export class MessageRouter {
     }
   }
 
-  private async continueTask(task: LiveTask, message: Message, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
-    const { schema, access } = this.opts;
+  private async continueTask(task: LiveTask, intent: TaskIntent, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
+    const { access } = this.opts;
+    const message = intent.message;
     if (message.contextId && message.contextId !== task.task.contextId) {
       throw invalidParams(`message.contextId "${message.contextId}" does not match task ${task.id} (context ${task.task.contextId})`);
     }
-    const requested = this.requestedSettings(message, task.dialect);
-    task.pauseAuthority = this.authorityOf(caller);
-    let stamped = { ...message, contextId: task.task.contextId };
+    const requested = settingsOf(intent);
+    task.pauseAuthority = this.opts.factory.authorityOf(caller);
+    const stamped = { ...message, contextId: task.task.contextId };
     const authorizing = phaseStart();
     checkSameWorkspace(requested, task.context.workspace);
     // A context opened before its workspace was claimed (WORKSPACE_SHARING was shared then) is checked again here.
-    await this.checkWorkspace(caller, task.context.workspace);
+    await this.opts.factory.checkWorkspace(caller, task.context.workspace);
     access.checkSettings(caller, requested);
-    await this.checkMcpUrls(requested);
+    await this.opts.factory.checkMcpUrls(requested);
     phaseEnd('authorize', authorizing);
     await task.flush();
     const afterSeq = task.lastSeq;
     if (task.awaiting().length > 0) {
-      const known = await this.knownCalls(task, stamped);
-      if (task.dialect === 'legacy') stamped = adaptLegacyOptions(stamped, known);
-      const plan = planResume(task, stamped, schema, known);
+      const plan = planResume(task, intent, await this.knownCalls(task, intent));
       if (plan.kind === 'decisions' && !access.canApprove(caller)) {
         const approving = plan.decisions.filter((d) => d.option !== ConfirmationOptionId.cancel);
         if (approving.length > 0) {
@@ -169,64 +143,25 @@ export class MessageRouter {
         return claimed;
       });
       // Only once the answer was accepted; the calls run already, so a failure here fails the task.
-      await this.opts.loop.guard(task, 'applying the new settings', () => this.applySettings(task.context, requested));
+      await this.opts.loop.guard(task, 'applying the new settings', () => this.opts.factory.applySettings(task.context, requested));
       return { task, afterSeq: Math.max(afterSeq, from) };
     }
-    if (carriesConfirmation(stamped, schema)) {
-      planResume(task, stamped, schema, await this.knownCalls(task, stamped)); // throws the precise reason
+    if (carriesAnswer(intent)) {
+      planResume(task, intent, await this.knownCalls(task, intent)); // throws the precise reason
       throw invalidParams(`Task ${task.id} is not waiting for a confirmation (state: ${task.state})`);
     }
     refuseContinuation(task, version);
-    await this.exclusive(task.context.id, async () => {
-      await this.checkContextFree(task.context.id, task.id);
-      await this.applySettings(task.context, requested);
+    await this.opts.factory.exclusive(task.context.id, async () => {
+      await this.opts.factory.checkContextFree(task.context.id, task.id);
+      await this.opts.factory.applySettings(task.context, requested);
       task.addUserMessage(stamped);
       this.opts.cache.hold(task);
       await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
-      task.publish({ type: 'state', state: 'working' });
+      startWorking(task);
       await task.flush();
     });
-    this.opts.loop.startTurn(task, userParts(stamped));
+    this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq };
-  }
-
-  /**
-   * Runs `work` alone among this process's starts in the context: a check that the context is
-   * free and the start it allows (committed before the next check runs) cannot interleave with
-   * another's. (Two processes starting tasks in one context at the same instant are not kept
-   * apart: that needs a claim in the store.)
-   */
-  async exclusive<T>(contextId: string, work: () => Promise<T>): Promise<T> {
-    const before = this.starting.get(contextId) ?? Promise.resolve();
-    const mine = before.then(work, work);
-    const settled = mine.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.starting.set(contextId, settled);
-    try {
-      return await mine;
-    } finally {
-      if (this.starting.get(contextId) === settled) this.starting.delete(contextId);
-    }
-  }
-
-  /**
-   * One conversation, one model turn at a time: while a task of the context works or waits for
-   * approval, its function calls are open in the shared history, and another task's message
-   * there would break it. Throws unsupported (-32004) naming the busy task.
-   */
-  async checkContextFree(contextId: string, except?: string): Promise<void> {
-    const { tasks } = await this.opts.store.listTasks({ contextId, states: BUSY_STATES, limit: 2, offset: 0 });
-    const busy = tasks.find((t) => t.id !== except);
-    if (busy) {
-      const state = stateName(busy.status?.state);
-      const working = state === 'working' || state === 'submitted';
-      throw unsupported(
-        `Context ${contextId} is busy: task ${busy.id} is ${working ? 'still working' : 'waiting for approval'}; ` +
-          `${working ? 'wait for it or cancel it' : 'answer or cancel it'} before starting another task in this conversation`,
-      );
-    }
   }
 
   /**
@@ -234,7 +169,7 @@ export class MessageRouter {
    * carried are recorded (`denied_identity`); the calls stay pending. Checked against the
    * store before the task (and its context's MCP servers) is loaded here.
    */
-  private async refuseStranger(taskId: string, message: Message, caller: Caller | undefined): Promise<void> {
+  private async refuseStranger(taskId: string, intent: TaskIntent, caller: Caller | undefined): Promise<void> {
     const live = this.opts.cache.known(taskId);
     const stored = live ? undefined : await this.opts.store.loadTask(taskId);
     if (!live && !stored) throw taskNotFound(taskId);
@@ -242,23 +177,15 @@ export class MessageRouter {
     if (this.opts.access.isOwner(caller, owner)) return;
     const turn = await this.opts.store.loadTurn(taskId);
     // Only calls the task really has are recorded: a stranger cannot fill the log with made-up ids.
-    const named = namedCallIds(message, this.opts.schema);
+    const named = namedCallIds(intent);
     const real = named.filter((id) => turn.some((c) => c.id === id));
-    const ids = named.length > 0 ? real : this.isYesNo(message) ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
+    // An answer naming no call (yes/no, or malformed) would answer every waiting one.
+    const yesNo = intent.kind !== 'follow-up';
+    const ids = named.length > 0 ? real : yesNo ? turn.filter((c) => c.phase === 'awaiting').map((c) => c.id) : [];
     const hashes = new Map(ids.map((id) => [id, turn.find((c) => c.id === id)?.shownHash]));
     const contextId = live?.task.contextId ?? stored?.task.contextId ?? '';
     await this.recordDenials(taskId, contextId, owner, caller, 'denied_identity', hashes);
     this.opts.access.checkOwner(caller, owner, `task ${taskId}`);
-  }
-
-  /** What the caller may answer to a pause: auth-required pauses when it may not approve (runtime/pause.ts). */
-  private authorityOf(caller: Caller | undefined): PauseAuthority {
-    return { mayApprove: this.opts.access.canApprove(caller), approverRoles: this.opts.access.rules.approverRoles };
-  }
-
-  /** A yes/no answer (text token or `{"confirmation": …}`) that names no call. */
-  private isYesNo(message: Message): boolean {
-    return carriesConfirmation(message, this.opts.schema) || /^(yes|no)$/.test(messageText(message).trim());
   }
 
   /** Records refused answers (tool call id → the hash of the card shown) at once: the request fails right after. */
@@ -284,42 +211,14 @@ export class MessageRouter {
   }
 
   /** The current turn's calls, plus earlier calls of this task that the message names. */
-  private async knownCalls(task: LiveTask, message: Message): Promise<KnownCalls> {
+  private async knownCalls(task: LiveTask, intent: TaskIntent): Promise<KnownCalls> {
     const known = new Map<string, TurnCall>(task.turn.map((c) => [c.snapshot.id, c]));
-    for (const id of namedCallIds(message, this.opts.schema)) {
+    for (const id of namedCallIds(intent)) {
       if (known.has(id)) continue;
       const stored = await this.opts.store.loadCall(id);
       if (stored && stored.taskId === task.id) known.set(id, this.opts.cache.fromStored(stored, task.context));
     }
     return known;
-  }
-
-  /**
-   * The AgentSettings a message carries, checked (workspace on disk, MCP configs): in a legacy
-   * task, its `coderAgent` agent-settings too. Throws invalidParams.
-   */
-  requestedSettings(message: Pick<Message, 'metadata'>, dialect: WireDialect = 'rfc', at?: string): RequestedSettings | undefined {
-    const rfc = readSettings(
-      message.metadata,
-      this.opts.schema,
-      (servers, where) => this.opts.toolbox.checkServers(servers, where),
-      at,
-      this.opts.workspacePolicy,
-    );
-    const legacy =
-      dialect === 'legacy' ? readLegacySettings(message.metadata?.coderAgent, undefined, this.opts.workspacePolicy) : undefined;
-    if (legacy === undefined || rfc === undefined) return legacy ?? rfc;
-    return { workspace: legacy.workspace ?? rfc.workspace, settings: { ...rfc.settings, ...legacy.settings } };
-  }
-
-  /**
-   * The dialect of a new task: legacy when its first message carries `coderAgent` agent-settings,
-   * the RFC's when it carries AgentSettings under the extension URI, else WIRE_DIALECT.
-   */
-  chooseDialect(message: Pick<Message, 'metadata'>): WireDialect {
-    if (isLegacySettings(message.metadata?.coderAgent)) return 'legacy';
-    if (message.metadata?.[DEVTOOL_EXTENSION_URI] !== undefined) return 'rfc';
-    return this.opts.defaultDialect ?? 'rfc';
   }
 
   /** The dialect of a stored task (the cached copy's when there is one). Throws taskNotFound. */
@@ -331,116 +230,16 @@ export class MessageRouter {
     return stored.dialect;
   }
 
-  /** Client-given MCP URLs pass the SSRF guard. Throws invalidParams. */
-  async checkMcpUrls(requested: RequestedSettings | undefined, at = SETTINGS_AT): Promise<void> {
-    const check = this.opts.checkMcpUrl;
-    if (check === undefined) return;
-    for (const [name, cfg] of Object.entries(requested?.settings.mcpServers ?? {})) {
-      const url = (cfg as { url?: unknown }).url;
-      if (typeof url !== 'string') continue;
-      const bad = await check(url, `${at}.mcp_servers.${name}.url`);
-      if (bad !== undefined) throw invalidParams(bad);
-    }
-  }
-
-  /**
-   * Loads a context (the caller's own), or creates it with the requested settings; applies changed
-   * settings. `fresh`: the id was just made up here (a random UUID), so no context has it: it is
-   * created without looking it up first, and taken as created.
-   */
-  async openContext(
-    contextId: string,
-    requested: RequestedSettings | undefined,
-    caller: Caller | undefined,
-    fresh = false,
-  ): Promise<ContextState> {
-    const { store, cache, access } = this.opts;
-    access.checkSettings(caller, requested);
-    await this.checkMcpUrls(requested);
-    // The owner is checked before the context's tools (its MCP servers) start.
-    const ownerCheck = (c: { principal?: string }) => access.checkOwner(caller, c.principal, `context ${contextId}`);
-    let context = fresh ? undefined : await cache.loadContext(contextId, ownerCheck);
-    if (context) {
-      checkSameWorkspace(requested, context.workspace);
-      await this.checkWorkspace(caller, context.workspace);
-      await this.applySettings(context, requested);
-      return context;
-    }
-    const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
-    await this.checkWorkspace(caller, workspace);
-    const created = { id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) };
-    await store.createContext(created);
-    context = fresh
-      ? await cache.contextOf({ ...created, settings: structuredClone(created.settings), history: [], trustedTools: [] })
-      : await cache.loadContext(contextId, ownerCheck); // another process may have created it first
-    if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
-    checkSameWorkspace(requested, context.workspace);
-    return context;
-  }
-
-  /**
-   * When workspaces belong to principals (Access.ownsWorkspaces): the default workspace is
-   * everyone's, and so is no directory overlapping it; any other one is the caller's once it
-   * holds or claims it (the store decides between concurrent claims). Throws forbidden.
-   */
-  private async checkWorkspace(caller: Caller | undefined, workspace: string): Promise<void> {
-    const { access, defaultWorkspace } = this.opts;
-    if (!access.ownsWorkspaces || workspace === defaultWorkspace) return;
-    if (overlaps(workspace, defaultWorkspace)) throw access.workspaceSharedDefault(workspace, defaultWorkspace);
-    const principal = access.ownerFor(caller);
-    if (principal === undefined) throw forbidden(`workspace ${workspace} can only be opened by an authenticated caller`);
-    const claim = await this.opts.store.claimWorkspace(workspace, principal);
-    if (!claim.ok) throw access.workspaceTaken(caller, workspace, claim.conflict);
-  }
-
-  /** A later message changed the approval mode, allowed tools or MCP servers: store, and re-resolve tools. */
-  private async applySettings(context: ContextState, requested: RequestedSettings | undefined): Promise<void> {
-    const next = mergeSettings(context.settings, requested);
-    if (next === undefined) return;
-    await this.opts.store.updateContextSettings(context.id, next);
-    context.settings = next;
-    context.tools = await this.opts.toolbox.forContext(context);
-  }
-
-  private async startTask(message: Message, caller: Caller | undefined): Promise<Routed> {
-    const dialect = this.chooseDialect(message);
-    const answers = messageData(message).some(({ data }) => dialect === 'legacy' && looksLikeLegacyAnswer(data));
-    if (answers || carriesConfirmation(message, this.opts.schema)) {
-      throw invalidParams('message.taskId is required to answer a tool call (the answer names no task)');
-    }
+  private async startTask(intent: NewTaskIntent, caller: Caller | undefined): Promise<Routed> {
+    if (intent.refusal) throw intent.refusal;
+    const { message, dialect } = intent;
     const contextId = message.contextId || randomUUID();
-    const context = await this.openContext(contextId, this.requestedSettings(message, dialect), caller, !message.contextId);
-    const task = await this.exclusive(context.id, async () => {
-      await this.checkContextFree(context.id);
-      return this.createTask(context, message, caller, { dialect });
+    const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, !message.contextId);
+    const task = await this.opts.factory.exclusive(context.id, async () => {
+      await this.opts.factory.checkContextFree(context.id);
+      return this.opts.factory.createTask(context, message, caller, { dialect });
     });
-    this.opts.loop.startTurn(task, userParts(task.task.history[0] ?? message));
+    this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq: 0 };
-  }
-
-  /**
-   * Creates a task in `context` for `message` (its first history entry) and publishes its
-   * snapshot and `working`; the caller sets it moving. `opts.metadata` goes on the Task.
-   */
-  async createTask(
-    context: ContextState,
-    message: Message,
-    caller: Caller | undefined,
-    opts: { metadata?: Record<string, unknown>; dialect?: WireDialect } = {},
-  ): Promise<LiveTask> {
-    const { store, cache } = this.opts;
-    const principal = this.opts.access.ownerFor(caller);
-    const taskId = randomUUID();
-    const stamped: Message = { ...message, taskId, contextId: context.id };
-    const snapshot = newTask(taskId, context.id, stamped);
-    if (opts.metadata !== undefined) snapshot.metadata = opts.metadata;
-    const lease = { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) };
-    await store.createTask(snapshot, principal, { lease, dialect: opts.dialect });
-    const task = cache.create(snapshot, context, principal, opts.dialect);
-    task.pauseAuthority = this.authorityOf(caller);
-    task.publishSnapshot();
-    task.publish({ type: 'state', state: 'working' });
-    await task.flush(); // committed: a check of the context from now on sees it working
-    return task;
   }
 }

@@ -49,7 +49,7 @@ import type { MessageRouter } from './message-router.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import type { StoredEvent, TaskStore } from '../task-store.js';
 import type { Encoders, WireDialect } from '../wire/wire-encoder.js';
-import { cancelTask } from '../runtime/call-lifecycle.js';
+import { cancelTask } from '../runtime/task-lifecycle.js';
 import { PAUSED, TERMINAL } from '../wire/agent-events.js';
 import type { TaskStateName } from '../wire/agent-events.js';
 

@@ -7,23 +7,22 @@
  * An answer may carry the user's feedback for the model (protocol/answer-feedback.ts): in its DataPart,
  * or as the message's text beside a single answer.
  *
+ * The message arrives decoded (wire/wire-decoder.ts: its answers, checked on their own);
  * `planResume` only reads and throws `invalidParams` before anything changes, so a bad
  * answer leaves the task waiting. `applyResume` claims every answered call synchronously
  * (before any await), so the same call can never run twice.
  */
 import type { Message } from '@a2a-js/sdk';
-import { messageData, messageText } from '../../protocol/a2a.js';
-import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
+import { attachTextFeedback } from '../../protocol/answer-feedback.js';
 import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
 import { approveCall, declineCall } from '../runtime/call-lifecycle.js';
-import { pauseEvent } from '../runtime/pause.js';
+import { pausing, resumeWorking } from '../runtime/task-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { AgentEvent } from '../wire/agent-events.js';
-import { attachTextFeedback, checkFeedback } from '../../protocol/answer-feedback.js';
-import { isObject } from '../../lib/is-object.js';
+import type { Answer, TaskIntent } from '../wire/wire-decoder.js';
 
 export interface Decision {
   call: TurnCall;
@@ -35,16 +34,6 @@ export interface Decision {
 
 export type ResumePlan = { kind: 'decisions'; decisions: Decision[] } | { kind: 'reprompt'; reason: string };
 
-const YES_NO = new Map([
-  ['yes', ConfirmationOptionId.proceedOnce],
-  ['no', ConfirmationOptionId.cancel],
-]);
-
-/** True when the message carries anything shaped like an answer to a tool call. */
-export function carriesConfirmation(message: Message, schema: DevtoolSchema): boolean {
-  return messageData(message).some(({ data }) => schema.looksLikeToolCallConfirmation(data) || (isObject(data) && 'confirmation' in data));
-}
-
 function describeAnswered(call: TurnCall): string {
   const id = call.snapshot.id;
   if (call.answer === undefined) return `tool call ${id} needed no answer (it ran without asking; status ${call.snapshot.status})`;
@@ -52,8 +41,9 @@ function describeAnswered(call: TurnCall): string {
   return `tool call ${id} was already answered (${call.answer}; status ${call.snapshot.status})`;
 }
 
-/** Finds the call a confirmation names and checks the chosen option. Throws invalidParams. */
-function decide(task: LiveTask, known: KnownCalls, at: string, id: string, option: string, newContent: string | undefined): Decision {
+/** Finds the call an answer names and checks the chosen option. Throws invalidParams. */
+function decide(task: LiveTask, known: KnownCalls, answer: Omit<Answer, 'feedback'>): Decision {
+  const { at, callId: id, editedContent: newContent } = answer;
   const call = known.get(id);
   const waiting = task.awaiting();
   if (call === undefined) {
@@ -63,6 +53,8 @@ function decide(task: LiveTask, known: KnownCalls, at: string, id: string, optio
   }
   if (call.phase !== 'awaiting') throw invalidParams(`${at}.tool_call_id: ${describeAnswered(call)}`);
   const offered = call.snapshot.confirmation?.options.map((o) => o.id) ?? [];
+  let option = answer.option;
+  if (!offered.includes(option) && answer.orOffered !== undefined && offered.includes(answer.orOffered)) option = answer.orOffered;
   if (!offered.includes(option)) {
     throw invalidParams(`${at}.selected_option_id: "${option}" was not offered for ${id} (offered: ${offered.join(', ')})`);
   }
@@ -78,61 +70,31 @@ function decide(task: LiveTask, known: KnownCalls, at: string, id: string, optio
 /** Calls a message may name: the current turn's, plus earlier ones it names (loaded by the caller). */
 export type KnownCalls = ReadonlyMap<string, TurnCall>;
 
-/** The tool_call_ids a message's confirmations name (well-formed or not). */
-export function namedCallIds(message: Message, schema: DevtoolSchema): string[] {
-  const ids: string[] = [];
-  for (const { data } of messageData(message)) {
-    if (!schema.looksLikeToolCallConfirmation(data)) continue;
-    const parsed = schema.parseToolCallConfirmation(data, '');
-    if (parsed.ok) ids.push(parsed.value.tool_call_id);
+/**
+ * Reads a decoded message sent to a task with waiting calls against those calls (the message
+ * itself was checked by its decoder). Throws invalidParams; changes nothing.
+ */
+export function planResume(task: LiveTask, intent: TaskIntent, known: KnownCalls): ResumePlan {
+  if (intent.kind === 'answers') {
+    if (intent.refusal) throw intent.refusal;
+    return {
+      kind: 'decisions',
+      decisions: intent.answers.map((answer) => {
+        const decision = decide(task, known, answer);
+        if (answer.feedback !== undefined) decision.feedback = answer.feedback;
+        return decision;
+      }),
+    };
   }
-  return ids;
-}
-
-/** Reads a message sent to a task with waiting calls. Throws invalidParams; changes nothing. */
-export function planResume(task: LiveTask, message: Message, schema: DevtoolSchema, known: KnownCalls): ResumePlan {
+  if (intent.kind === 'follow-up') return { kind: 'reprompt', reason: 'That reply is not an answer to the waiting tool call.' };
   const waiting = task.awaiting();
-  const decisions: Decision[] = [];
-  let firstAt = '';
-  let yesNo: { token: string; at: string } | undefined;
-  for (const { index, data } of messageData(message)) {
-    const at = `message.parts[${index}].data`;
-    if (isObject(data) && 'confirmation' in data && !schema.looksLikeToolCallConfirmation(data)) {
-      const token = typeof data.confirmation === 'string' ? data.confirmation.trim() : '';
-      if (!YES_NO.has(token)) throw invalidParams(`${at}.confirmation must be "yes" or "no"`);
-      yesNo = { token, at };
-      continue;
-    }
-    if (!schema.looksLikeToolCallConfirmation(data)) continue;
-    const parsed = schema.parseToolCallConfirmation(data, at);
-    if (!parsed.ok) throw invalidParams(parsed.message);
-    const { tool_call_id: id, selected_option_id: option, new_content: newContent, feedback } = parsed.value;
-    if (decisions.some((d) => d.call.snapshot.id === id)) {
-      throw invalidParams(`${at}.tool_call_id: ${id} is answered twice in this message`);
-    }
-    const decision = decide(task, known, at, id, option, newContent);
-    if (feedback !== undefined) decision.feedback = checkFeedback(feedback, `${at}.feedback`);
-    if (decisions.length === 0) firstAt = at;
-    decisions.push(decision);
-  }
-  const text = messageText(message).trim();
-  if (decisions.length > 0) {
-    if (yesNo) throw invalidParams(`${yesNo.at}: send either ToolCallConfirmations or a yes/no answer, not both`);
-    attachTextFeedback(decisions, text, firstAt);
-    return { kind: 'decisions', decisions };
-  }
-  const token = yesNo?.token ?? text;
-  if (YES_NO.has(token)) {
-    if (waiting.length === 1) {
-      const option = YES_NO.get(token) as string;
-      const decision = decide(task, known, 'message', (waiting[0] as TurnCall).snapshot.id, option, undefined);
-      // Beside a {"confirmation": …} DataPart, the text is that answer's feedback; a text token is the answer itself.
-      if (yesNo) attachTextFeedback([decision], text, yesNo.at);
-      return { kind: 'decisions', decisions: [decision] };
-    }
-    return { kind: 'reprompt', reason: `"${token}" is ambiguous: ${waiting.length} tool calls are waiting.` };
-  }
-  return { kind: 'reprompt', reason: 'That reply is not an answer to the waiting tool call.' };
+  if (waiting.length !== 1)
+    return { kind: 'reprompt', reason: `"${intent.token}" is ambiguous: ${waiting.length} tool calls are waiting.` };
+  const only = (waiting[0] as TurnCall).snapshot.id;
+  const decision = decide(task, known, { callId: only, option: intent.option, at: 'message' });
+  // Beside a {"confirmation": …} DataPart, the text is that answer's feedback; a text token is the answer itself.
+  if (intent.at !== undefined) attachTextFeedback([decision], intent.text, intent.at);
+  return { kind: 'decisions', decisions: [decision] };
 }
 
 type Answers = Map<TurnCall, { option: string; newContent?: string; feedback?: string }>;
@@ -202,7 +164,7 @@ export async function applyResume(
   if (plan.kind === 'reprompt') {
     const waiting = task.awaiting();
     const events: AgentEvent[] = waiting.map((call) => ({ type: 'tool-call', call: structuredClone(call.snapshot) }));
-    events.push(pauseEvent(task, waiting, plan.reason));
+    events.push(pausing(task, waiting, plan.reason));
     const seqs = await task.publishWhileAwaiting(
       waiting.map((c) => c.snapshot.id),
       events,
@@ -253,7 +215,7 @@ function startApproved(
     call.snapshot.input = e.snapshot.input;
   }
   task.addUserMessage(message);
-  task.setState('working');
+  resumeWorking(task);
   const toRun: TurnCall[] = [];
   for (const [call, { option, feedback }] of answers) {
     if (option === ConfirmationOptionId.cancel) {

@@ -25,13 +25,17 @@ import type { ProtectedPaths } from '../../tools/index.js';
 import { autoApproval, serverGrant } from '../policy/approval-policy.js';
 import type { ContextState, LiveTask } from '../runtime/live-task.js';
 import { MEMORY_FILE, readMemory, withMemory } from '../runtime/memory.js';
-import type { MessageRouter } from './message-router.js';
+import { endTurn } from '../runtime/task-lifecycle.js';
+import type { TaskFactory } from './task-factory.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
+import type { Decoders } from '../wire/wire-decoder.js';
 
 export interface SlashCommandsOptions {
   schema: DevtoolSchema;
-  router: MessageRouter;
+  factory: TaskFactory;
+  /** Reads the AgentSettings in a command's metadata (the RFC's decoder). */
+  decoders: Decoders;
   loop: TurnLoop;
 }
 
@@ -133,7 +137,7 @@ export class SlashCommands {
    * its own; default RFC).
    */
   async execute(params: unknown, caller?: Caller, dialect: WireDialect = 'rfc'): Promise<ExecuteSlashCommandResponseJson> {
-    const { schema, router } = this.opts;
+    const { schema, factory } = this.opts;
     if (typeof params !== 'object' || params === null || Array.isArray(params))
       throw invalidParams('params must be an ExecuteSlashCommandRequest object');
     const { metadata, ...rest } = params as Record<string, unknown>;
@@ -158,8 +162,8 @@ export class SlashCommands {
       return failed(`${label} takes no arguments (got "${args.trim()}")`);
     }
     const at = `params.metadata["${DEVTOOL_EXTENSION_URI}"]`;
-    const requested = router.requestedSettings({ metadata }, 'rfc', at);
-    const context = await router.openContext(contextId ?? randomUUID(), requested, caller, contextId === undefined);
+    const requested = this.opts.decoders.rfc.settings(metadata as Record<string, unknown> | undefined, at);
+    const context = await factory.openContext(contextId ?? randomUUID(), requested, caller, contextId === undefined);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
     const message = userMessage(context.id, [textPart(text)]);
@@ -167,9 +171,9 @@ export class SlashCommands {
     const taskMetadata = direct ? { [DEVTOOL_EXTENSION_URI]: { slash_command: label } } : undefined;
     let task: LiveTask;
     try {
-      task = await router.exclusive(context.id, async () => {
-        if (!direct) await router.checkContextFree(context.id);
-        return router.createTask(context, message, caller, { metadata: taskMetadata, dialect });
+      task = await factory.exclusive(context.id, async () => {
+        if (!direct) await factory.checkContextFree(context.id);
+        return factory.createTask(context, message, caller, { metadata: taskMetadata, dialect });
       });
     } catch (err) {
       if (isUnsupported(err)) return failed(err.message); // the conversation is busy
@@ -184,7 +188,7 @@ export class SlashCommands {
     switch (started.kind) {
       case 'text':
         task.publish({ type: 'text', delta: started.text });
-        task.publish({ type: 'state', state: 'completed' });
+        endTurn(task, { state: 'completed' });
         await task.flush();
         return 'STARTED';
       case 'model':

@@ -15,6 +15,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
+import { CALL_MOVES } from '../../protocol/task-states.js';
 import { ToolFailure } from '../../tools/tool.js';
 import type { AnyTool, ToolProposal, ToolResult } from '../../tools/tool.js';
 import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
@@ -25,15 +26,8 @@ import type { ModelFunctionCall, ModelPart } from '../model/model-client.js';
 import type { ToolSet } from './toolbox.js';
 import type { ToolCallSnapshot } from '../wire/agent-events.js';
 
-const NEXT: Readonly<Record<CallPhase, readonly CallPhase[]>> = {
-  awaiting: ['ready', 'done'],
-  ready: ['executing', 'awaiting', 'done'],
-  executing: ['done'],
-  done: [],
-};
-
 function move(call: TurnCall, to: CallPhase): void {
-  if (!NEXT[call.phase].includes(to)) throw new Error(`tool call ${call.snapshot.id} cannot move from ${call.phase} to ${to}`);
+  if (!CALL_MOVES[call.phase].includes(to)) throw new Error(`tool call ${call.snapshot.id} cannot move from ${call.phase} to ${to}`);
   call.phase = to;
 }
 
@@ -455,7 +449,7 @@ export function abandonTurn(task: LiveTask, reason: string): void {
 }
 
 /** Closes every open call of the turn because the task ends: waiting ones CANCELLED, running ones FAILED. */
-function closeOpenCalls(task: LiveTask, reason: string, principal: string | undefined): void {
+export function closeOpenCalls(task: LiveTask, reason: string, principal: string | undefined): void {
   for (const call of task.turn) {
     if (call.phase === 'awaiting') declineCall(task, call, { reason, type: 'cancelled', principal });
     else if (call.phase !== 'done') {
@@ -463,30 +457,6 @@ function closeOpenCalls(task: LiveTask, reason: string, principal: string | unde
       task.audit({ toolCallId: call.snapshot.id, decision: 'failed', detail: { error: { message: reason, type: 'task_failed' } } });
     }
   }
-}
-
-/**
- * Ends the task `failed` with `reason` (shown to the client as text and in the event's error):
- * open calls are closed, the turn is abandoned, and whatever still runs for it is aborted.
- * Nothing is published after it.
- */
-export function failTask(task: LiveTask, reason: string): void {
-  if (task.halted) return;
-  closeOpenCalls(task, `The task failed before this call finished: ${reason}`, undefined);
-  abandonTurn(task, reason);
-  task.modelRunning = false;
-  task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
-  task.abort.abort();
-}
-
-/** Ends the task `canceled` on a client's request: open calls CANCELLED, the running tool and model aborted. */
-export function cancelTask(task: LiveTask, principal: string | undefined): void {
-  for (const call of task.turn) {
-    if (call.phase !== 'done') declineCall(task, call, { reason: 'The task was canceled.', type: 'cancelled', principal });
-  }
-  abandonTurn(task, 'The task was canceled.');
-  task.publish({ type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
-  task.abort.abort();
 }
 
 /** How a slash command's own calls ended, for its completed event. */

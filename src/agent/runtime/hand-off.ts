@@ -5,7 +5,8 @@
  * then every write is committed and every lease this instance holds is released, so another
  * instance takes the tasks over at once (a paused task's answer, a sweep of what was left).
  */
-import { failTask, interruptCall } from './call-lifecycle.js';
+import { interruptCall } from './call-lifecycle.js';
+import { failTask } from './task-lifecycle.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
 import type { TaskCache } from './task-cache.js';

@@ -16,8 +16,9 @@
  */
 import { Background } from '../../lib/background.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
-import { declineCall, failTask, interruptCall } from './call-lifecycle.js';
-import { pauseEvent } from './pause.js';
+import { BUSY_STATES } from '../../protocol/task-states.js';
+import { declineCall, interruptCall } from './call-lifecycle.js';
+import { failTask, pauseTask } from './task-lifecycle.js';
 import { PAUSED } from '../wire/agent-events.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -127,7 +128,7 @@ export class Supervisor {
 
   private async interrupt(task: LiveTask, calls: StoredCall[]): Promise<void> {
     // A claimed call may die before its EXECUTING event lands, so a paused task can hold one too.
-    if (!['working', 'submitted', 'input-required', 'auth-required'].includes(task.state)) return;
+    if (!BUSY_STATES.includes(task.state)) return;
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
     if (calls.length === 0) {
       const stranded = await this.pauseStranded(task);
@@ -197,7 +198,7 @@ export class Supervisor {
     const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
     const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
     const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
-    task.publish(pauseEvent(task, task.awaiting(), `Reminder: ${names} will be cancelled ${when} unless answered.`));
+    pauseTask(task, task.awaiting(), `Reminder: ${names} will be cancelled ${when} unless answered.`);
     await task.flush();
   }
 

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Background } from '../../lib/background.js';
 import { isStoreUnavailable } from '../../protocol/errors.js';
-import { failTask } from './call-lifecycle.js';
+import { failTask } from './task-lifecycle.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
 

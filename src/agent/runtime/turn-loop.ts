@@ -4,8 +4,8 @@
  * Every path ends in exactly one of: `input-required`, `completed`, `failed`.
  * Runs are detached from requests through TaskRuns, so an error fails its task, never the process.
  */
-import { pauseEvent } from './pause.js';
-import { abandonTurn, commandSummary, proposeCall, rejudgeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
+import { endTurn, failTask, pauseTask } from './task-lifecycle.js';
+import { commandSummary, proposeCall, rejudgeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
 import { memoryInstruction } from './memory.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -148,7 +148,7 @@ export class TurnLoop {
     if (stored.some((c) => c.phase === 'ready' || c.phase === 'executing')) return; // its runner settles
     const waiting = stored.filter((c) => c.phase === 'awaiting');
     if (waiting.length > 0) {
-      task.publish(pauseEvent(task, waiting));
+      pauseTask(task, waiting);
       return;
     }
     if (!(await this.opts.store.closeTurn(task.id, task.turnNo))) return; // another process continued
@@ -158,7 +158,7 @@ export class TurnLoop {
         stored.map((c) => c.snapshot),
       );
       task.turn = [];
-      task.publish({ type: 'state', state: 'completed', text });
+      endTurn(task, { state: 'completed', text });
       return;
     }
     const responses = stored.map((c) => c.response).filter((p): p is ModelPart => p !== undefined);
@@ -179,8 +179,7 @@ export class TurnLoop {
       if (task.halted) return;
       if (calls.length === 0) {
         const direct = outcome?.reply === 'message' && outcome.state === 'completed' && task.steps === 1 && task.isFirstMessage();
-        task.publish({
-          type: 'state',
+        endTurn(task, {
           state: outcome?.state ?? 'completed',
           ...(outcome?.text !== undefined ? { text: outcome.text } : {}),
           ...(direct ? { reply: 'message' as const } : {}),
@@ -191,7 +190,7 @@ export class TurnLoop {
       await this.runReady(task, task.turn);
     } catch (err) {
       if (!(err instanceof ModelError)) throw err; // TaskRuns fails the task and logs it
-      this.failModel(task, err);
+      failTask(task, `Model call failed: ${err.message}`); // the model's reason names no internals
       return;
     } finally {
       // Before any end above is committed (its commit releases the task only when it is idle).
@@ -206,14 +205,6 @@ export class TurnLoop {
       const delta = `MCP server "${s.name}" is unavailable: ${s.error ?? s.status}. Its tools cannot be used in this conversation.\n\n`;
       task.publish({ type: 'text', delta });
     }
-  }
-
-  /** The model failed for good: the task fails with the model's reason (it names no internals). */
-  private failModel(task: LiveTask, err: ModelError): void {
-    if (task.halted) return;
-    const reason = `Model call failed: ${err.message}`;
-    abandonTurn(task, reason);
-    task.publish({ type: 'state', state: 'failed', text: reason, error: reason });
   }
 
   /** Streams one model turn (with retries before the first part) and returns its function calls and outcome. */

@@ -61,11 +61,5 @@ export type AgentEvent =
   | { type: 'thought'; subject: string; description: string }
   | { type: 'artifact'; artifact: AgentArtifact };
 
-/**
- * The pauses: the task waits for its client. `auth-required` when the waiting calls need an
- * approver role the task's principal lacks (A2A TaskState AUTH_REQUIRED), `input-required` otherwise.
- */
-export const PAUSED: ReadonlySet<TaskStateName> = new Set(['input-required', 'auth-required']);
-/** States after which a stream ends (the client must send something, or the task is over). */
-export const PAUSE_OR_TERMINAL: ReadonlySet<TaskStateName> = new Set([...PAUSED, 'completed', 'failed', 'canceled', 'rejected']);
-export const TERMINAL: ReadonlySet<TaskStateName> = new Set(['completed', 'failed', 'canceled', 'rejected']);
+/** The state sets live once, in protocol/task-states.ts. */
+export { PAUSED, PAUSE_OR_TERMINAL, TERMINAL } from '../../protocol/task-states.js';

@@ -12,6 +12,7 @@ import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1MethodToLegacyJsonRpc } from '@a2a-js/sdk/compat/v0_3';
 import { contentTypeUnsupported, RPC_ERROR_CODE, storeUnavailableError, streamFailure } from '../../protocol/errors.js';
 import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
+import { isPaused } from '../../protocol/task-states.js';
 import type { Caller } from '../../protocol/caller.js';
 import { checkRequestFields, validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
@@ -48,8 +49,6 @@ export type Envelope = {
   error?: { code: number; message: string; data?: unknown };
 };
 
-const PAUSE_STATES = new Set(['input-required', 'auth-required']);
-
 export function rpcError(id: Envelope['id'], code: number, message: string): Envelope {
   return { jsonrpc: '2.0', id, error: { code, message } };
 }
@@ -74,7 +73,7 @@ function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
 /** v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4). */
 export function fixLegacyFinal(envelope: Envelope): Envelope {
   const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean } | undefined;
-  if (r?.kind === 'status-update' && PAUSE_STATES.has(r.status?.state ?? '')) r.final = true;
+  if (r?.kind === 'status-update' && isPaused(r.status?.state)) r.final = true;
   return envelope;
 }
 

@@ -7,10 +7,8 @@ import { createHash } from 'node:crypto';
 import {
   abandonTurn,
   approveCall,
-  cancelTask,
   commandSummary,
   declineCall,
-  failTask,
   interruptCall,
   pausePrompt,
   proposeCall,
@@ -18,6 +16,7 @@ import {
   runCall,
   showCall,
 } from '../../../src/agent/runtime/call-lifecycle.js';
+import { cancelTask, failTask } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
 import { ToolFailure } from '../../../src/tools/tool.js';
 import type { AnyTool } from '../../../src/tools/tool.js';

@@ -10,9 +10,12 @@ import path from 'node:path';
 import type { Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { LegacyEncoder, legacyStatus } from '../../../src/agent/wire/legacy-encoder.js';
 import type { ToolCallSnapshot } from '../../../src/agent/wire/agent-events.js';
-import { adaptLegacyOptions, fromLegacyAnswers } from '../../../src/agent/requests/legacy-answers.js';
+import { LegacyDecoder } from '../../../src/agent/wire/legacy-decoder.js';
+import type { TaskIntent } from '../../../src/agent/wire/wire-decoder.js';
+import { planResume } from '../../../src/agent/requests/resume-handler.js';
 import type { KnownCalls } from '../../../src/agent/requests/resume-handler.js';
-import type { TurnCall } from '../../../src/agent/runtime/live-task.js';
+import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
+import { loadDevtoolSchema } from '../../../src/protocol/devtool-schema.js';
 import { readLegacySettings } from '../../../src/agent/policy/settings.js';
 import { dataPart, newTask, STATE_TO_V1, textPart, userMessage } from '../../../src/protocol/a2a.js';
 import { forbidden, httpErrorOf, invalidParams, taskNotFound, unsupported } from '../../../src/protocol/errors.js';
@@ -136,50 +139,66 @@ const msg = (...data: unknown[]): Message => ({
   ),
   taskId: 't',
 });
-const dataOf = (m: Message, i = 0) => {
-  const c = m.parts[i]?.content;
-  return c?.$case === 'data' ? c.value : undefined;
-};
 
-t.test('legacy answers become ToolCallConfirmations', async (t) => {
-  const plain = msg('yes');
-  t.equal(fromLegacyAnswers(plain), plain, 'nothing to rewrite');
-  t.same(dataOf(fromLegacyAnswers(msg({ callId: 'a', outcome: 'proceed_once' }))), {
-    tool_call_id: 'a',
-    selected_option_id: 'proceed_once',
-  });
-  t.same(dataOf(fromLegacyAnswers(msg('note', { callId: 'a', outcome: 'proceed_once', newContent: 'x' })), 1), {
-    tool_call_id: 'a',
-    selected_option_id: 'modify_with_editor',
-    file_details: { new_content: 'x' },
-  });
-  t.throws(() => fromLegacyAnswers(msg({ outcome: 'cancel' })), /callId must be/);
-  t.throws(() => fromLegacyAnswers(msg({ callId: 'a' })), /outcome must be one of/);
-  t.throws(() => fromLegacyAnswers(msg({ callId: 'a', outcome: 'proceed_once', newContent: 3 })), /newContent must be a string/);
-  t.same(dataOf(fromLegacyAnswers(msg({ callId: 'a', outcome: 'cancel', feedback: 'not now' }))), {
-    tool_call_id: 'a',
-    selected_option_id: 'cancel',
-    feedback: 'not now',
-  });
-  t.throws(
-    () => fromLegacyAnswers(msg({ callId: 'a', outcome: 'cancel', feedback: 3 })),
-    /^message\.parts\[0\]\.data\.feedback must be a string$/,
-  );
-  const call = (options: string[]) =>
-    ({ snapshot: { confirmation: { options: options.map((id) => ({ id, name: id })) } } }) as unknown as TurnCall;
-  const known: KnownCalls = new Map([
-    ['b', call(['proceed_once', 'proceed_always', 'cancel'])],
-    ['m', call(['proceed_once', 'proceed_always_tool', 'proceed_always_server', 'cancel'])],
-    ['s', call(['proceed_once', 'cancel'])],
+t.test('legacy answers, read by the legacy decoder', async (t) => {
+  const legacy = new LegacyDecoder({ schema: loadDevtoolSchema(), checkServers: () => undefined });
+  const answersOf = (m: Message) => {
+    const intent = legacy.decode(m);
+    if (intent.kind !== 'answers') return intent.kind;
+    if (intent.refusal) throw intent.refusal;
+    return intent.answers;
+  };
+  t.equal(answersOf(msg('yes')), 'yes-no', 'a text token is no legacy answer');
+  t.strictSame(answersOf(msg({ callId: 'a', outcome: 'proceed_once' })), [
+    { callId: 'a', option: 'proceed_once', at: 'message.parts[0].data' },
   ]);
-  const adapt = (id: string, option: string) =>
-    dataOf(adaptLegacyOptions(msg({ tool_call_id: id, selected_option_id: option }), known))?.selected_option_id;
-  t.equal(adapt('b', 'proceed_always_tool'), 'proceed_always', 'built-in: proceed_always_tool acts as proceed_always');
-  t.equal(adapt('b', 'proceed_always_server'), 'proceed_always');
-  t.equal(adapt('m', 'proceed_always_tool'), 'proceed_always_tool', 'MCP keeps its own');
-  t.equal(adapt('s', 'proceed_always_tool'), 'proceed_always_tool', 'no always offered: left for the resume handler to refuse');
-  t.equal(adapt('b', 'proceed_once'), 'proceed_once');
-  t.equal(dataOf(adaptLegacyOptions(msg('text'), known)), undefined);
+  t.strictSame(answersOf(msg('note', { callId: 'a', outcome: 'proceed_once', newContent: 'x' })), [
+    { callId: 'a', option: 'modify_with_editor', at: 'message.parts[1].data', editedContent: 'x', feedback: 'note' },
+  ]);
+  t.throws(() => answersOf(msg({ outcome: 'cancel' })), /callId must be/);
+  t.throws(() => answersOf(msg({ callId: 'a' })), /outcome must be one of/);
+  t.throws(() => answersOf(msg({ callId: 'a', outcome: 'proceed_once', newContent: 3 })), /newContent must be a string/);
+  t.strictSame(answersOf(msg({ callId: 'a', outcome: 'cancel', feedback: 'not now' })), [
+    { callId: 'a', option: 'cancel', at: 'message.parts[0].data', feedback: 'not now' },
+  ]);
+  t.throws(() => answersOf(msg({ callId: 'a', outcome: 'cancel', feedback: 3 })), /^message\.parts\[0\]\.data\.feedback must be a string$/);
+  const unnamed = legacy.decode({ ...msg({ callId: 'a', outcome: 'cancel' }), taskId: '' });
+  t.equal(
+    unnamed.kind === 'new-task' ? unnamed.refusal?.message : unnamed.kind,
+    'message.taskId is required to answer a tool call (the answer names no task)',
+  );
+
+  const call = (id: string, options: string[]) =>
+    ({ phase: 'awaiting', snapshot: { id, confirmation: { options: options.map((o) => ({ id: o, name: o })) } } }) as unknown as TurnCall;
+  const calls = [
+    call('b', ['proceed_once', 'proceed_always', 'cancel']),
+    call('m', ['proceed_once', 'proceed_always_tool', 'proceed_always_server', 'cancel']),
+    call('s', ['proceed_once', 'cancel']),
+  ];
+  const task = { id: 't', state: 'input-required', awaiting: () => calls } as unknown as LiveTask;
+  const known: KnownCalls = new Map(calls.map((c) => [c.snapshot.id, c]));
+  const chosen = (data: Record<string, unknown>) => {
+    try {
+      const plan = planResume(task, legacy.decode(msg(data)) as TaskIntent, known);
+      return plan.kind === 'decisions' ? plan.decisions[0]?.option : plan.reason;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  t.equal(
+    chosen({ callId: 'b', outcome: 'proceed_always_tool' }),
+    'proceed_always',
+    'built-in: proceed_always_tool acts as proceed_always',
+  );
+  t.equal(chosen({ callId: 'b', outcome: 'proceed_always_server' }), 'proceed_always');
+  t.equal(chosen({ tool_call_id: 'b', selected_option_id: 'proceed_always_tool' }), 'proceed_always', 'in a ToolCallConfirmation too');
+  t.equal(chosen({ callId: 'm', outcome: 'proceed_always_tool' }), 'proceed_always_tool', 'MCP keeps its own');
+  t.match(
+    chosen({ callId: 's', outcome: 'proceed_always_tool' }),
+    /"proceed_always_tool" was not offered for s/,
+    'no always offered: refused',
+  );
+  t.equal(chosen({ callId: 'b', outcome: 'proceed_once' }), 'proceed_once');
 });
 
 t.test('legacy settings', async (t) => {

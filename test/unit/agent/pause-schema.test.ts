@@ -12,6 +12,7 @@ import { answerSchema, INPUT_SCHEMA_DIALECT, pauseEvent } from '../../../src/age
 import { planResume } from '../../../src/agent/requests/resume-handler.js';
 import { ConfirmationOptionId } from '../../../src/protocol/extension.js';
 import { answer, makeCore, runTurn, startTask } from '../../support/core.js';
+import { decoded } from '../../support/resume.js';
 import type { Core } from '../../support/core.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -52,7 +53,7 @@ function corpus(ids: string[]): Array<Record<string, unknown>> {
 /** Does planResume take this one ToolCallConfirmation as a decision (no invalidParams)? */
 function handlerAccepts(core: Core, task: LiveTask, data: Record<string, unknown>): { ok: boolean; options: string[] } {
   try {
-    const plan = planResume(task, answer(task, data), core.schema, new Map(task.turn.map((c) => [c.snapshot.id, c])));
+    const plan = planResume(task, decoded(core, answer(task, data)), new Map(task.turn.map((c) => [c.snapshot.id, c])));
     return plan.kind === 'decisions' ? { ok: true, options: plan.decisions.map((d) => d.option) } : { ok: false, options: [] };
   } catch {
     return { ok: false, options: [] };

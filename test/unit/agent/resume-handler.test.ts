@@ -7,11 +7,12 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import type { Message } from '@a2a-js/sdk';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
-import { applyResume, carriesConfirmation, namedCallIds, planResume } from '../../../src/agent/requests/resume-handler.js';
+import { applyResume, planResume } from '../../../src/agent/requests/resume-handler.js';
+import { carriesAnswer, namedCallIds } from '../../../src/agent/wire/wire-decoder.js';
 import type { ClaimFn, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
 import { answer, auditOf, logOf, makeCore, runTurn, settled, shape, startTask, storedState } from '../../support/core.js';
 import type { Core } from '../../support/core.js';
-import { confirmation, pausedOn, planFor } from '../../support/resume.js';
+import { confirmation, decoded, pausedOn, planFor } from '../../support/resume.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -130,27 +131,31 @@ t.test('an earlier call, or one that needed no answer, is refused as already ans
   await resume(core, task, answer(task, 'yes'));
   t.equal(task.state, 'completed');
   const done = calls[0];
-  t.throws(() => planResume(task, answer(task, conf(done.snapshot.id, 'proceed_once')), core.schema, new Map([[done.snapshot.id, done]])), {
-    message: new RegExp(`tool_call_id: tool call ${done.snapshot.id} was already answered \\(proceed_once; status SUCCEEDED\\)`),
-  });
+  t.throws(
+    () => planResume(task, decoded(core, answer(task, conf(done.snapshot.id, 'proceed_once'))), new Map([[done.snapshot.id, done]])),
+    {
+      message: new RegExp(`tool_call_id: tool call ${done.snapshot.id} was already answered \\(proceed_once; status SUCCEEDED\\)`),
+    },
+  );
   const read = await startTask(core, { text: 'look' });
   await runTurn(core, read);
   const ran = (await core.store.loadTurn(read.id))[0];
   const asKnown = core.cache.fromStored(ran, read.context);
-  t.throws(() => planResume(read, answer(read, conf(ran.id, 'proceed_once')), core.schema, new Map([[ran.id, asKnown]])), {
+  t.throws(() => planResume(read, decoded(core, answer(read, conf(ran.id, 'proceed_once'))), new Map([[ran.id, asKnown]])), {
     message: /needed no answer \(it ran without asking; status SUCCEEDED\)/,
   });
 });
 
-t.test('carriesConfirmation and namedCallIds', async (t) => {
+t.test('carriesAnswer and namedCallIds', async (t) => {
   const core = await makeCore(t);
   const { task } = await paused(core, 'edit');
-  t.ok(carriesConfirmation(answer(task, { confirmation: 'yes' }), core.schema));
-  t.ok(carriesConfirmation(answer(task, { toolCallId: 'x' }), core.schema));
-  t.notOk(carriesConfirmation(answer(task, 'yes'), core.schema), 'a text token is not a data answer');
-  t.notOk(carriesConfirmation(answer(task, { other: 1 }), core.schema));
-  t.same(
-    namedCallIds(answer(task, conf('a', 'cancel'), { tool_call_id: 7 }, conf('b', 'proceed_once')), core.schema),
+  const carries = (m: Message) => carriesAnswer(decoded(core, m));
+  t.ok(carries(answer(task, { confirmation: 'yes' })));
+  t.ok(carries(answer(task, { toolCallId: 'x' })));
+  t.notOk(carries(answer(task, 'yes')), 'a text token is not a data answer');
+  t.notOk(carries(answer(task, { other: 1 })));
+  t.strictSame(
+    namedCallIds(decoded(core, answer(task, conf('a', 'cancel'), { tool_call_id: 7 }, conf('b', 'proceed_once')))),
     ['a', 'b'],
     'well-formed ones only',
   );

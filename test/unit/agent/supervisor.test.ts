@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { cancelTask } from '../../../src/agent/runtime/call-lifecycle.js';
+import { cancelTask } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
 import type { NewTaskOptions, StoredCall, WriteBatch } from '../../../src/agent/task-store.js';

@@ -6,7 +6,8 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { approveCall, cancelTask } from '../../../src/agent/runtime/call-lifecycle.js';
+import { approveCall } from '../../../src/agent/runtime/call-lifecycle.js';
+import { cancelTask } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { ModelError } from '../../../src/agent/model/model-client.js';
 import type { ModelChunk } from '../../../src/agent/model/model-client.js';
