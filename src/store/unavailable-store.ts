@@ -13,18 +13,20 @@ function translate(err: unknown): never {
 
 /** `store`, with its connection-class failures rejected as StoreUnavailableError. */
 export function unavailableAware<T extends object>(store: T): T {
-  const wrapped = new Map<PropertyKey, unknown>();
+  // Keyed by the function itself, not its name: a store may hand out another function under
+  // the same name later (a proxy, a method replaced at run time), and that one is what runs.
+  const wrapped = new WeakMap<object, unknown>();
   return new Proxy(store, {
     get(target, key, receiver) {
       const value: unknown = Reflect.get(target, key, receiver);
       if (typeof value !== 'function' || key === 'constructor') return value;
-      let fn = wrapped.get(key);
+      let fn = wrapped.get(value);
       if (fn === undefined) {
         fn = function unavailableAware(...args: unknown[]): unknown {
           const out: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
           return out instanceof Promise ? out.catch(translate) : out;
         };
-        wrapped.set(key, fn);
+        wrapped.set(value, fn);
       }
       return fn;
     },
