@@ -36,7 +36,9 @@ import { DatabaseBlip, faultyStore } from '../../support/faulty-store.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
-const INTERNAL = /^Internal error while (.+) \(reference ([0-9a-f]{8}) in the server log\); the task cannot go on\.$/;
+/** A run's failure as its task shows it: a bug, or (a DatabaseBlip) the store out of reach, which the client may retry. */
+const INTERNAL =
+  /^(?:Internal error|The task store became unavailable) while (.+) \(reference ([0-9a-f]{8}) in the server log\); the task cannot go on\.(?: Send the message again in a moment\.)?$/;
 
 /** Approves every waiting call as the resume handler does (claim in the store first), then runs them. */
 async function approveAll(core: Core, task: LiveTask, option = 'proceed_once'): Promise<void> {
