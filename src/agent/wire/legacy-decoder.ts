@@ -17,7 +17,8 @@ import { invalidParams } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { readLegacySettings } from '../policy/settings.js';
 import type { RequestedSettings } from '../policy/settings.js';
-import { decodeMessage, decodeSettings, isObject, readRfcData, RfcDecoder } from './rfc-decoder.js';
+import { isObject } from '../../lib/is-object.js';
+import { decodeMessage, decodeSettings, readRfcData, RfcDecoder } from './rfc-decoder.js';
 import type { DecoderOptions, PartReading } from './rfc-decoder.js';
 import type { Answer, Intent, WireDecoder } from './wire-decoder.js';
 

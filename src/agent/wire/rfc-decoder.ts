@@ -8,6 +8,7 @@
  * Everything the message alone can refuse is found here, in one walk over its parts; whether an
  * answer fits the task (the call exists, waits, offers the option) is the resume handler's.
  */
+import { isObject } from '../../lib/is-object.js';
 import type { Message } from '@a2a-js/sdk';
 import { attachTextFeedback, checkFeedback } from '../../protocol/answer-feedback.js';
 import type { DevtoolSchema } from '../../protocol/devtool-schema.js';
@@ -24,10 +25,6 @@ export const YES_NO: ReadonlyMap<string, string> = new Map([
   ['yes', ConfirmationOptionId.proceedOnce],
   ['no', ConfirmationOptionId.cancel],
 ]);
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** What the walk over a message's parts found so far. */
 export class PartReading {
