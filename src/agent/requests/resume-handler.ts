@@ -18,7 +18,7 @@ import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
-import { approveCall, declineCall } from '../runtime/call-lifecycle.js';
+import { applyEdit, approveCall, declineCall } from '../runtime/call-lifecycle.js';
 import { pausing, resumeWorking } from '../runtime/task-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { AgentEvent } from '../wire/agent-events.js';
@@ -210,17 +210,13 @@ function startApproved(
   loop: TurnLoop,
 ): void {
   if (task.halted) return; // canceled (or failed) while the claim was decided: nothing runs
-  for (const [call, e] of edited) {
-    call.args = e.args;
-    call.snapshot.input = e.snapshot.input;
-  }
+  for (const [call, e] of edited) applyEdit(call, e);
   task.addUserMessage(message);
   resumeWorking(task);
   const toRun: TurnCall[] = [];
   for (const [call, { option, feedback }] of answers) {
     if (option === ConfirmationOptionId.cancel) {
-      call.answer = option;
-      declineCall(task, call, { principal, feedback });
+      declineCall(task, call, { principal, feedback, answer: option });
       continue;
     }
     approveCall(task, call, option, principal, feedback, { covered: !named.has(call) });

@@ -267,9 +267,10 @@ export function approveCall(
 export function declineCall(
   task: LiveTask,
   call: TurnCall,
-  how: { reason?: string; type?: DeclineType; principal?: string; feedback?: string } = {},
+  how: { reason?: string; type?: DeclineType; principal?: string; feedback?: string; answer?: string } = {},
 ): void {
   const { reason = 'The user declined this tool call.', type = 'declined', principal, feedback } = how;
+  if (how.answer !== undefined) call.answer = how.answer; // a person's answer (cancel), recorded with the decline
   const toModel = feedback !== undefined ? `${reason} Their feedback: ${feedback}` : `${reason} Do not retry it unless the user asks.`;
   // A task's cancel closes running calls too: only a card that waited ends a confirmation flow.
   if (call.phase === 'awaiting') task.metrics.cardClosed(call.snapshot.id, DECLINE_OUTCOME[type], call.proposedAt);
@@ -283,6 +284,15 @@ export function declineCall(
     shownHash: call.shownHash,
     ...feedbackDetail(feedback),
   });
+}
+
+/**
+ * A person's edit (modify_with_editor) becomes the call's arguments and its card's input. Only
+ * once their answer's claim was won: a losing answer never changes what the winner runs.
+ */
+export function applyEdit(call: TurnCall, edit: { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }): void {
+  call.args = edit.args;
+  call.snapshot.input = edit.snapshot.input;
 }
 
 /**
