@@ -269,9 +269,9 @@ export function reconnectBackoff(failures: number): number {
  * What every postgres.js client of the store is opened with.
  * - `backoff`: see reconnectBackoff.
  * - `connect_timeout` (postgres.js: 30 s): an address that does not answer (failover) fails in 5 s.
- * (`fetch_types` stays on: without it concurrent transactions on reserved connections hang. Its
- * per-connection array-type query rejects unhandled when the connection is lost during it;
- * main.ts logs that rejection instead of exiting.)
+ * (`fetch_types` stays on, postgres.js's default. The vendored driver, devtool.2, handles the
+ * per-connection array-type query's rejection when the connection is lost during it, and keeps
+ * a `reserve()` that opens a new connection with or without it; see docs/operations.md.)
  */
 const DRIVER_OPTIONS = {
   onnotice: () => {},

@@ -145,8 +145,10 @@ async function flow(url: string): Promise<FlowEnd | undefined> {
   // An answer refused as "not waiting" or "cannot take it now" (the task failed for the outage
   // between tasks/get and the answer) is no fault when the task then turns out failed for it.
   const stale: string[] = [];
+  let last = 'none';
   while (Date.now() < deadline) {
     const now = await taskState(url, taskId);
+    last = `${now.state}${now.card ? ` (card ${now.card.tool_call_id} pending)` : ''}`;
     if (now.state === 'completed') {
       faults.push(...stale);
       return { kind: 'completed', taskId, workspace };
@@ -162,12 +164,13 @@ async function flow(url: string): Promise<FlowEnd | undefined> {
       message: confirmMessage(taskId, contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
     });
     const err = errorOf(answer);
+    last += `; answered: ${err === undefined ? 'ok' : JSON.stringify(err)}`;
     if (err === undefined) continue;
     const tolerate = err.code === -32602 || err.code === -32004;
     retryableOrFault(`message/stream (answer) of ${taskId}`, answer, err, tolerate ? stale : undefined);
     await sleep(300);
   }
-  faults.push(`flow of task ${taskId} did not end within ${FLOW_DEADLINE_MS} ms`);
+  faults.push(`flow of task ${taskId} did not end within ${FLOW_DEADLINE_MS} ms (last seen: ${last})`);
   return undefined;
 }
 

@@ -4,6 +4,7 @@
  * two-store cases (notifications, concurrent appends, claim races) cross real connections.
  */
 import t from 'tap';
+import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { sql } from 'drizzle-orm';
@@ -141,7 +142,7 @@ if (url === undefined || url === '') {
 
   // postgres.js 3.4.9 throws an uncaught TypeError from a setImmediate when a connection's socket
   // closed under a pending write (porsager/postgres#1154, #1208): the process died whenever
-  // PostgreSQL restarted under load. The vendored driver (vendor/postgres-3.4.9-devtool.1.tgz)
+  // PostgreSQL restarted under load. The vendored driver (vendor/postgres-3.4.9-devtool.2.tgz)
   // settles those writes with CONNECTION_CLOSED. Unpatched, this test ends the test process.
   // Backends are picked by an application_name of this test's own: other test files share the database.
   const own = (name: string) => `${url}${url.includes('?') ? '&' : '?'}application_name=${name}`;
@@ -158,9 +159,60 @@ if (url === undefined || url === '') {
     await new Promise((r) => setTimeout(r, 200));
     for (let i = 0; i < 3; i++) await t.rejects(reserved`select 1`, { code: 'CONNECTION_CLOSED' }, `statement ${i + 1} rejects`);
     reserved.release();
-    // The released connection rejects once more (its socket is gone), then the pool reconnects.
+    // The pool reconnects (unpatched, the released dead connection rejected once more first).
     let rows: unknown;
     for (let i = 0; i < 5 && rows === undefined; i++) rows = await client`select 1 as one`.catch(() => undefined);
     t.same(rows, [{ one: 1 }], 'the pool works again');
   });
+
+  // The hang after a PostgreSQL restart under load (docs/operations.md "Database outages"):
+  // postgres.js 3.4.9 ran a reserved handle's statements on its connection after that connection
+  // had closed. The first statement with parameters moved the dead connection into the pool's
+  // `full` list (out of `closed`, so it never reconnected) and the next one — the transaction's
+  // ROLLBACK — waited in the reservation's queue for ever; the store's write batch behind it
+  // never settled, and every stream with it. devtool.2 rejects them with CONNECTION_CLOSED.
+  // Without the patch the `settles` deadlines below fail (the promise never settles).
+  const settles = <T>(p: Promise<T>, what: string): Promise<T> =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} never settled`)), 15_000).unref())]);
+  /** A pool of one connection, and a promise for its next close. */
+  const single = (t: Test, fetchTypes: boolean) => {
+    const name = `one_${randomBytes(4).toString('hex')}`;
+    let closed = () => {};
+    const client = postgres(own(name), { max: 1, onnotice: () => {}, fetch_types: fetchTypes, onclose: () => closed() });
+    t.teardown(() => client.end({ timeout: 1 }));
+    return { client, name, nextClose: () => new Promise<void>((r) => (closed = r)) };
+  };
+
+  t.test('a reserved connection closed mid-transaction: statements and ROLLBACK reject, the pool reconnects', async (t) => {
+    const { client, name, nextClose } = single(t, true);
+    const reserved = await client.reserve();
+    await reserved`begin`;
+    await reserved`select ${1}::int as one`;
+    const gone = nextClose();
+    await terminate(name);
+    await gone;
+    await t.rejects(settles(reserved`select ${2}::int as two`, 'a statement after the close'), { code: 'CONNECTION_CLOSED' });
+    await t.rejects(settles(reserved`rollback`, 'the ROLLBACK'), { code: 'CONNECTION_CLOSED' });
+    reserved.release();
+    t.same(await settles(client`select ${3}::int as three`, 'the pool'), [{ three: 3 }], 'the only connection rejoined the pool');
+  });
+
+  for (const fetchTypes of [true, false]) {
+    t.test(`a reserve() waiting when the connection closes gets the reconnected one (fetch_types ${fetchTypes})`, async (t) => {
+      // The waiting request is taken from the queue to open the connection again; postgres.js
+      // 3.4.9 dropped it once the connection was ready (fetch_types on: never resolved; off: the
+      // connection also stayed in `connecting`, lost to the pool).
+      const { client, name, nextClose } = single(t, fetchTypes);
+      const first = await client.reserve();
+      const waiting = client.reserve();
+      const gone = nextClose();
+      await terminate(name);
+      await gone;
+      first.release();
+      const second = await settles(waiting, 'the waiting reserve()');
+      t.same(await settles(second`select ${4}::int as four`, 'a statement on it'), [{ four: 4 }]);
+      second.release();
+      t.same(await settles(client`select 5 as five`, 'the pool'), [{ five: 5 }], 'the pool works after the release');
+    });
+  }
 }
