@@ -6,7 +6,7 @@
  * consistency checker (checker.ts) goes over every task of the round.
  *
  * Rounds on the embedded PGlite (DATA_DIR) and, when TEST_DATABASE_URL is set, on a fresh
- * PostgreSQL database: 2 each, 10 each with CHAOS_LONG=1 (`npm run chaos`). CHAOS_SEED
+ * PostgreSQL database: 1 each in `npm test`, 10 each with CHAOS_LONG=1 (`npm run chaos`). CHAOS_SEED
  * replays a run's kill moments (the seed is printed).
  */
 import t from 'tap';
@@ -23,7 +23,7 @@ import { eventsSeen, random, SEED } from './kill-moment.js';
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
 const LONG = process.env.CHAOS_LONG === '1';
-const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? (LONG ? 10 : 2));
+const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? (LONG ? 10 : 1));
 const FLOWS = 30;
 const LEASE_MS = 1500;
 /** The clients start this far apart, so the load ramps up and the kill finds flows at every step. */

@@ -7,7 +7,7 @@
  * consistency checker (checker.ts) goes over every task of the round on B, and a new A joins
  * for the next round.
  *
- * PostgreSQL only (the embedded PGlite is one process by construction). 2 rounds, 10 with
+ * PostgreSQL only (the embedded PGlite is one process by construction). 1 round in `npm test`, 10 with
  * CHAOS_LONG=1; CHAOS_SEED replays a run's kill moments.
  */
 import t from 'tap';
@@ -20,7 +20,7 @@ import type { FlowRecord } from './flows.js';
 import { eventsSeen, random, SEED } from './kill-moment.js';
 
 const LONG = process.env.CHAOS_LONG === '1';
-const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? (LONG ? 10 : 2));
+const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? (LONG ? 10 : 1));
 const FLOWS = 30;
 const LEASE_MS = 1500;
 const STAGGER_MS = 20;

@@ -76,7 +76,7 @@ export interface SpawnOptions {
   workspace?: string;
   /** The model script (AGENT_MODEL_SCRIPT); TEST_SCRIPT when absent. */
   script?: ModelScript;
-  /** How long to wait for the agent card, ms (default 30 s; a fresh PGlite data directory takes 15 s or more to create). */
+  /** How long to wait for the agent card, ms (default READY_MS). */
   readyTimeoutMs?: number;
   /** Listen on this port (a restart that clients must find at the same address, e.g. a browser page); default: a free one. */
   port?: number;
@@ -97,6 +97,13 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * How long a child server may take to answer its agent card: 90 s. A fresh PGlite data
+ * directory takes seconds to make, and `npm test` runs several process-starting files at once
+ * on two cores (the chaos suites among them); a boot is not what these tests measure.
+ */
+const READY_MS = 90_000;
 
 /** Starts `node --import tsx src/main.ts` and waits until its agent card answers. */
 export async function spawnServer(t: Teardown, opts: SpawnOptions = {}): Promise<ServerProcess> {
@@ -155,7 +162,7 @@ async function spawnOnce(t: Teardown, workspace: string, scriptFile: string, opt
     clearTimeout(timer);
   });
   const url = `http://127.0.0.1:${port}/`;
-  const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? READY_MS);
   for (;;) {
     if (done) {
       const { code, signal } = await exited;
@@ -172,7 +179,7 @@ async function spawnOnce(t: Teardown, workspace: string, scriptFile: string, opt
     }
     if (Date.now() > deadline) {
       await kill('SIGKILL');
-      throw new Error(`server process not ready within ${opts.readyTimeoutMs ?? 30_000} ms:\n${out}`);
+      throw new Error(`server process not ready within ${opts.readyTimeoutMs ?? READY_MS} ms:\n${out}`);
     }
     await sleep(100);
   }
