@@ -20,6 +20,16 @@ const call = (name: string, args: Record<string, unknown>) => ({ functionCall: {
  * side effect), live output for a while (a call's EXECUTING cards, which compaction supersedes),
  * one `end` line when it finishes.
  */
+/** The suites' load: rounds (1 in `npm test`, 10 with CHAOS_LONG=1 or CHAOS_ROUNDS), flows per round, a short lease. */
+export const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? (process.env.CHAOS_LONG === '1' ? 10 : 1));
+export const FLOWS = 30;
+export const LEASE_MS = 1500;
+/** The clients start this far apart, so the load ramps up and the kill finds flows at every step. */
+export const STAGGER_MS = 20;
+/** A client thinks up to this long before it answers a pause: a kill finds some tasks paused. */
+export const THINK_MS = 1500;
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 export const SHELL_COMMAND = 'echo "start $$" >> ran.log; for i in 1 2 3 4; do echo tick$i; sleep 0.1; done; echo "end $$" >> ran.log';
 
 /** TEST_SCRIPT (write, read, mixed…) plus the observable shell command. */

@@ -15,22 +15,12 @@ import type { ServerProcess } from '../support/process.js';
 import { tempDir } from '../support/server.js';
 import { checkConsistency, describeFigures } from './checker.js';
 import type { Figures } from './checker.js';
-import { CHAOS_SCRIPT, FLOW_MIX, newFlow, playFlow } from './flows.js';
+import { CHAOS_SCRIPT, FLOW_MIX, FLOWS, LEASE_MS, newFlow, playFlow, ROUNDS, sleep, STAGGER_MS, THINK_MS } from './flows.js';
 import type { FlowRecord } from './flows.js';
 import { eventsSeen, random, SEED } from './kill-moment.js';
 
 /** A subtest's `t`. */
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
-
-const LONG = process.env.CHAOS_LONG === '1';
-const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? (LONG ? 10 : 1));
-const FLOWS = 30;
-const LEASE_MS = 1500;
-/** The clients start this far apart, so the load ramps up and the kill finds flows at every step. */
-const STAGGER_MS = 20;
-/** A client thinks up to this long before it answers a pause: a kill finds some tasks paused. */
-const THINK_MS = 1500;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Starts the flows on `srv` and kills it once the clients have seen `killAfter` events (or all

@@ -15,18 +15,9 @@ import { freshDatabase, pgOnly, PG_SKIP, spawnServer } from '../support/process.
 import type { ServerProcess } from '../support/process.js';
 import { tempDir } from '../support/server.js';
 import { checkConsistency, describeFigures } from './checker.js';
-import { CHAOS_SCRIPT, FLOW_MIX, newFlow, playFlow } from './flows.js';
+import { CHAOS_SCRIPT, FLOW_MIX, FLOWS, LEASE_MS, newFlow, playFlow, ROUNDS, sleep, STAGGER_MS, THINK_MS } from './flows.js';
 import type { FlowRecord } from './flows.js';
 import { eventsSeen, random, SEED } from './kill-moment.js';
-
-const LONG = process.env.CHAOS_LONG === '1';
-const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? (LONG ? 10 : 1));
-const FLOWS = 30;
-const LEASE_MS = 1500;
-const STAGGER_MS = 20;
-const THINK_MS = 1500;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One client: plays its flow on its instance; when that instance was killed under it, goes on at the survivor (at most 3 tries). */
 async function client(flow: FlowRecord, home: () => ServerProcess, survivor: ServerProcess, dead: () => boolean): Promise<boolean> {

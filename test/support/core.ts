@@ -19,7 +19,7 @@ import { ScriptedModelClient } from '../../src/agent/model/scripted-model-client
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { TaskCache } from '../../src/agent/runtime/task-cache.js';
 import { TaskRuns } from '../../src/agent/runtime/task-runs.js';
-import type { AuditRecord, ContextSettings, StoredEvent, TaskStore } from '../../src/agent/task-store.js';
+import type { AuditRecord, ContextSettings, StoredCall, StoredEvent, TaskStore } from '../../src/agent/task-store.js';
 import { Toolbox } from '../../src/agent/runtime/toolbox.js';
 import { TurnLoop } from '../../src/agent/runtime/turn-loop.js';
 import { RfcEncoder } from '../../src/agent/wire/rfc-encoder.js';
@@ -581,4 +581,24 @@ export class HoldingModel implements ModelClient {
     }
     yield { parts: [{ text: ' released' }] };
   }
+}
+
+/** A call row as a dead instance left it: running, its lease lapsed a second ago. */
+export function lapsedCall(taskId: string, over: Partial<StoredCall> = {}): StoredCall {
+  const id = `tc_${randomUUID()}`;
+  return {
+    id,
+    taskId,
+    turn: 0,
+    position: 0,
+    toolName: 'look',
+    modelCallId: 'm-0',
+    args: {},
+    snapshot: { id, toolName: 'look', status: 'EXECUTING', input: {} },
+    phase: 'executing',
+    proposedAt: new Date(Date.now() - 5_000),
+    leaseOwner: 'dead',
+    leaseUntil: new Date(Date.now() - 1_000),
+    ...over,
+  };
 }

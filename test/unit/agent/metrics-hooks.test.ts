@@ -5,12 +5,10 @@
  * recording Metrics; the real core on a MemoryTaskStore.
  */
 import t from 'tap';
-import { randomUUID } from 'node:crypto';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
-import type { StoredCall } from '../../../src/agent/task-store.js';
 import type { Metrics } from '../../../src/lib/metrics.js';
 import { approveCall } from '../../../src/agent/runtime/call-lifecycle.js';
-import { makeCore, runTurn, settled, startTask, storedState, until } from '../../support/core.js';
+import { lapsedCall, makeCore, runTurn, settled, startTask, storedState, until } from '../../support/core.js';
 import type { Core, CoreOptions } from '../../support/core.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -96,21 +94,8 @@ t.test('a running call whose lease lapsed: the supervisor takes the task over (i
   await task.flush();
   core.cache.forget(task); // the process that ran it is gone
   await core.store.leaseTasks([task.id], 'dead', new Date(Date.now() - 1_000));
-  const id = `tc_${randomUUID()}`;
-  const call: StoredCall = {
-    id,
-    taskId: task.id,
-    turn: 0,
-    position: 0,
-    toolName: 'look',
-    modelCallId: 'm-0',
-    args: {},
-    snapshot: { id, toolName: 'look', status: 'EXECUTING', input: {} },
-    phase: 'executing',
-    proposedAt: new Date(Date.now() - 5_000),
-    leaseOwner: 'dead',
-    leaseUntil: new Date(Date.now() - 1_000),
-  };
+  const call = lapsedCall(task.id);
+
   await core.store.saveCalls([call]);
   await supervisor.sweep();
   await core.runs.drain();

@@ -5,7 +5,6 @@
  * out once per call, and a sweep that fails is logged and followed by one that works.
  */
 import t from 'tap';
-import { randomUUID } from 'node:crypto';
 import { cancelTask } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
@@ -16,6 +15,7 @@ import { MemoryTaskStore } from '../../../src/store/memory-store.js';
 import {
   auditOf,
   hangingTool,
+  lapsedCall,
   logOf,
   makeCore,
   runTurn,
@@ -52,26 +52,6 @@ async function instanceA(
   });
   t.teardown(() => supervisor.stop());
   return { core, supervisor };
-}
-
-/** A call row as a dead instance left it: running, its lease lapsed a second ago. */
-function lapsedCall(taskId: string, over: Partial<StoredCall> = {}): StoredCall {
-  const id = `tc_${randomUUID()}`;
-  return {
-    id,
-    taskId,
-    turn: 0,
-    position: 0,
-    toolName: 'look',
-    modelCallId: 'm-0',
-    args: {},
-    snapshot: { id, toolName: 'look', status: 'EXECUTING', input: {} },
-    phase: 'executing',
-    proposedAt: new Date(Date.now() - 5_000),
-    leaseOwner: 'dead',
-    leaseUntil: new Date(Date.now() - 1_000),
-    ...over,
-  };
 }
 
 /** A working task that instance `dead` started (its LiveTask is dropped: that process is gone) and whose task lease lapsed. */
