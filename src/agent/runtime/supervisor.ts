@@ -131,6 +131,7 @@ export class Supervisor {
     if (!BUSY_STATES.includes(task.state)) return;
     if (calls.length === 0 && !task.idle) return; // this process works on it (lease not renewed yet)
     if (calls.length === 0) {
+      if (await this.behindStore(task)) return;
       const stranded = await this.pauseStranded(task);
       if (stranded !== 'no') return; // paused on its cards, or a call of its turn is live: not interrupted
     }
@@ -143,6 +144,21 @@ export class Supervisor {
     (this.opts.metrics ?? NO_METRICS).leaseTakenOver('interrupted');
     this.opts.logger.warn({ taskId: task.id, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();
+  }
+
+  /**
+   * True when this process's copy of `task` is behind the store: another instance moved the task
+   * on (answered it, ran its turn, completed it) after the copy was loaded, and its lease only
+   * looked lapsed. Failing that copy would append `Interrupted` after the task's real end (seen by
+   * the chaos and exactly-once tests under load). The copy is dropped; the next sweep reads the
+   * task afresh. An unreadable version counts as behind (the next sweep tries again).
+   */
+  private async behindStore(task: LiveTask): Promise<boolean> {
+    await task.flush();
+    const version = await this.opts.store.loadVersion(task.id).catch(() => undefined);
+    if (version !== undefined && version.lastSeq === task.lastSeq) return false;
+    this.opts.cache.forget(task);
+    return true;
   }
 
   /**

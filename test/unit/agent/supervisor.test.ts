@@ -165,6 +165,32 @@ t.test('a stale working task (lease lapsed, no call) fails', async (t) => {
   t.equal(await storedState(core.store, taskId), 'failed');
 });
 
+t.test('a copy of a stale task that is behind the store is dropped, not failed: the next sweep reads the task afresh', async (t) => {
+  const { core, supervisor } = await instanceA(t);
+  const task = await startTask(core, { text: 'look', viaCache: true }); // A keeps its copy in memory
+  await task.flush();
+  const taskId = task.id;
+  const stale = core.cache.peek(taskId);
+  t.ok(stale, "A's copy of the task");
+  // Another instance moves the task on (its turn goes on), then its lease lapses too.
+  const bConn = core.store.connect();
+  t.teardown(() => bConn.close());
+  const b = await makeCore(t, { store: bConn, instanceId: 'B', leaseMs: LEASE_MS });
+  const moved = (await b.cache.get(taskId))!;
+  moved.publish({ type: 'text', delta: 'B goes on' });
+  await moved.flush();
+  await core.store.leaseTasks([taskId], 'dead', new Date(Date.now() - 1_000));
+  const before = await logOf(core.store, taskId);
+
+  await supervisor.sweep();
+  t.same(await logOf(core.store, taskId), before, 'nothing appended from the copy that missed B’s event');
+  t.not(core.cache.peek(taskId), stale, 'the stale copy left memory');
+
+  await supervisor.sweep();
+  const log = await logOf(core.store, taskId);
+  t.same(shape(log).slice(-2), [shape(before).at(-1), 'failed!'], 'the next sweep, on a fresh copy, ends the task after B’s event');
+});
+
 /** True when a batch logs a pause (input-required). */
 const logsPause = (batch: WriteBatch) =>
   batch.events.some((e) => JSON.stringify(StreamResponse.toJSON(e.response)).includes('TASK_STATE_INPUT_REQUIRED'));
