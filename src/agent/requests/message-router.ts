@@ -13,7 +13,7 @@ import type { Access } from '../policy/access.js';
 import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import { applyResume, planResume } from './resume-handler.js';
-import { startWorking } from '../runtime/task-lifecycle.js';
+import { refusedHere, startWorking, workHere } from '../runtime/task-lifecycle.js';
 import type { KnownCalls } from './resume-handler.js';
 import { checkSameWorkspace } from '../policy/settings.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
@@ -96,8 +96,7 @@ export class MessageRouter {
     } catch (err) {
       // A refused message leaves nothing behind in memory: not even a copy it loaded of a task
       // that works elsewhere (nothing would ever bring that copy up to date).
-      if (worked) this.opts.cache.release(task, false);
-      else this.opts.cache.discard(task);
+      refusedHere(task, worked);
       throw err;
     }
   }
@@ -155,7 +154,7 @@ export class MessageRouter {
       await this.opts.factory.checkContextFree(task.context.id, task.id);
       await this.opts.factory.applySettings(task.context, requested);
       task.addUserMessage(stamped);
-      this.opts.cache.hold(task);
+      workHere(task);
       await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
       startWorking(task);
       await task.flush();

@@ -49,7 +49,7 @@ import type { MessageRouter } from './message-router.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import type { StoredEvent, TaskStore } from '../task-store.js';
 import type { Encoders, WireDialect } from '../wire/wire-encoder.js';
-import { cancelTask } from '../runtime/task-lifecycle.js';
+import { cancelTask, notWorkedHere } from '../runtime/task-lifecycle.js';
 import { PAUSED, TERMINAL } from '../wire/agent-events.js';
 import type { TaskStateName } from '../wire/agent-events.js';
 
@@ -213,7 +213,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     // A legacy task's finished turn is a pause to its client, which ends the task with tasks/cancel.
     const idleLegacy = task.dialect === 'legacy' && task.state === 'completed';
     if (TERMINAL.has(task.state) && !idleLegacy) {
-      this.opts.cache.release(task);
+      notWorkedHere(task);
       throw notCancelable(`Task ${task.id} is already ${task.state}; only working or input-required tasks can be canceled`);
     }
     cancelTask(task, this.opts.access.ownerFor(callerOf(ctx)));

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Message } from '@a2a-js/sdk';
 import { stateName } from '../../protocol/a2a.js';
-import { createdSnapshot, startWorking } from '../runtime/task-lifecycle.js';
+import { createdSnapshot, idleUntilAsked, startWorking } from '../runtime/task-lifecycle.js';
 import type { Caller } from '../../protocol/caller.js';
 import { forbidden, invalidParams, unsupported } from '../../protocol/errors.js';
 import { BUSY_STATES } from '../../protocol/task-states.js';
@@ -187,7 +187,7 @@ export class TaskFactory {
     task.publishSnapshot();
     if (message === undefined) {
       await task.flush();
-      cache.forget(task);
+      idleUntilAsked(task);
       return task;
     }
     startWorking(task);

@@ -110,6 +110,16 @@ export interface LiveTaskDeps {
   onWriteFailed?: (task: LiveTask, err: unknown) => void;
   /** Called when the writes of a failing task could not be committed after every retry. */
   onAbandoned?: (task: LiveTask) => void;
+  /** Whether the task stays in this process's memory (the task cache); told only by task-lifecycle.ts. */
+  residency?: Residency;
+}
+
+/** The task cache as the task lifecycle sees it: keep a task in memory, or let it go. */
+export interface Residency {
+  hold(task: LiveTask): void;
+  release(task: LiveTask, park?: boolean): void;
+  discard(task: LiveTask): void;
+  forget(task: LiveTask): void;
 }
 
 /** A write that was not committed, kept to be sent again. */
@@ -228,6 +238,11 @@ export class LiveTask {
   }
 
   /** Nothing is running: no model stream and no executing call. */
+  /** Where this task's stay in memory is decided (task-lifecycle.ts uses it); absent outside a cache. */
+  get residency(): Residency | undefined {
+    return this.deps.residency;
+  }
+
   get idle(): boolean {
     return !this.modelRunning && !this.turn.some((c) => (c.phase === 'executing' || c.phase === 'ready') && c.elsewhere !== true);
   }

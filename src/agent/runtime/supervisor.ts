@@ -18,7 +18,7 @@ import { Background } from '../../lib/background.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { BUSY_STATES } from '../../protocol/task-states.js';
 import { declineCall, interruptCall } from './call-lifecycle.js';
-import { failTask, pauseTask } from './task-lifecycle.js';
+import { failTask, notWorkedHere, pauseTask, staleCopy, workHere } from './task-lifecycle.js';
 import { PAUSED } from '../wire/agent-events.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -157,7 +157,7 @@ export class Supervisor {
     await task.flush();
     const version = await this.opts.store.loadVersion(task.id).catch(() => undefined);
     if (version !== undefined && version.lastSeq === task.lastSeq) return false;
-    this.opts.cache.forget(task);
+    staleCopy(task);
     return true;
   }
 
@@ -225,10 +225,10 @@ export class Supervisor {
     const claim = calls.map((c) => ({ id: c.id, answer: ConfirmationOptionId.cancel }));
     const until = new Date(Date.now() + this.opts.leaseMs);
     if (!(await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until)).ok) {
-      this.opts.cache.release(task); // answered meanwhile: this copy is not worked on here
+      notWorkedHere(task); // answered meanwhile: this copy is not worked on here
       return;
     }
-    this.opts.cache.hold(task);
+    workHere(task);
     await this.opts.loop.guard(task, 'expiring unanswered calls', async () => {
       for (const stored of calls) {
         const call = task.turn.find((c) => c.snapshot.id === stored.id);

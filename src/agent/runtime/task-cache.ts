@@ -48,6 +48,12 @@ export class TaskCache {
       onFinal: (task) => this.release(task),
       onWriteFailed: (task, err) => opts.runs.fail(task, 'saving its events', err),
       onAbandoned: (task) => this.forget(task),
+      residency: {
+        hold: (task) => this.hold(task),
+        release: (task, park) => this.release(task, park),
+        discard: (task) => this.discard(task),
+        forget: (task) => this.forget(task),
+      },
     };
     opts.hub.addListener({ final: (taskId, seq) => this.finalElsewhere(taskId, seq) });
   }

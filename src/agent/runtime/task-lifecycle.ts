@@ -116,3 +116,37 @@ export function cancelTask(task: LiveTask, principal: string | undefined): void 
   move(task, { type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
   task.abort.abort();
 }
+
+// Whether a task stays in this process's memory. Callers say what happened; this decides what the
+// task cache does with the copy. A pause or end committed releases the task (the cache's onFinal),
+// and a task whose writes were abandoned is forgotten (onAbandoned).
+
+/** This instance works on `task` now: it stays in memory until its next pause or end is committed. */
+export function workHere(task: LiveTask): void {
+  task.residency?.hold(task);
+}
+
+/**
+ * A request to `task` was refused and changed nothing: no copy it loaded stays behind (nothing
+ * would bring a copy of a task worked on elsewhere up to date). One this instance was working on
+ * is released without being parked: the refused request may have touched it.
+ */
+export function refusedHere(task: LiveTask, workedHere: boolean): void {
+  if (workedHere) task.residency?.release(task, false);
+  else task.residency?.discard(task);
+}
+
+/** `task` was read here but nothing was done to it (it had moved on): let go, parked if it waits. */
+export function notWorkedHere(task: LiveTask): void {
+  task.residency?.release(task);
+}
+
+/** A task created with nothing to do yet (the gemini-cli dialect's POST /tasks): not kept; its first message loads it. */
+export function idleUntilAsked(task: LiveTask): void {
+  task.residency?.forget(task);
+}
+
+/** This process's copy of `task` is behind the store (another instance moved it on): dropped; the next use reads it afresh. */
+export function staleCopy(task: LiveTask): void {
+  task.residency?.forget(task);
+}
