@@ -185,6 +185,15 @@ export interface WriteBatch {
    * same key: they leave the stored log (see the contract above).
    */
   events: Array<{ taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean; key?: string }>;
+  /**
+   * Checked writes: for each task named here, what its writer's copy knows — the task's last seq
+   * (the copy is current), or only its state (a cancel: valid whatever else was appended, as
+   * long as the task is still in that state). When the batch appends events to such a task and
+   * the store holds another last seq (or state) — another process moved the task on meanwhile —
+   * the whole batch is refused with a StaleWriteError and nothing is written. Whether named or
+   * not, a task stored failed, canceled or rejected (FINISHED) takes no event: refused the same way.
+   */
+  expect?: Array<{ taskId: string; lastSeq: number } | { taskId: string; state: string }>;
   /** Calls to insert or replace (by id, under saveCalls' forward-only rule); a later entry for the same id wins. */
   calls: StoredCall[];
   /** Model conversation to append, in order. */

@@ -104,6 +104,30 @@ const UNAVAILABLE_CODES = new Set([
   '53300',
 ]);
 
+/**
+ * A version-checked write (WriteBatch.expect) refused: a task's stored log moved past what the
+ * writer's copy knew — another process appended to it meanwhile. Nothing of the batch was
+ * written. `code` is SQLSTATE serialization_failure, so the write queue counts it as a refusal
+ * whose outcome is certain (rejectedByDatabase).
+ */
+type TaskMark = { lastSeq?: number; state?: string };
+const describeMark = (m: TaskMark) => [m.state, m.lastSeq === undefined ? undefined : `seq ${m.lastSeq}`].filter(Boolean).join(' at ');
+
+export class StaleWriteError extends Error {
+  readonly code = '40001';
+  constructor(readonly stale: ReadonlyArray<{ taskId: string; expected: TaskMark; stored: Required<TaskMark> }>) {
+    super(
+      `commit refused: ${stale
+        .map((s) => `task ${s.taskId} is ${describeMark(s.stored)}, the writer expected ${describeMark(s.expected) || 'it open'}`)
+        .join('; ')} (the writer's copy is behind the store)`,
+    );
+    this.name = 'StaleWriteError';
+  }
+}
+
+/** True when `err` is a StaleWriteError (a copy behind the store tried to write). */
+export const isStaleWrite = (err: unknown): err is StaleWriteError => err instanceof StaleWriteError;
+
 /** The message of {@link RPC_ERROR_CODE.STORE_UNAVAILABLE} (no address, no driver detail). */
 export const STORE_UNAVAILABLE_MESSAGE =
   'The task store is unavailable (the database cannot be reached); nothing was changed, retry in a moment';

@@ -11,6 +11,11 @@ import type { A2aStateName } from './a2a.js';
  */
 export const PAUSED: ReadonlySet<A2aStateName> = new Set(['input-required', 'auth-required']);
 export const TERMINAL: ReadonlySet<A2aStateName> = new Set(['completed', 'failed', 'canceled', 'rejected']);
+/**
+ * Ended for good: no move leaves these (a completed task may take a follow-up), so the store
+ * appends no event to a task stored in one of them (TaskStore.commit refuses the batch).
+ */
+export const FINISHED: ReadonlySet<A2aStateName> = new Set(['failed', 'canceled', 'rejected']);
 /** States after which a stream ends (the client must send something, or the task is over). */
 export const PAUSE_OR_TERMINAL: ReadonlySet<A2aStateName> = new Set([...PAUSED, ...TERMINAL]);
 /** The states in which a task holds its conversation: it works, or waits for an answer. */
@@ -30,12 +35,12 @@ export const CALL_MOVES: Readonly<Record<CallPhase, readonly CallPhase[]>> = {
   done: [],
 };
 
-/** True when a stored call in phase `from` may be replaced by one in phase `to` (TaskStore.saveCalls). */
 /** True for a pause state, in any spelling stateName gives (the transport and push read wire states). */
 export function isPaused(state: string | undefined): boolean {
   return (PAUSED as ReadonlySet<string | undefined>).has(state);
 }
 
+/** True when a stored call in phase `from` may be replaced by one in phase `to` (TaskStore.saveCalls). */
 export function storedPhaseMoves(from: CallPhase, to: CallPhase): boolean {
   return CALL_PHASE_ORDER.indexOf(from) <= CALL_PHASE_ORDER.indexOf(to) && !(from === 'awaiting' && to === 'ready');
 }

@@ -28,6 +28,8 @@ export interface TaskBump {
   state: string;
   /** Whether any of the task's events in the batch is final. */
   final: boolean;
+  /** What the writer's copy knows (WriteBatch.expect): the bump is refused unless the stored task still has it. */
+  expect?: { lastSeq?: number; state?: string };
 }
 
 /** An event row: its seq is the task's new last_seq minus `back`. */
@@ -170,7 +172,10 @@ function planTrust(trust: WriteBatch['trust']): BatchPlan['trust'] {
 
 /** Plans `batch`; see BatchPlan. Does not modify it. Throws on an event with neither task nor status. */
 export function planBatch(batch: WriteBatch): BatchPlan {
-  const { tasks, rows } = planTasks(batch.events);
+  const planned = planTasks(batch.events);
+  const expect = new Map((batch.expect ?? []).map(({ taskId, ...known }) => [taskId, known as NonNullable<TaskBump['expect']>]));
+  const tasks = planned.tasks.map((t) => (expect.has(t.id) ? { ...t, expect: expect.get(t.id)! } : t));
+  const rows = planned.rows;
   const calls = [...new Map(batch.calls.map((c) => [c.id, c])).values()].sort((a, b) => byCodeUnits(a.id, b.id));
   const history = planHistory(batch.history);
   const trust = planTrust(batch.trust);

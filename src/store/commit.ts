@@ -20,7 +20,8 @@ import type { WriteBatch } from '../agent/task-store.js';
 import { planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
 import { anyOf, rowsOf, type StoreDb } from './db.js';
 import { callToRow } from './mappers.js';
-import { CALL_PHASE_ORDER } from '../protocol/task-states.js';
+import { CALL_PHASE_ORDER, FINISHED } from '../protocol/task-states.js';
+import { StaleWriteError } from '../protocol/errors.js';
 import { auditLog, contextHistory, contexts, events, tasks, toolCalls, trustGrants } from './schema.js';
 
 /**
@@ -128,12 +129,22 @@ function compaction(plan: BatchPlan): SQL {
     )`;
 }
 
+/** The stored states no event follows (protocol FINISHED), as a SQL list. */
+const FINISHED_LIST = sql.raw([...FINISHED].map((s) => `'${s}'`).join(', '));
+
+/** The checks of a bump: not finished, and what the writer expects (WriteBatch.expect), if anything. */
+function expected(t: TaskBump): SQL {
+  const seq = t.expect?.lastSeq === undefined ? sql`` : sql` and last_seq = ${t.expect.lastSeq}::int`;
+  const state = t.expect?.state === undefined ? sql`` : sql` and state = ${t.expect.state}::text`;
+  return sql` and state not in (${FINISHED_LIST})${seq}${state}`;
+}
+
 /** The events of the batch (one task): the row lock, the bump, compaction, the events, the notification. */
 function appendOneTask(plan: BatchPlan, t: TaskBump, notify: NotifyTo): SQL {
   const json = JSON.stringify(plan.stored.map(({ back, payload, final, key }) => ({ back, payload, final, key })));
   return sql`with bumped as (
       update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${snapshotOf(t)},
-        state = ${t.state}::text, updated_at = now() where id = ${t.id}::text returning id, last_seq
+        state = ${t.state}::text, updated_at = now() where id = ${t.id}::text${expected(t)} returning id, last_seq
     )${compaction(plan)}, logged as (
       insert into ${events} (task_id, seq, payload, final, key)
       select b.id, b.last_seq - x.back, x.payload, x.final, x.key
@@ -160,15 +171,25 @@ function appendOneTask(plan: BatchPlan, t: TaskBump, notify: NotifyTo): SQL {
 function appendManyTasks(plan: BatchPlan, notify: NotifyTo): SQL {
   // An absent task (status-only) or status (whole snapshot) is NULL in x.
   const bumps = JSON.stringify(
-    plan.tasks.map((t) => ({ id: t.id, n: t.count, task: t.snapshot, status: t.status, state: t.state, f: t.final ? 1 : 0 })),
+    plan.tasks.map((t) => ({
+      id: t.id,
+      n: t.count,
+      task: t.snapshot,
+      status: t.status,
+      state: t.state,
+      f: t.final ? 1 : 0,
+      e: t.expect?.lastSeq,
+      s: t.expect?.state,
+    })),
   );
   return sql`with locked as (
       select id from ${tasks} where id = ${anyOf(plan.tasks.map((t) => t.id))} order by id for no key update
     ), bumped as (
       update ${tasks} t set last_seq = t.last_seq + x.n, task = coalesce(x.task, jsonb_set(t.task, '{status}', x.status)),
         state = x.state, updated_at = now()
-      from jsonb_to_recordset(${bumps}::jsonb) as x(id text, n integer, task jsonb, status jsonb, state text, f integer)
-      where t.id = any(array(select id from locked)) and t.id = x.id
+      from jsonb_to_recordset(${bumps}::jsonb) as x(id text, n integer, task jsonb, status jsonb, state text, f integer, e integer, s text)
+      where t.id = any(array(select id from locked)) and t.id = x.id and t.state not in (${FINISHED_LIST})
+        and (x.e is null or t.last_seq = x.e) and (x.s is null or t.state = x.s)
       returning t.id, t.last_seq, x.f
     )${compaction(plan)}, logged as (
       insert into ${events} (task_id, seq, payload, final, key)
@@ -237,12 +258,22 @@ function statements(plan: BatchPlan, notify: NotifyTo): { list: SQL[]; lockAt: n
   return { list, lockAt };
 }
 
-/** The new last_seq of every task of the plan; throws on a task that does not exist. */
-function lastSeqs(plan: BatchPlan, rows: Array<Record<string, unknown>>): Map<string, number> {
+type Execute = (q: SQL) => Promise<Array<Record<string, unknown>>>;
+
+/**
+ * The new last_seq of every task of the plan. A task the events' statement did not bump does
+ * not exist, or failed its version check: read once more to tell which (only on this refusal
+ * path), and throw — a StaleWriteError, or an unknown-task refusal.
+ */
+async function lastSeqs(plan: BatchPlan, rows: Array<Record<string, unknown>>, execute: Execute): Promise<Map<string, number>> {
   const lastSeq = new Map(rows.map((r) => [String(r.id), Number(r.last_seq)]));
-  const missing = plan.tasks.find((t) => !lastSeq.has(t.id));
-  if (missing) throw rejected(`commit: unknown task ${missing.id}`);
-  return lastSeq;
+  const missing = plan.tasks.filter((t) => !lastSeq.has(t.id));
+  if (missing.length === 0) return lastSeq;
+  const found = await execute(sql`select id, last_seq, state from ${tasks} where id = ${anyOf(missing.map((t) => t.id))}`);
+  const stored = new Map(found.map((r) => [String(r.id), { lastSeq: Number(r.last_seq), state: String(r.state) }]));
+  const unknown = missing.find((t) => !stored.has(t.id));
+  if (unknown) throw rejected(`commit: unknown task ${unknown.id}`);
+  throw new StaleWriteError(missing.map((t) => ({ taskId: t.id, expected: t.expect ?? {}, stored: stored.get(t.id)! })));
 }
 
 /**
@@ -259,13 +290,15 @@ export async function commitBatch(db: StoreDb, notify: NotifyTo, batch: WriteBat
   const [single, ...more] = list;
   if (single !== undefined && more.length === 0 && plan.tasks.length <= 1) {
     const rows = rowsOf<Record<string, unknown>>(await db.execute(single));
-    return seqsOf(plan, lastSeqs(plan, rows));
+    return seqsOf(plan, await lastSeqs(plan, rows, async (q) => rowsOf<Record<string, unknown>>(await db.execute(q))));
   }
   return db.transaction(async (tx) => {
     // Issued at once, in order (each .then starts its query); awaited together.
     const results = await Promise.all(list.map((q) => tx.execute(q).then((r) => rowsOf<Record<string, unknown>>(r))));
     // The events' statement comes first (see statements); a missing result reads as "no task/context found".
-    const lastSeq = lastSeqs(plan, plan.events.length > 0 ? (results[0] ?? []) : []);
+    const lastSeq = await lastSeqs(plan, plan.events.length > 0 ? (results[0] ?? []) : [], async (q) =>
+      rowsOf<Record<string, unknown>>(await tx.execute(q)),
+    );
     if (lockAt >= 0) {
       const found = new Set((results[lockAt] ?? []).map((r) => String(r.id)));
       const missing = plan.history.find((h) => !found.has(h.contextId));

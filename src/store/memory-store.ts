@@ -37,7 +37,8 @@ import type { StoredSigningKey } from '../push/push-signer.js';
 import { stateName } from '../protocol/a2a.js';
 import { byCodeUnits, planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
 import { eventFromRow, taskFromJson, taskToJson } from './mappers.js';
-import { storedPhaseMoves } from '../protocol/task-states.js';
+import { FINISHED, storedPhaseMoves } from '../protocol/task-states.js';
+import { StaleWriteError } from '../protocol/errors.js';
 import { belowPrefix, selfAndAncestors } from './workspace-paths.js';
 
 type Json = Record<string, unknown>;
@@ -217,6 +218,13 @@ function checkKeys(db: MemoryDatabase, plan: BatchPlan): void {
   if (call) throw refused(`commit: call ${call.id} of unknown task ${call.taskId}`, '23503');
   const grant = plan.trust.find((g) => !db.contexts.has(g.contextId));
   if (grant) throw refused(`commit: trust grant in unknown context ${grant.contextId}`, '23503');
+  const storedOf = (t: TaskBump) => ({ lastSeq: db.tasks.get(t.id)!.lastSeq, state: db.tasks.get(t.id)!.state });
+  const stale = plan.tasks.filter((t) => {
+    const { lastSeq, state } = storedOf(t);
+    const { lastSeq: seq = lastSeq, state: expected = state } = t.expect ?? {};
+    return (FINISHED as ReadonlySet<string>).has(state) || seq !== lastSeq || expected !== state;
+  });
+  if (stale.length > 0) throw new StaleWriteError(stale.map((t) => ({ taskId: t.id, expected: t.expect ?? {}, stored: storedOf(t) })));
 }
 
 function stage(db: MemoryDatabase, plan: BatchPlan): Staged {

@@ -343,20 +343,10 @@ async function checkTask(id: string, state: string | undefined, opts: CheckOptio
  */
 const KNOWN: { pattern: RegExp; todo: string }[] = [
   {
-    pattern: /an event follows a terminal one/,
-    todo:
-      'events appended after a terminal event (completed then failed "Interrupted", failed twice, failed then completed): ' +
-      "a supervisor fails a task whose lease lapsed (LEASE_MS 1500 on a loaded machine) while it is still being worked on, and the store accepts events after the task's terminal one",
-  },
-  {
     pattern: /paused with no answerable card \(last state input-required\)/,
     todo:
       "a task left input-required with only a CANCELLED card: the supervisor failed it (the card's CANCELLED committed) and the failed status was lost or followed by a pause " +
       "(a step's writes are several commits; issue 22 makes each step one statement)",
-  },
-  {
-    pattern: /ran\.log has 1 start lines for 0 executed rows/,
-    todo: 'the executed audit row is committed with the next group commit, after the command started: a SIGKILL in between leaves a side effect with no executed row',
   },
 ];
 

@@ -35,13 +35,13 @@ type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 /** The review's exclude list: 40 patterns of `{?,??}*` ×12 + `Q`. */
 const REVIEW_EXCLUDE = Array.from({ length: 40 }, () => '{?,??}*'.repeat(12) + 'Q');
 /**
- * Within the complexity limits, yet 1-2 s of backtracking each on an 80-character name (the
- * cost grows as n^5): about 25 s in all, five times the 5 s budget, so the worker always times
- * out, while on the old code the loop was blocked for those 25 s and the test failed rather
- * than hung.
+ * Within the complexity limits, yet heavy backtracking on a long name of a's (the cost grows as
+ * n^5): on 80-character names a fast machine matched all 16 within the 5 s budget, so the test
+ * uses 8 names of 120 characters (about 60 times that work): the worker times out on any machine
+ * this runs on, while the old code blocked the loop for minutes (the test failed rather than hung).
  */
 const BACKTRACKING_EXCLUDE = Array.from({ length: 16 }, () => '*a*a*a*a*a*b');
-const LONG_NAME = 'a'.repeat(80);
+const LONG_NAMES = Array.from({ length: 8 }, (_, i) => `${'a'.repeat(120)}${i}`);
 /** The issue's target for the card's median latency, and the bound for its slowest GET (see above). */
 const MEDIAN_LIMIT_MS = 200;
 const SLOWEST_LIMIT_MS = 2_000;
@@ -150,7 +150,7 @@ t.test('finding 5: the review exclude list is refused at once; the agent card ke
 
 t.test('finding 5: backtracking exclude patterns within the limits run in the worker, time out, and never block the loop', async (t) => {
   const srv = await startServer(t, { script: SCRIPT });
-  fs.writeFileSync(path.join(srv.workspace, LONG_NAME), 'x');
+  for (const name of LONG_NAMES) fs.writeFileSync(path.join(srv.workspace, name), 'x');
   fs.writeFileSync(path.join(srv.workspace, 'ok.txt'), 'x');
   const card = await callUnderLoad(t, srv, 'backtracking exclude please', 'read_many_files');
   t.equal(card.status, 'FAILED');

@@ -87,6 +87,8 @@ export interface AuditEntryJson {
 }
 
 const version = (ctx: ServerCallContext | undefined): PushWireVersion => (ctx?.requestedVersion === '1.0' ? '1.0' : '0.3');
+/** How often tasks/cancel is tried on a task read afresh when another instance moved it on meanwhile. */
+const CANCEL_ATTEMPTS = 5;
 
 function applyHistoryLength(task: Task, historyLength: number | undefined): Task {
   const copy = structuredClone(task);
@@ -207,18 +209,26 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     return { tasks: tasks.map((t) => applyHistoryLength(t, params.historyLength)), nextPageToken: next, pageSize, totalSize: total };
   }
 
+  /**
+   * tasks/cancel. The copy cancelled may be behind the store (the task runs on another instance,
+   * which paused or ended it meanwhile): then the store refuses the cancel, and it is tried again
+   * on the task read afresh — which may now refuse it as already ended.
+   */
   async cancelTask(params: CancelTaskRequest, ctx?: ServerCallContext): Promise<Task> {
     await this.checkTask(params.id, callerOf(ctx));
-    const task = await this.load(params.id);
-    // A legacy task's finished turn is a pause to its client, which ends the task with tasks/cancel.
-    const idleLegacy = task.dialect === 'legacy' && task.state === 'completed';
-    if (TERMINAL.has(task.state) && !idleLegacy) {
-      notWorkedHere(task);
-      throw notCancelable(`Task ${task.id} is already ${task.state}; only working or input-required tasks can be canceled`);
+    for (let attempt = 1; ; attempt++) {
+      const task = await this.load(params.id);
+      // A legacy task's finished turn is a pause to its client, which ends the task with tasks/cancel.
+      const idleLegacy = task.dialect === 'legacy' && task.state === 'completed';
+      if (TERMINAL.has(task.state) && !idleLegacy) {
+        notWorkedHere(task);
+        throw notCancelable(`Task ${task.id} is already ${task.state}; only working or input-required tasks can be canceled`);
+      }
+      cancelTask(task, this.opts.access.ownerFor(callerOf(ctx)));
+      await task.flush();
+      if (!task.overtaken) return this.opts.encoders[task.dialect].taskView(structuredClone(task.task));
+      if (attempt === CANCEL_ATTEMPTS) throw unsupported(`Task ${task.id} kept changing on another instance; send tasks/cancel again`);
     }
-    cancelTask(task, this.opts.access.ownerFor(callerOf(ctx)));
-    await task.flush();
-    return this.opts.encoders[task.dialect].taskView(structuredClone(task.task));
   }
 
   /**

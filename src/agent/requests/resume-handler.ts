@@ -191,6 +191,9 @@ export async function applyResume(
     throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
   }
   // The claim is won: from here on a failure must fail the task (its calls are no longer waiting).
+  // What the store logged before the claim (another instance's reminder of this pause) is behind
+  // this copy now: its writes follow it (they are checked against the last seq the copy knows).
+  task.lastSeq = Math.max(task.lastSeq, result.lastSeq);
   try {
     const named = new Set(plan.decisions.map((d) => d.call));
     startApproved(task, answers, named, edited, message, principal, loop);

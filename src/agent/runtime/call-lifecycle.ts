@@ -335,6 +335,10 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     finishCall(task, call, { isError: true, error: snap.error ?? { message: 'Tool call could not be run', type: 'invalid_call' } });
     return;
   }
+  // The EXECUTING card and the `executed` audit row are committed before the tool starts: a
+  // side effect is never without its record, even when the process is killed the moment after.
+  await task.flush();
+  if (task.halted || task.writesFailed) return; // the task fails (or was taken over) for that write; nothing runs
   let result: ToolResult;
   const started = performance.now();
   // live_content is a bounded window of the output, updated at a bounded rate (live-output.ts).

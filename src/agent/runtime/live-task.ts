@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { Role, type Message, type Task } from '@a2a-js/sdk';
 import { stateName, STATE_TO_V1 } from '../../protocol/a2a.js';
+import { isStaleWrite } from '../../protocol/errors.js';
 import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { ModelContent, ModelPart } from '../model/model-client.js';
 import type { AnyTool } from '../../tools/tool.js';
@@ -110,6 +111,8 @@ export interface LiveTaskDeps {
   onWriteFailed?: (task: LiveTask, err: unknown) => void;
   /** Called when the writes of a failing task could not be committed after every retry. */
   onAbandoned?: (task: LiveTask) => void;
+  /** Called once, when the store refused a write of the task's copy as behind (StaleWriteError). */
+  onOvertaken?: (task: LiveTask) => void;
   /** Whether the task stays in this process's memory (the task cache); told only by task-lifecycle.ts. */
   residency?: Residency;
 }
@@ -222,9 +225,45 @@ export class LiveTask {
     return this.state === 'canceled';
   }
 
-  /** Canceled or failed (or detached at shutdown): nothing more runs or is published for it. */
+  /** Canceled or failed (or detached at shutdown, or found behind the store): nothing more runs or is published for it. */
   get halted(): boolean {
-    return this.detached || this.state === 'canceled' || this.state === 'failed';
+    return this.detached || this.behind || this.state === 'canceled' || this.state === 'failed';
+  }
+
+  /**
+   * Set when the store refused a write of this copy as stale (StaleWriteError): another process
+   * moved the task on (a supervisor ended it, a cancel landed there). The copy stops.
+   */
+  private behind = false;
+  /** Set by checkStateOnly(): this copy's next writes need only the task's stored state, not its last seq. */
+  private stateOnly?: string;
+
+  /**
+   * What the store must still hold for this copy's events to land (WriteOwner): the last seq it
+   * knows — every write of a task's copy is version-checked, so a copy behind the store (another
+   * process appended meanwhile) writes nothing — or, after checkStateOnly(), only the state.
+   */
+  expectation(): { lastSeq: number } | { state: string } {
+    return this.stateOnly !== undefined ? { state: this.stateOnly } : { lastSeq: this.lastSeq };
+  }
+
+  /**
+   * From now on this copy's writes need only the task to be stored in the state the copy is in
+   * now (a cancel: valid whatever another process appended meanwhile, as long as the task did
+   * not pause or end there).
+   */
+  checkStateOnly(): void {
+    this.stateOnly = this.state;
+  }
+
+  /** True once a write of this copy was refused: the task fails for it, or the copy was overtaken. */
+  get writesFailed(): boolean {
+    return this.failing || this.behind;
+  }
+
+  /** True once the store refused this copy's writes as behind (see `behind`). */
+  get overtaken(): boolean {
+    return this.behind;
   }
 
   /** The task holds one user message: the one that started it. */
@@ -252,7 +291,7 @@ export class LiveTask {
    * it is committed. A write that fails is never thrown (see writeFailed).
    */
   private enqueue(op: WriteOp, then?: (seq: number) => void, resendOnFailure = this.failing): void {
-    const committed = this.deps.writes.push(op).then(
+    const committed = this.deps.writes.push(op, this).then(
       (seq) => then?.(seq),
       (err: unknown) => this.writeFailed(err, { op, then }, resendOnFailure),
     );
@@ -274,6 +313,7 @@ export class LiveTask {
    * - while the task runs, the first refused write fails the task (onWriteFailed).
    */
   private writeFailed(err: unknown, write: Unsaved, resend: boolean): void {
+    if (isStaleWrite(err)) return this.overtakenBy(err);
     const finalQueued = PAUSE_OR_TERMINAL.has(this.state);
     // After an end, a stream frame is dropped; a pause keeps its cards (a client draws them).
     const droppable = TERMINAL.has(this.state) && write.op.kind === 'event' && !write.op.final;
@@ -282,6 +322,20 @@ export class LiveTask {
     if (finalQueued || this.failing) return;
     this.failing = true;
     this.deps.onWriteFailed?.(this, err);
+  }
+
+  /**
+   * The store refused this copy's writes: another process moved the task on. Nothing of it is
+   * written or published here any more, whatever runs for it is aborted, and the copy leaves
+   * this process's memory (onOvertaken); the next request or sweep reads the task afresh.
+   */
+  private overtakenBy(err: unknown): void {
+    if (this.behind) return;
+    this.behind = true;
+    clearTimeout(this.resends?.timer);
+    this.deps.logger.warn({ err, taskId: this.id }, 'another process moved this task on; this copy stops and is read afresh');
+    this.abort.abort();
+    this.deps.onOvertaken?.(this);
   }
 
   private keepForResend(err: unknown, write: Unsaved): void {

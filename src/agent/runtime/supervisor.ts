@@ -224,10 +224,12 @@ export class Supervisor {
     if (!task) return;
     const claim = calls.map((c) => ({ id: c.id, answer: ConfirmationOptionId.cancel }));
     const until = new Date(Date.now() + this.opts.leaseMs);
-    if (!(await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until)).ok) {
+    const claimed = await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until);
+    if (!claimed.ok) {
       notWorkedHere(task); // answered meanwhile: this copy is not worked on here
       return;
     }
+    task.lastSeq = Math.max(task.lastSeq, claimed.lastSeq); // a reminder logged elsewhere is behind the copy now
     workHere(task);
     await this.opts.loop.guard(task, 'expiring unanswered calls', async () => {
       for (const stored of calls) {

@@ -13,9 +13,10 @@ import type { StoredCall, StoredContext, TaskVersion } from '../task-store.js';
 import type { TaskRuns } from './task-runs.js';
 import type { Toolbox } from './toolbox.js';
 import { PAUSED, PAUSE_OR_TERMINAL } from '../wire/agent-events.js';
+import { FINISHED } from '../../protocol/task-states.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
 
-export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal' | 'onWriteFailed' | 'onAbandoned'> {
+export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal' | 'onWriteFailed' | 'onAbandoned' | 'onOvertaken'> {
   toolbox: Toolbox;
   /** Shell-like calls may run without a card (ContextState.confined). */
   shellConfined?: boolean;
@@ -48,6 +49,7 @@ export class TaskCache {
       onFinal: (task) => this.release(task),
       onWriteFailed: (task, err) => opts.runs.fail(task, 'saving its events', err),
       onAbandoned: (task) => this.forget(task),
+      onOvertaken: (task) => this.forget(task),
       residency: {
         hold: (task) => this.hold(task),
         release: (task, park) => this.release(task, park),
@@ -58,19 +60,21 @@ export class TaskCache {
     opts.hub.addListener({ final: (taskId, seq) => this.finalElsewhere(taskId, seq) });
   }
 
-  /** A pause or end of a task was committed by some process: if this one works on it, check for a cancel there. */
+  /** A pause or end of a task was committed by some process: if this one works on it, check whether it ended there. */
   private finalElsewhere(taskId: string, seq: number): void {
     const live = this.active.get(taskId);
     if (live && !live.isCanceled && seq > live.lastSeq) void this.checkCanceledElsewhere(live);
   }
 
   /**
-   * Another process ended a task this one is working on (tasks/cancel answered there):
-   * stop here too — abort the running tool and the model, publish nothing more.
+   * Another process ended a task this one is working on for good (tasks/cancel answered there,
+   * its supervisor failed it): stop here too — abort the running tool and the model, publish
+   * nothing more (the store would refuse it: nothing follows a FINISHED state).
    */
   private async checkCanceledElsewhere(live: LiveTask): Promise<void> {
     const stored = await this.opts.store.loadTask(live.id).catch(() => undefined);
-    if (stored?.task.status && stateName(stored.task.status.state) === 'canceled' && !live.isCanceled) {
+    const state = stored?.task.status ? stateName(stored.task.status.state) : undefined;
+    if (stored?.task.status && (FINISHED as ReadonlySet<string | undefined>).has(state) && !live.halted) {
       live.task.status = stored.task.status;
       live.abort.abort();
       this.active.delete(live.id);

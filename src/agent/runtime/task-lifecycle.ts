@@ -107,8 +107,13 @@ export function failTask(task: LiveTask, reason: string): void {
   task.abort.abort();
 }
 
-/** Ends the task `canceled` on a client's request: open calls CANCELLED, the running tool and model aborted. */
+/**
+ * Ends the task `canceled` on a client's request: open calls CANCELLED, the running tool and model
+ * aborted. The cancel lands whatever another process appended meanwhile (a task running there),
+ * as long as the store still has the task in the state this copy saw (LiveTask.checkStateOnly).
+ */
 export function cancelTask(task: LiveTask, principal: string | undefined): void {
+  task.checkStateOnly();
   for (const call of task.turn) {
     if (call.phase !== 'done') declineCall(task, call, { reason: 'The task was canceled.', type: 'cancelled', principal });
   }

@@ -19,8 +19,23 @@ export type WriteOp =
   | { kind: 'trust'; contextId: string; toolName: string; principal?: string }
   | { kind: 'audit'; entry: AuditEntry };
 
+/**
+ * The copy of a task whose writes these are (a LiveTask). Its events are version-checked
+ * (WriteBatch.expect) against what it expects when its batch is built, and its `lastSeq`
+ * advances as they commit. A batch the store refuses is retried one owner at a time, so an
+ * owner's writes (a card, its call row, the audit entry, the task's status) land or fail together.
+ */
+export interface WriteOwner {
+  readonly id: string;
+  /** The last seq of the task this copy knows committed (advanced here, as its events commit). */
+  lastSeq: number;
+  /** What the store must still hold for this copy's events to land (see WriteBatch.expect). */
+  expectation(): { lastSeq: number } | { state: string };
+}
+
 interface Queued {
   op: WriteOp;
+  owner?: WriteOwner;
   /** Resolves with the event's seq (events) or 0, once committed; rejects if it could not be. */
   resolve: (seq: number) => void;
   reject: (err: unknown) => void;
@@ -30,7 +45,13 @@ interface Queued {
 
 function toBatch(items: Queued[]): WriteBatch {
   const batch: WriteBatch = { events: [], calls: [], history: [], trust: [], audit: [] };
-  for (const { op } of items) {
+  const expected = new Set<WriteOwner>();
+  const expect: NonNullable<WriteBatch['expect']> = [];
+  for (const { op, owner } of items) {
+    if (op.kind === 'event' && owner !== undefined && !expected.has(owner)) {
+      expected.add(owner);
+      expect.push({ taskId: owner.id, ...owner.expectation() });
+    }
     if (op.kind === 'event')
       batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final, key: op.key });
     else if (op.kind === 'call') batch.calls.push(op.call);
@@ -38,7 +59,19 @@ function toBatch(items: Queued[]): WriteBatch {
     else if (op.kind === 'trust') batch.trust.push({ contextId: op.contextId, toolName: op.toolName, principal: op.principal });
     else batch.audit.push(op.entry);
   }
-  return batch;
+  return expect.length > 0 ? { ...batch, expect } : batch;
+}
+
+/** The items of a batch by owner, in first-seen order (items without one each alone). */
+function byOwner(items: Queued[]): Queued[][] {
+  const groups = new Map<WriteOwner | Queued, Queued[]>();
+  for (const item of items) {
+    const key = item.owner ?? item;
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return [...groups.values()];
 }
 
 /**
@@ -78,9 +111,9 @@ export class WriteQueue {
    * audit entry) share one commit. (A microtask, not a later turn of the event loop: what
    * goes into which commit depends only on the order of the code, never on I/O timing.)
    */
-  push(op: WriteOp): Promise<number> {
+  push(op: WriteOp, owner?: WriteOwner): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      this.pending.push({ op, resolve, reject, queuedAt: phaseStart() });
+      this.pending.push({ op, ...(owner !== undefined ? { owner } : {}), resolve, reject, queuedAt: phaseStart() });
       if (!this.draining) {
         this.draining = true;
         // drain() never rejects: a failed commit rejects its writes' promises instead.
@@ -115,18 +148,24 @@ export class WriteQueue {
       this.stats.commits += 1;
       this.stats.writes += items.length;
       let e = 0;
-      for (const item of items) item.resolve(item.op.kind === 'event' ? (seqs[e++] ?? 0) : 0);
+      for (const item of items) {
+        const seq = item.op.kind === 'event' ? (seqs[e++] ?? 0) : 0;
+        // Before the next batch is built (it reads the owner's expectation).
+        if (item.owner !== undefined && seq > item.owner.lastSeq) item.owner.lastSeq = seq;
+        item.resolve(seq);
+      }
     } catch (err) {
-      if (items.length === 1 || !rejectedByDatabase(err)) {
+      const groups = byOwner(items);
+      if (groups.length === 1 || !rejectedByDatabase(err)) {
         // Alone, or the outcome is unknown (the connection failed, perhaps after COMMIT was
         // sent): retrying could store the same events twice under new seqs, so every write
         // of the batch fails and its task fails visibly.
         for (const item of items) item.reject(err);
         return;
       }
-      // One bad write must not sink the others: commit them one by one to isolate it.
-      this.logger.warn({ err, writes: items.length }, 'batch commit failed; retrying its writes one by one');
-      for (const item of items) await this.commit([item]);
+      // One bad write must not sink the others: commit each owner's writes alone to isolate it.
+      this.logger.warn({ err, writes: items.length, owners: groups.length }, 'batch commit failed; retrying it one task at a time');
+      for (const group of groups) await this.commit(group);
     }
   }
 }

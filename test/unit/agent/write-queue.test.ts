@@ -2,7 +2,11 @@
 import t from 'tap';
 import type { TaskStore, WriteBatch } from '../../../src/agent/task-store.js';
 import { rejectedByDatabase, WriteQueue } from '../../../src/agent/runtime/write-queue.js';
-import type { WriteOp } from '../../../src/agent/runtime/write-queue.js';
+import type { WriteOp, WriteOwner } from '../../../src/agent/runtime/write-queue.js';
+import type { Task } from '@a2a-js/sdk';
+import { MemoryTaskStore } from '../../../src/store/memory-store.js';
+import { isStaleWrite } from '../../../src/protocol/errors.js';
+import { makeCall, makeTask, seedTask, statusEvent } from '../../store/fixtures/builders.js';
 
 /** Records batches; gives seqs per task; can be told to fail on an audit entry. */
 function recordingStore(opts: { delayMs?: number; failOn?: string; dropOn?: string } = {}) {
@@ -99,6 +103,58 @@ t.test('a batch whose outcome is unknown (connection lost) is not retried: no ev
     { err: 'write CONNECTION_CLOSED' },
   ]);
   t.equal(batches.length, 1, 'only the first commit landed; nothing was retried');
+});
+
+t.test("checked writes: each owner's events carry what it expects; a refused batch is retried one owner at a time", async (t) => {
+  const db = new MemoryTaskStore();
+  const other = db.connect();
+  t.teardown(async () => {
+    await other.close();
+    await db.close();
+  });
+  const [a, b] = [await seedTask(db), await seedTask(db)];
+  const ownerA: WriteOwner = { id: a.id, lastSeq: 0, expectation: () => ({ lastSeq: ownerA.lastSeq }) };
+  const ownerB: WriteOwner = { id: b.id, lastSeq: 0, expectation: () => ({ lastSeq: ownerB.lastSeq }) };
+  const ev = (task: Task, n: number): WriteOp => ({
+    kind: 'event',
+    taskId: task.id,
+    task: makeTask(task.contextId, 'TASK_STATE_WORKING', n, task.id),
+    response: statusEvent(task, n),
+    final: false,
+  });
+  const q = new WriteQueue(db, logger);
+  t.same(await Promise.all([q.push(ev(a, 1), ownerA), q.push(ev(b, 1), ownerB)]), [1, 1], 'current owners write');
+  t.equal(ownerA.lastSeq, 1, "the queue advances an owner's last seq as its events commit");
+  await other.commit({
+    events: [{ taskId: b.id, task: makeTask(b.contextId, 'TASK_STATE_WORKING', 9, b.id), response: statusEvent(b, 9), final: false }],
+    calls: [],
+    history: [],
+    trust: [],
+    audit: [],
+  });
+
+  const call = makeCall(b.id);
+  const outcome = (p: Promise<number>) =>
+    p.then(
+      (seq) => ({ seq }),
+      (err: unknown) => ({ stale: isStaleWrite(err) }),
+    );
+  const results = await Promise.all([
+    outcome(q.push(ev(a, 2), ownerA)),
+    outcome(q.push({ kind: 'call', call }, ownerB)),
+    outcome(q.push({ kind: 'audit', entry: { taskId: b.id, contextId: b.contextId, decision: 'interrupted' } }, ownerB)),
+    outcome(q.push(ev(b, 2), ownerB)),
+    outcome(q.push(ev(a, 3), ownerA)),
+  ]);
+  t.same(
+    results,
+    [{ seq: 2 }, { stale: true }, { stale: true }, { stale: true }, { seq: 3 }],
+    "the owner behind the store is refused whole; the other's writes land",
+  );
+  t.equal(await db.loadCall(call.id), undefined, "the stale owner's call row was not stored");
+  t.same(await db.listAudit({ taskId: b.id }), [], 'nor its audit entry');
+  t.equal((await db.loadTask(b.id))?.lastSeq, 2, "task b keeps the other writer's event as its last");
+  t.same([ownerA.lastSeq, ownerB.lastSeq], [3, 1]);
 });
 
 t.test('rejectedByDatabase', async (t) => {
