@@ -18,6 +18,19 @@ export type A2aVersion = '0.3' | '1.0';
  */
 export const CTX_LAST_EVENT_ID = 'devtool.lastEventId';
 export const CTX_SSE_IDS = 'devtool.sseIds';
+/**
+ * ServerCallContext.state key of the transport's callback `(taskId, contextId?) => void`: the
+ * request handler names the task a request is about once it knows it, and every later log line
+ * of the request (its "request completed" line included) carries the ids.
+ */
+export const CTX_ABOUT_TASK = 'devtool.aboutTask';
+
+/** Tells the transport which task `ctx`'s request is about (CTX_ABOUT_TASK); nothing without a transport. */
+export function aboutTask(ctx: { state: Map<string, unknown> } | undefined, taskId: string, contextId?: string): void {
+  if (!taskId) return;
+  const tell = ctx?.state.get(CTX_ABOUT_TASK) as ((taskId: string, contextId?: string) => void) | undefined;
+  tell?.(taskId, contextId);
+}
 
 /** A2A task state names (v0.3 wire spelling). */
 export type A2aStateName = 'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';

@@ -117,6 +117,13 @@ t.test('JSON lines with level, time and task ids; no secret in the output', asyn
     'the retried model error is logged with the task id',
   );
   t.ok(records.filter((r) => r.reqId !== undefined).length > 0, 'request lines carry the request id');
+  const completed = records.filter((r) => r.msg === 'request completed' && r.taskId === task.id);
+  // The first stream (it created the task), the push config, the answer's stream.
+  t.equal(completed.length, 3, 'the requests about the task end with a line naming it');
+  t.ok(
+    completed.every((r) => r.contextId === task.contextId),
+    'and its context',
+  );
   for (const [name, secret] of [
     ['the API key', API_KEY],
     ['GEMINI_API_KEY', GEMINI_KEY],

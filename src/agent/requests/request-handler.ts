@@ -27,7 +27,7 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName } from '../../protocol/a2a.js';
+import { aboutTask, CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName } from '../../protocol/a2a.js';
 import { callerOf } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
 import {
@@ -166,6 +166,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     if (wanted?.url && push === undefined) throw pushUnsupported();
     if (push && wanted) await push.check(wanted, 'configuration.pushNotificationConfig');
     const routed = await this.router.route(params, caller, version(ctx));
+    aboutTask(ctx, routed.task.id, routed.task.task.contextId);
     if (push && wanted) {
       await push.save({ ...wanted, taskId: routed.task.id }, version(ctx), this.opts.access.ownerFor(caller), routed.afterSeq);
     }
@@ -174,16 +175,17 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
 
   async getTask(params: GetTaskRequest, ctx?: ServerCallContext): Promise<Task> {
     if (params.historyLength !== undefined && params.historyLength < 0) throw invalidParams('historyLength must be >= 0');
-    await this.checkTask(params.id, callerOf(ctx));
+    await this.checkTask(params.id, callerOf(ctx), ctx);
     const { task, dialect } = await this.current(params.id);
     return this.opts.encoders[dialect].taskView(applyHistoryLength(task, params.historyLength));
   }
 
   /** Throws taskNotFound, or forbidden when the caller may not use the task. */
-  private async checkTask(id: string, caller: Caller | undefined): Promise<void> {
-    if (!this.opts.access.enabled) return;
+  private async checkTask(id: string, caller: Caller | undefined, ctx?: ServerCallContext): Promise<void> {
+    if (!this.opts.access.enabled) return aboutTask(ctx, id);
     if (!id) throw invalidParams('id is required');
     const stored = this.opts.cache.peek(id) ?? (await this.opts.store.loadTask(id));
+    aboutTask(ctx, id, stored?.task.contextId);
     if (!stored) throw taskNotFound(id);
     this.opts.access.checkOwner(caller, stored.principal, `task ${id}`);
   }
@@ -215,7 +217,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
    * on the task read afresh — which may now refuse it as already ended.
    */
   async cancelTask(params: CancelTaskRequest, ctx?: ServerCallContext): Promise<Task> {
-    await this.checkTask(params.id, callerOf(ctx));
+    await this.checkTask(params.id, callerOf(ctx), ctx);
     for (let attempt = 1; ; attempt++) {
       const task = await this.load(params.id);
       // A legacy task's finished turn is a pause to its client, which ends the task with tasks/cancel.
@@ -244,6 +246,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     await this.opts.cache.peek(params.id)?.flush();
     const stored = params.id ? await this.opts.store.loadTask(params.id) : undefined;
     if (!stored) throw params.id ? taskNotFound(params.id) : invalidParams('id is required');
+    aboutTask(ctx, params.id, stored.task.contextId);
     this.opts.access.checkOwner(callerOf(ctx), stored.principal, `task ${params.id}`);
     const lastEventId = ctx.state.get(CTX_LAST_EVENT_ID) as number | undefined;
     if (lastEventId !== undefined && lastEventId > stored.lastSeq) {
@@ -291,6 +294,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     const push = this.pushOrThrow();
     const caller = callerOf(ctx);
     const stored = await this.opts.store.loadTask(p.taskId);
+    aboutTask(ctx, p.taskId, stored?.task.contextId);
     if (!stored) throw taskNotFound(p.taskId);
     this.opts.access.checkOwner(caller, stored.principal, `task ${p.taskId}`);
     await push.check(p, 'pushNotificationConfig');
@@ -303,7 +307,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     ctx?: ServerCallContext,
   ): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
-    await this.checkTask(p.taskId, callerOf(ctx));
+    await this.checkTask(p.taskId, callerOf(ctx), ctx);
     const found = await push.get(p.taskId, p.id);
     if (!found) {
       if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
@@ -317,7 +321,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     ctx?: ServerCallContext,
   ): Promise<ListTaskPushNotificationConfigsResponse> {
     const push = this.pushOrThrow();
-    await this.checkTask(p.taskId, callerOf(ctx));
+    await this.checkTask(p.taskId, callerOf(ctx), ctx);
     if (!(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
     return { configs: (await push.list(p.taskId)).map(toWire), nextPageToken: '' };
   }
@@ -325,7 +329,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   /** Idempotent: deleting a config the task does not have (any more) succeeds; an unknown task does not. */
   async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest, ctx?: ServerCallContext): Promise<void> {
     const push = this.pushOrThrow();
-    await this.checkTask(p.taskId, callerOf(ctx));
+    await this.checkTask(p.taskId, callerOf(ctx), ctx);
     if (!(await push.delete(p.taskId, p.id)) && !(await this.opts.store.loadTask(p.taskId))) throw taskNotFound(p.taskId);
   }
 

@@ -77,7 +77,10 @@ export async function legacyRoutes(app: FastifyInstance, opts: LegacyRoutesOptio
   app.post('/tasks', { onRequest }, (request, reply) => send(request, reply, () => handler.createTask(request.body, caller(request))));
   app.get('/tasks/metadata', { onRequest }, (request, reply) => send(request, reply, () => handler.allTaskMetadata(caller(request))));
   app.get<{ Params: { taskId: string } }>('/tasks/:taskId/metadata', { onRequest }, (request, reply) =>
-    send(request, reply, () => handler.taskMetadata(request.params.taskId, caller(request))),
+    send(request, reply, () => {
+      request.a2a.aboutTask(request.params.taskId);
+      return handler.taskMetadata(request.params.taskId, caller(request));
+    }),
   );
   app.get('/listCommands', { onRequest }, (request, reply) => send(request, reply, () => handler.listCommands()));
   app.post('/executeCommand', { onRequest }, (request, reply) =>

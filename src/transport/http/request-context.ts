@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
-import { CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
+import { CTX_ABOUT_TASK, CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
 import type { A2aVersion } from '../../protocol/a2a.js';
 import { CallerUser } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
@@ -28,7 +28,25 @@ class RequestContext {
   caller: Caller | undefined;
   private call: ServerCallContext | undefined;
 
-  constructor(private readonly request: FastifyRequest) {}
+  /** The task the request is about, once known (aboutTask): its ids are on the request's log lines. */
+  private task: string | undefined;
+
+  constructor(
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
+  ) {}
+
+  /**
+   * The request is about task `taskId`: this request's logger (and the reply's, which writes the
+   * "request completed" line) carry `taskId` and `contextId` from here on. The first task named wins.
+   */
+  aboutTask(taskId: string, contextId?: string): void {
+    if (this.task !== undefined) return;
+    this.task = taskId;
+    const log = this.request.log.child({ taskId, ...(contextId ? { contextId } : {}) });
+    this.request.log = log;
+    this.reply.log = log;
+  }
 
   /**
    * The `Last-Event-ID` header as an event id; undefined when absent. Throws invalidParams
@@ -54,6 +72,7 @@ class RequestContext {
     const user = this.caller ? new CallerUser(this.caller) : new UnauthenticatedUser();
     const ctx = new ServerCallContext({ user, requestedVersion: version });
     if (lastEventId !== undefined) ctx.state.set(CTX_LAST_EVENT_ID, lastEventId);
+    ctx.state.set(CTX_ABOUT_TASK, (taskId: string, contextId?: string) => this.aboutTask(taskId, contextId));
     this.call = ctx;
     return ctx;
   }
@@ -78,8 +97,8 @@ declare module 'fastify' {
 /** Decorates each request with its RequestContext. */
 async function requestContext(app: FastifyInstance): Promise<void> {
   app.decorateRequest('a2a', null as unknown as RequestContext);
-  app.addHook('onRequest', async (request) => {
-    request.a2a = new RequestContext(request);
+  app.addHook('onRequest', async (request, reply) => {
+    request.a2a = new RequestContext(request, reply);
   });
 }
 // Runs in the context that registers it (what fastify-plugin does): the routes there see the
