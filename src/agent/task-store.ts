@@ -280,8 +280,9 @@ export interface TaskStore {
   loadCall(id: string): Promise<StoredCall | undefined>;
   /**
    * Moves every claimed call from `awaiting` to `ready` with its answer, under a lease
-   * held by `owner` until `leaseUntil` — all or none. A call that is not awaiting (another
-   * answer won, or it never waited) is reported and nothing changes.
+   * held by `owner` until `leaseUntil` — all or none — and leases the task to `owner` too, in
+   * one statement committed synchronously. A call that is not awaiting (another answer won, or
+   * it never waited) is reported and nothing changes.
    */
   claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult>;
   /**

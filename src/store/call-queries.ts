@@ -10,13 +10,6 @@ import { anyOf, rowsOf, type StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
 import { closedTurns, tasks, toolCalls } from './schema.js';
 
-/** Thrown inside a claim transaction to roll it back; never escapes claimCalls. */
-class ClaimLost extends Error {
-  constructor(readonly notAwaiting: string[]) {
-    super('claim lost');
-  }
-}
-
 const LIVE_PHASES = ['executing', 'ready'] as const;
 
 /** The calls of the task's highest turn, in position order. */
@@ -39,52 +32,29 @@ export async function loadCall(db: StoreDb, id: string): Promise<StoredCall | un
   return row ? callFromRow(row) : undefined;
 }
 
-/** awaiting → ready for every claim, or nothing; see TaskStore.claimCalls. */
+/**
+ * One statement: the stored function `devtool_claim_calls` (drizzle/0008_claim_function.sql)
+ * locks the task row first (as every commit and re-prompt does: no deadlock, and no event is
+ * appended while the claim decides), moves each claimed call awaiting → ready in id order — all
+ * or, when one is not awaiting (another answer won) or shows another card, none — leases the
+ * task to `owner`, and commits synchronously (an approval is on disk before its call can run, so
+ * no crash of the database can undo it and let the call be approved and run a second time).
+ * Under READ COMMITTED a concurrent claimer waits on the row lock, then re-checks phase='awaiting'
+ * against the committed row: exactly one of them wins.
+ */
 export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult> {
-  // Rows are locked in id order, so two overlapping multi-call claims cannot deadlock.
-  const ordered = [...claims].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  try {
-    return await db.transaction(async (tx) => {
-      const lost: string[] = [];
-      for (const c of ordered) {
-        // Under READ COMMITTED a concurrent claimer waits on the row lock, then re-checks
-        // phase='awaiting' against the committed row: exactly one of them updates it.
-        const won = await tx
-          .update(toolCalls)
-          .set({
-            phase: 'ready',
-            answer: c.answer,
-            leaseOwner: owner,
-            leaseUntil,
-            updatedAt: sql`now()`,
-            ...(c.args !== undefined ? { args: c.args } : {}),
-            ...(c.snapshot !== undefined ? { snapshot: c.snapshot } : {}),
-          })
-          .where(
-            and(
-              eq(toolCalls.taskId, taskId),
-              eq(toolCalls.id, c.id),
-              eq(toolCalls.phase, 'awaiting'),
-              c.shownHash !== undefined ? eq(toolCalls.shownHash, c.shownHash) : undefined,
-            ),
-          )
-          .returning({ id: toolCalls.id });
-        if (won.length === 0) lost.push(c.id);
-      }
-      if (lost.length > 0) throw new ClaimLost(lost);
-      // A new statement, so it sees whatever committed while the updates waited for row locks.
-      // The claim commits synchronously whatever the connection's synchronous_commit: an
-      // approval is on disk before its call can run, so no crash of the database can undo it
-      // and let the call be approved (and run) a second time.
-      const [row] = rowsOf<{ last_seq: number }>(
-        await tx.execute(sql`select last_seq, set_config('synchronous_commit', 'on', true) from ${tasks} where id = ${taskId}`),
-      );
-      return { ok: true as const, lastSeq: Number(row?.last_seq ?? 0) };
-    });
-  } catch (e) {
-    if (e instanceof ClaimLost) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => e.notAwaiting.includes(id)) };
-    throw e;
-  }
+  const json = JSON.stringify(
+    claims.map((c) => ({ id: c.id, answer: c.answer, args: c.args, snapshot: c.snapshot, shown_hash: c.shownHash })),
+  );
+  const [row] = rowsOf<{ r: { ok: boolean; last_seq?: number; lost?: string[] } }>(
+    await db.execute(
+      sql`select devtool_claim_calls(${taskId}::text, ${json}::jsonb, ${owner}::text, ${leaseUntil.toISOString()}::timestamptz) as r`,
+    ),
+  );
+  const r = row?.r ?? { ok: false, lost: claims.map((c) => c.id) };
+  if (r.ok) return { ok: true, lastSeq: Number(r.last_seq ?? 0) };
+  const lost = new Set(r.lost ?? []);
+  return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => lost.has(id)) };
 }
 
 /** ready → awaiting with a new card (and id), only under `owner`'s lease; see TaskStore.reopenCall. */

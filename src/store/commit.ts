@@ -223,6 +223,33 @@ function insertHistory(plan: BatchPlan): SQL {
     where x.c = any(array(select id from ${contexts} where id = ${anyOf(plan.history.map((h) => h.contextId))}))`;
 }
 
+/**
+ * A batch of history alone (a model turn's contents), as ONE statement: the contexts' lock and the
+ * insert, returning the locked ids (lockContexts' answer). Unlike the two statements of a
+ * transaction, the insert's `max(idx)` reads the statement's snapshot, taken before the lock was
+ * granted: an appender of the same context that committed meanwhile (another instance; one
+ * context runs one model turn at a time) makes it collide on the key (23505). The database then
+ * refused it and nothing was written: commitBatch writes it again the collision-free way (the
+ * lock, then the insert in a statement of its own, in one transaction).
+ */
+function appendHistoryOnly(plan: BatchPlan): SQL {
+  const json = JSON.stringify(plan.history.flatMap((h) => h.contents.map((content, k) => ({ c: h.contextId, k, content }))));
+  return sql`with locked as (${lockContexts(plan)}), appended as (
+      insert into ${contextHistory} (context_id, idx, content)
+      select x.c, coalesce((select max(h.idx) from ${contextHistory} h where h.context_id = x.c), -1) + 1 + x.k, x.content
+      from jsonb_to_recordset(${json}::jsonb) as x(c text, k integer, content jsonb)
+      where x.c = any(array(select id from locked))
+    )
+    select id from locked`;
+}
+
+/** Throws (a refusal) when a context the plan appends history to was not found (`rows`: the locked ids). */
+function checkContexts(plan: BatchPlan, rows: Array<Record<string, unknown>>): void {
+  const found = new Set(rows.map((r) => String(r.id)));
+  const missing = plan.history.find((h) => !found.has(h.contextId));
+  if (missing) throw rejected(`commit: unknown context ${missing.contextId}`);
+}
+
 /** The order of call phases (protocol/task-states.ts): a stored call never moves back. */
 const PHASE_CASES = sql.raw(CALL_PHASE_ORDER.map((p, i) => `when '${p}' then ${i}`).join(' '));
 const phaseRank = (phase: SQL) => sql`(case ${phase} ${PHASE_CASES} end)`;
@@ -258,6 +285,15 @@ function statements(plan: BatchPlan, notify: NotifyTo): { list: SQL[]; lockAt: n
   return { list, lockAt };
 }
 
+/** The SQLSTATE of a database error (drizzle wraps the driver's error as its cause). */
+function sqlStateOf(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
 type Execute = (q: SQL) => Promise<Array<Record<string, unknown>>>;
 
 /**
@@ -284,6 +320,19 @@ async function lastSeqs(plan: BatchPlan, rows: Array<Record<string, unknown>>, e
 export async function commitBatch(db: StoreDb, notify: NotifyTo, batch: WriteBatch): Promise<number[]> {
   const plan = planBatch(batch);
   if (plan.empty) return [];
+  if (plan.tasks.length + plan.calls.length + plan.trust.length + plan.audit.length === 0) {
+    const rows = await db.execute(appendHistoryOnly(plan)).then(
+      (r) => rowsOf<Record<string, unknown>>(r),
+      (err: unknown) => {
+        if (sqlStateOf(err) === '23505') return undefined; // collided with a concurrent appender: below
+        throw err;
+      },
+    );
+    if (rows !== undefined) {
+      checkContexts(plan, rows);
+      return [];
+    }
+  }
   const { list, lockAt } = statements(plan, notify);
   // One statement is its own transaction — unless it must fail as a whole when one of
   // several tasks is missing: only a transaction can undo what it wrote for the others.
@@ -299,11 +348,7 @@ export async function commitBatch(db: StoreDb, notify: NotifyTo, batch: WriteBat
     const lastSeq = await lastSeqs(plan, plan.events.length > 0 ? (results[0] ?? []) : [], async (q) =>
       rowsOf<Record<string, unknown>>(await tx.execute(q)),
     );
-    if (lockAt >= 0) {
-      const found = new Set((results[lockAt] ?? []).map((r) => String(r.id)));
-      const missing = plan.history.find((h) => !found.has(h.contextId));
-      if (missing) throw rejected(`commit: unknown context ${missing.contextId}`);
-    }
+    if (lockAt >= 0) checkContexts(plan, results[lockAt] ?? []);
     return seqsOf(plan, lastSeq);
   });
 }

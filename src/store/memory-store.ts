@@ -311,7 +311,9 @@ function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: s
   for (const { row, set, args, snapshot } of changes) {
     Object.assign(row.call, set, args !== undefined ? { args } : {}, snapshot !== undefined ? { snapshot } : {});
   }
-  return { ok: true, lastSeq: db.tasks.get(taskId)?.events.length ?? 0 };
+  const task = db.tasks.get(taskId)!; // a call of it was awaiting
+  Object.assign(task, { leaseOwner: owner, leaseUntil: dateCopy(leaseUntil) });
+  return { ok: true, lastSeq: task.lastSeq };
 }
 
 /** Working/submitted tasks whose lease lapsed (or that never had one) and no call under a live lease covers. */

@@ -52,7 +52,14 @@ const SCRIPT: ModelScript = {
     { when: '^modify me', steps: [write('modify.txt', 'proposed\n'), say('Wrote your version.')] },
     { when: '^survive reload', steps: [write('reload.txt', 'reload\n'), say('Wrote reload.txt.')] },
     { when: '^survive restart', steps: [write('restart.txt', 'restart\n'), say('Wrote restart.txt.')] },
-    { when: '^slow pause', steps: [write('slow.txt', 'slow\n'), say('Wrote slow.txt.')] },
+    {
+      // One call that runs without asking, one that waits: the cards commit first, the pause after the read.
+      when: '^slow pause',
+      steps: [
+        { chunks: [[call('read_file', { file_path: 'slow-in.txt' }), call('write_file', { file_path: 'slow.txt', content: 'slow\n' })]] },
+        say('Wrote slow.txt.'),
+      ],
+    },
     {
       when: '^colours',
       steps: [{ chunks: [[call('run_shell_command', { command: "printf '\\033[31mred\\033[0m <b>plain</b>\\n'" })]] }, say('Printed.')],
@@ -143,8 +150,10 @@ t.test('the web console in Chromium', { skip: skip ?? false }, async (t) => {
   });
 
   t.test('a card that is PENDING before its task pauses offers its options only with the pause', async (t) => {
-    // The card and the pause are separate commits; here the pause's is held back 1.5 s.
+    // A turn whose cards all wait commits them with its pause; this one first runs a read, so its
+    // waiting card is committed before the pause, whose commit is held back 1.5 s here.
     const slow = await startServer(t, { script: SCRIPT, app: { store: await pauseDelayingStore(1500) } });
+    writeFileSync(path.join(slow.workspace, 'slow-in.txt'), 'in\n');
     const { page } = await watchedPage(browser);
     await page.goto(slow.url);
     await page.fill('#workspace', slow.workspace);

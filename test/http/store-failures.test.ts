@@ -100,7 +100,7 @@ t.test('the clean flow completes and shows which store calls it makes', async (t
   faulty.calls.length = 0;
   t.same(await confirmFlow(app, inner), { kind: 'completed' });
   t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n');
-  for (const m of ['createContext', 'createTask', 'commit', 'loadTurn', 'claimCalls', 'leaseTasks', 'closeTurn']) {
+  for (const m of ['createContext', 'createTask', 'commit', 'loadTurn', 'claimCalls', 'closeTurn']) {
     t.ok(faulty.calls.includes(m), `the flow calls ${m}`);
   }
 });

@@ -127,21 +127,6 @@ t.test('commit k of a short answer fails: nothing follows the end, and the store
   }
 });
 
-t.test('the lease after a won claim cannot be stored: the task fails once', async (t) => {
-  const inner = new MemoryTaskStore();
-  t.teardown(() => inner.close());
-  const faulty = faultyStore(inner);
-  const { app } = await server(t, faulty.store);
-  const { taskId, contextId, callId } = await paused(app);
-  faulty.failAt(1, 'leaseTasks');
-  await rpc(app, 'message/stream', {
-    message: confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' }),
-  });
-  await until('the task ended in the store', async () => ENDS.has(stateName((await inner.loadTask(taskId))?.task.status?.state)));
-  t.strictSame(faulty.fired, ['leaseTasks'], 'the fault fired');
-  await endsOnce(t, inner, taskId, 'failed');
-});
-
 t.test('closing the app while a command runs: it is stopped, closing is prompt, nothing is written after', async (t) => {
   const inner = new MemoryTaskStore();
   t.teardown(() => inner.close());

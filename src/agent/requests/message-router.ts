@@ -133,14 +133,10 @@ export class MessageRouter {
         }
       }
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
-      const from = await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), async (claims) => {
-        const claimed = await this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil());
-        if (claimed.ok)
-          await this.opts.loop.guard(task, 'leasing the task', () =>
-            this.opts.store.leaseTasks([task.id], this.opts.instanceId, leaseUntil()),
-          );
-        return claimed;
-      });
+      // The claim leases the task to this instance in the same statement.
+      const from = await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), (claims) =>
+        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil()),
+      );
       // Only once the answer was accepted; the calls run already, so a failure here fails the task.
       await this.opts.loop.guard(task, 'applying the new settings', () => this.opts.factory.applySettings(task.context, requested));
       return { task, afterSeq: Math.max(afterSeq, from) };
@@ -233,9 +229,10 @@ export class MessageRouter {
     if (intent.refusal) throw intent.refusal;
     const { message, dialect } = intent;
     const contextId = message.contextId || randomUUID();
-    const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, !message.contextId);
+    const fresh = !message.contextId;
+    const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, fresh);
     const task = await this.opts.factory.exclusive(context.id, async () => {
-      await this.opts.factory.checkContextFree(context.id);
+      if (!fresh) await this.opts.factory.checkContextFree(context.id); // a context made up just now has no task
       return this.opts.factory.createTask(context, message, caller, { dialect });
     });
     this.opts.loop.startTurn(task, intent.parts);

@@ -172,7 +172,7 @@ export class SlashCommands {
     let task: LiveTask;
     try {
       task = await factory.exclusive(context.id, async () => {
-        if (!direct) await factory.checkContextFree(context.id);
+        if (!direct && contextId !== undefined) await factory.checkContextFree(context.id); // a context made up just now has no task
         return factory.createTask(context, message, caller, { metadata: taskMetadata, dialect });
       });
     } catch (err) {

@@ -186,7 +186,7 @@ export class TurnLoop {
         });
         return;
       }
-      await this.openTurn(task, calls);
+      if (await this.openTurn(task, calls)) return; // paused
       await this.runReady(task, task.turn);
     } catch (err) {
       if (!(err instanceof ModelError)) throw err; // TaskRuns fails the task and logs it
@@ -273,11 +273,22 @@ export class TurnLoop {
     throw e;
   }
 
-  /** Creates a PENDING card per call (with its confirmation request when it must wait). */
-  private async openTurn(task: LiveTask, calls: ModelFunctionCall[]): Promise<void> {
+  /**
+   * Creates a PENDING card per call (with its confirmation request when it must wait). When none
+   * runs without asking and some wait, the task pauses on them in the same synchronous step, so
+   * the cards and their pause share one commit, and the turn need not be read back: nobody can
+   * answer a card before it is committed (settle reads the turn because a call of a turn whose
+   * cards are out may be answered on another instance meanwhile). True when it paused.
+   */
+  private async openTurn(task: LiveTask, calls: ModelFunctionCall[]): Promise<boolean> {
     task.turnNo += 1;
     task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools));
     for (const call of task.turn) await requestApproval(task, call, this.opts.approvalTimeoutMs);
     for (const call of task.turn) showCall(task, call);
+    const waiting = task.awaiting();
+    if (task.turn.some((c) => c.phase === 'ready') || waiting.length === 0 || task.halted) return false;
+    task.modelRunning = false; // before the pause commits: its commit releases the task only when idle
+    pauseTask(task, waiting);
+    return true;
   }
 }

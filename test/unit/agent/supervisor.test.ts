@@ -12,13 +12,16 @@ import type { NewTaskOptions, StoredCall, WriteBatch } from '../../../src/agent/
 import { StreamResponse } from '@a2a-js/sdk';
 import type { Task } from '@a2a-js/sdk';
 import { MemoryTaskStore } from '../../../src/store/memory-store.js';
+import type { ModelScript } from '../../../src/agent/model/scripted-model-client.js';
 import {
   auditOf,
+  fcall,
   hangingTool,
   lapsedCall,
   logOf,
   makeCore,
   runTurn,
+  say,
   settled,
   shape,
   startTask,
@@ -196,6 +199,18 @@ const logsPause = (batch: WriteBatch) =>
   batch.events.some((e) => JSON.stringify(StreamResponse.toJSON(e.response)).includes('TASK_STATE_INPUT_REQUIRED'));
 
 /**
+ * A turn with a call that runs without asking (look) and one that waits (edit): its cards commit
+ * first, the pause only once look ran (a turn whose calls all wait commits its cards and pause
+ * together, so only such a turn can be stranded between them).
+ */
+const MIXED_TURN: ModelScript = {
+  model: 'fake-model',
+  scripts: [
+    { when: '^edit', steps: [{ chunks: [[fcall('look', { path: 'a' }), fcall('edit', { path: 'a', content: 'A' })]] }, say('Done.')] },
+  ],
+};
+
+/**
  * A working task whose dead instance stored the turn's cards but never its pause: that instance's
  * commit that logs the pause never completes. The task's lease has lapsed.
  */
@@ -217,13 +232,13 @@ async function strandedTask(
     held?.(new Error('the process is gone'));
     await deadConn.close();
   });
-  const dead = await makeCore(t, { store: dying, instanceId: 'dead', leaseMs: 30_000, ...opts });
+  const dead = await makeCore(t, { store: dying, instanceId: 'dead', leaseMs: 30_000, script: MIXED_TURN, ...opts });
   const task = await startTask(dead, { text: 'edit' });
   dead.loop.startTurn(task, [{ text: 'edit' }]);
   await until('the pause commit to be reached', () => held !== undefined);
-  const [card] = await core.store.loadTurn(task.id);
+  const card = (await core.store.loadTurn(task.id)).find((c) => c.toolName === 'edit')!;
   await core.store.leaseTasks([task.id], 'dead', new Date(Date.now() - 1_000));
-  return { taskId: task.id, card: card };
+  return { taskId: task.id, card };
 }
 
 t.test('a stale task whose cards were stored but not its pause (the process died in between) pauses on them', async (t) => {
@@ -236,7 +251,7 @@ t.test('a stale task whose cards were stored but not its pause (the process died
   await core.runs.drain();
 
   t.equal(await storedState(core.store, taskId), 'input-required', 'paused on the stored card, not failed');
-  t.same(shape(await logOf(core.store, taskId)).slice(-2), ['edit:PENDING', 'input-required!']);
+  t.same(shape(await logOf(core.store, taskId)).slice(-2), ['look:SUCCEEDED', 'input-required!']);
   t.match((await core.store.loadCall(card.id))?.phase, 'awaiting', 'the card still waits for its answer');
   t.ok(
     core.logger.warnings().some((r) => r.msg === 'paused a task whose process died before its pause was stored'),
