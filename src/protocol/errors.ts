@@ -125,6 +125,15 @@ export class StaleWriteError extends Error {
   }
 }
 
+/** The SQLSTATE of a database error, found on it or on its causes (drizzle wraps the driver's error); undefined for any other error. */
+export function sqlStateOf(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
 /** True when `err` is a StaleWriteError (a copy behind the store tried to write). */
 export const isStaleWrite = (err: unknown): err is StaleWriteError => err instanceof StaleWriteError;
 

@@ -21,7 +21,7 @@ import { planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.j
 import { anyOf, rowsOf, type StoreDb } from './db.js';
 import { callToRow } from './mappers.js';
 import { CALL_PHASE_ORDER, FINISHED } from '../protocol/task-states.js';
-import { StaleWriteError } from '../protocol/errors.js';
+import { sqlStateOf, StaleWriteError } from '../protocol/errors.js';
 import { auditLog, contextHistory, contexts, events, tasks, toolCalls, trustGrants } from './schema.js';
 
 /**
@@ -283,15 +283,6 @@ function statements(plan: BatchPlan, notify: NotifyTo): { list: SQL[]; lockAt: n
   if (plan.trust.length > 0) list.push(sql`${insertRows(trustGrants, TRUST_FIELDS, plan.trust)} on conflict do nothing`);
   if (plan.audit.length > 0) list.push(insertRows(auditLog, AUDIT_FIELDS, plan.audit as unknown as Array<Record<string, unknown>>));
   return { list, lockAt };
-}
-
-/** The SQLSTATE of a database error (drizzle wraps the driver's error as its cause). */
-function sqlStateOf(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
-  }
-  return undefined;
 }
 
 type Execute = (q: SQL) => Promise<Array<Record<string, unknown>>>;

@@ -8,7 +8,7 @@ import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../model/model-client.js';
 import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
-import { isStoreUnavailable } from '../../protocol/errors.js';
+import { isStoreUnavailable, sqlStateOf } from '../../protocol/errors.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import { NO_METRICS, type Metrics } from '../../lib/metrics.js';
 
@@ -82,11 +82,8 @@ function byOwner(items: Queued[]): Queued[][] {
  */
 export function rejectedByDatabase(err: unknown): boolean {
   if (isStoreUnavailable(err)) return false;
-  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return !code.startsWith('08');
-  }
-  return false;
+  const code = sqlStateOf(err);
+  return code !== undefined && !code.startsWith('08');
 }
 
 export class WriteQueue {
