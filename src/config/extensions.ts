@@ -63,7 +63,7 @@ const isWithin = (root: string, p: string) => {
 
 /**
  * Loads every extension in `dir` (sorted by directory name; the first of a name wins). A missing
- * directory has no extensions. Never throws for what an extension holds.
+ * directory has no extensions. Never throws: a problem skips the one extension it is in.
  */
 export function loadExtensions(dir: string | undefined): ExtensionsLoad {
   if (dir === undefined) return { extensions: [], skipped: [] };
@@ -89,8 +89,10 @@ export function loadExtensions(dir: string | undefined): ExtensionsLoad {
       byName.set(ext.name, ext.path);
       out.extensions.push(ext);
     } catch (err) {
-      if (!(err instanceof Refusal)) throw err;
-      out.skipped.push({ path: given, reason: err.message });
+      // Whatever went wrong (a file that cannot be opened included), this extension is skipped, not the server.
+      const reason =
+        err instanceof Refusal ? err.message : `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+      out.skipped.push({ path: given, reason });
     }
   }
   return out;
@@ -207,9 +209,8 @@ function readInstallMetadata(dir: string): Record<string, unknown> | undefined {
   try {
     const raw = parseJsonFile(dir, INSTALL_METADATA_FILE, MAX_CONFIG_BYTES);
     return isObject(raw) ? raw : undefined;
-  } catch (err) {
-    if (err instanceof Refusal) return undefined;
-    throw err;
+  } catch {
+    return undefined;
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import t from 'tap';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { loadExtensions, MAX_CONTEXT_BYTES } from '../../../src/config/extensions.js';
 import { ConfigError, loadConfig } from '../../../src/config/load-config.js';
@@ -162,6 +163,22 @@ t.test('nothing is read from outside EXTENSIONS_DIR: symlinked extensions and fi
     ['inner'],
   );
   t.notOk(JSON.stringify(load.extensions).includes('ignore previous'), 'nothing of the planted extension was read');
+});
+
+t.test('a file that cannot even be opened (a socket named GEMINI.md) skips its extension, not the server', async (t) => {
+  const dir = ownDir('ext-socket', {
+    sock: { 'gemini-extension.json': manifest({ name: 'sock', version: '1' }) },
+    fine: { 'gemini-extension.json': manifest({ name: 'fine', version: '1' }) },
+  });
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(path.join(dir, 'sock', 'GEMINI.md'), resolve));
+  t.teardown(() => server.close());
+  const load = loadExtensions(dir);
+  t.same(
+    load.extensions.map((e) => e.name),
+    ['fine'],
+  );
+  t.match(load.skipped, [{ path: path.join(dir, 'sock'), reason: /cannot be read \(ENXIO\)|is not a regular file/ }]);
 });
 
 t.test('a missing directory has no extensions; undefined means off', async (t) => {
