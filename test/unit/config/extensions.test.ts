@@ -178,7 +178,7 @@ t.test('a file that cannot even be opened (a socket named GEMINI.md) skips its e
     load.extensions.map((e) => e.name),
     ['fine'],
   );
-  t.match(load.skipped, [{ path: path.join(dir, 'sock'), reason: /cannot be read \(ENXIO\)|is not a regular file/ }]);
+  t.match(load.skipped, [{ path: path.join(dir, 'sock'), reason: /cannot be read \(E[A-Z]+\)/ }]);
 });
 
 t.test('a missing directory has no extensions; undefined means off', async (t) => {
