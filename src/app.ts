@@ -9,6 +9,7 @@ import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AgentCard } from '@a2a-js/sdk';
 import { ConfigError } from './config/load-config.js';
+import { loadExtensions, type LoadedExtension } from './config/extensions.js';
 import type { Config } from './config/load-config.js';
 import { McpManager, parseMcpServers, type HttpResolver } from './mcp/index.js';
 import { buildAgentCard, buildExtendedCard, type ShellMode } from './protocol/agent-card.js';
@@ -27,7 +28,8 @@ import { TaskRuns } from './agent/runtime/task-runs.js';
 import type { TaskStore } from './agent/task-store.js';
 import { SlashCommands } from './agent/requests/slash-commands.js';
 import { Toolbox } from './agent/runtime/toolbox.js';
-import type { McpConnector } from './agent/runtime/toolbox.js';
+import type { McpConnector, McpServersJson } from './agent/runtime/toolbox.js';
+import type { ExtensionInfo } from './agent/requests/extensions-command.js';
 import { TurnLoop } from './agent/runtime/turn-loop.js';
 import { WriteQueue } from './agent/runtime/write-queue.js';
 import { handOff } from './agent/runtime/hand-off.js';
@@ -267,8 +269,78 @@ function shellOptions(
 /** Shell-like calls may run without a card: in the sandbox, or unconfined where the operator said so. */
 const autoRunsShell = (mode: ShellMode): boolean => mode.sandbox === 'bwrap' || mode.unconfinedAutoApprove;
 
+/** What the extensions in EXTENSIONS_DIR add: MCP servers, excluded tools, context for the model. */
+interface ServerExtensions {
+  list: ExtensionInfo[];
+  dir?: string;
+  /** The settings file's servers, then each extension's (a name already taken is not replaced). */
+  mcpServers?: McpServersJson;
+  excludeTools: string[];
+  /** The system-instruction block with the extensions' context files; undefined when there are none. */
+  context?: string;
+}
+
+/**
+ * Loads EXTENSIONS_DIR. An extension that fails a check, or whose MCP servers fail the strict
+ * parse SETTINGS_FILE's get, is skipped with a log line naming the reason; the server starts.
+ */
+function loadServerExtensions(app: FastifyInstance, config: Readonly<Config>, mcp: McpConnector): ServerExtensions {
+  const load = loadExtensions(config.extensionsDir);
+  for (const s of load.skipped) app.log.warn({ extension: s.path, reason: s.reason }, 'extension skipped');
+  const servers: McpServersJson = { ...(config.settings.mcpServers ?? {}) };
+  const active: LoadedExtension[] = [];
+  for (const ext of load.extensions) {
+    const bad = ext.mcpServers === undefined ? undefined : mcp.check(ext.mcpServers, `${ext.configFile}: mcpServers`);
+    if (bad !== undefined) {
+      app.log.warn({ extension: ext.path, reason: bad }, 'extension skipped');
+      continue;
+    }
+    for (const warning of ext.warnings) app.log.warn({ extension: ext.path, warning }, 'extension: part of its config is ignored');
+    for (const entry of (ext.excludeTools ?? []).filter((e) => e.includes('('))) {
+      const warning = `excludeTools "${entry}": per-command exclusions are not supported; the whole tool is excluded`;
+      app.log.warn({ extension: ext.path, warning }, 'extension: an exclusion covers the whole tool');
+    }
+    for (const [name, server] of Object.entries(ext.mcpServers ?? {})) {
+      if (name in servers) {
+        app.log.warn(
+          { extension: ext.path, server: name },
+          'extension MCP server not started: the name is taken (SETTINGS_FILE or an earlier extension)',
+        );
+      } else servers[name] = server;
+    }
+    active.push(ext);
+    const { name, version, path, excludeTools } = ext;
+    const contextFiles = ext.contextFiles.map((f) => f.path);
+    app.log.info(
+      { extension: name, version, path, mcpServers: Object.keys(ext.mcpServers ?? {}), contextFiles, excludeTools },
+      'extension loaded',
+    );
+  }
+  return {
+    list: active.map((e) => ({ ...e, contextFiles: e.contextFiles.map((f) => f.path) })),
+    dir: load.dir,
+    mcpServers: Object.keys(servers).length > 0 ? servers : undefined,
+    excludeTools: active.flatMap((e) => e.excludeTools ?? []),
+    context: extensionContext(active),
+  };
+}
+
+/** The extensions' context files as one system-instruction block (after the server's, before the workspace's GEMINI.md). */
+function extensionContext(extensions: readonly LoadedExtension[]): string | undefined {
+  const files = extensions.flatMap((ext) => ext.contextFiles.filter((f) => f.text.trim() !== '').map((f) => ({ ext, ...f })));
+  if (files.length === 0) return undefined;
+  const blocks = files.map(({ ext, path: file, text }) => {
+    const label = `${ext.name}/${file.slice(ext.path.length + 1)}`;
+    return `--- ${label} ---\n${text.trim()}\n--- end of ${label} ---`;
+  });
+  return `Context from the server's extensions (installed by the operator; follow them):\n${blocks.join('\n')}`;
+}
+
 /** The built-in tools and MCP servers every context can use (its own MCP servers join when it starts). */
-async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<{ toolbox: Toolbox; shellMode: ShellMode }> {
+async function startToolbox(
+  app: FastifyInstance,
+  options: AppOptions,
+): Promise<{ toolbox: Toolbox; shellMode: ShellMode; extensions: ServerExtensions }> {
   const { config } = options;
   // Resolved once: the tools, the GEMINI.md reader and the workspace policy share it.
   const protectedPaths = new ProtectedPaths(config.serverFiles);
@@ -277,15 +349,23 @@ async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<
   const shellMode = shell?.mode ?? { sandbox: 'off', unconfinedAutoApprove: config.shell.unconfinedAutoApprove };
   const tools = options.tools ?? createDefaultTools({ shell, protectedPaths });
   const mcp = mcpConnector(mcpResolver(config));
-  const serverMcp = config.settings.mcpServers;
-  if (serverMcp !== undefined) {
-    const bad = mcp.check(serverMcp, `SETTINGS_FILE ${config.settings.file}: mcpServers`);
+  if (config.settings.mcpServers !== undefined) {
+    const bad = mcp.check(config.settings.mcpServers, `SETTINGS_FILE ${config.settings.file}: mcpServers`);
     if (bad !== undefined) throw new ConfigError(bad);
   }
-  const toolbox = new Toolbox({ builtin: tools, mcp, serverMcp, defaultCwd: config.workspaceDir, logger: app.log, protectedPaths });
+  const extensions = loadServerExtensions(app, config, mcp);
+  const toolbox = new Toolbox({
+    builtin: tools,
+    mcp,
+    serverMcp: extensions.mcpServers,
+    defaultCwd: config.workspaceDir,
+    logger: app.log,
+    protectedPaths,
+    excludeTools: extensions.excludeTools,
+  });
   await toolbox.start();
   app.addHook('onClose', async () => toolbox.close());
-  return { toolbox, shellMode };
+  return { toolbox, shellMode, extensions };
 }
 
 /** Push notifications: the event log is the outbox; the dispatcher posts what each config has not had. */
@@ -358,6 +438,7 @@ interface AgentParts {
   card: () => AgentCard;
   shellMode: ShellMode;
   metrics: PromMetrics;
+  extensions: ServerExtensions;
 }
 
 /** The tasks this process works on, writing through one group-commit queue. */
@@ -382,7 +463,7 @@ function buildCache(app: FastifyInstance, parts: AgentParts, runs: TaskRuns, wri
 }
 
 function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
-  const { options, model, store, hub, toolbox, encoders, schema, security, push, card, metrics } = parts;
+  const { options, model, store, hub, toolbox, encoders, schema, security, push, card, metrics, extensions } = parts;
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
   const [runs, writes] = [new TaskRuns(app.log), new WriteQueue(store, app.log, metrics)];
@@ -391,7 +472,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     toolbox,
     store,
     runs,
-    systemInstruction: SYSTEM_INSTRUCTION,
+    systemInstruction: extensions.context === undefined ? SYSTEM_INSTRUCTION : `${SYSTEM_INSTRUCTION}\n\n${extensions.context}`,
     logger: app.log,
     retryBaseDelayMs: options.retryBaseDelayMs,
     approvalTimeoutMs: config.approvalTimeoutMs,
@@ -436,7 +517,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     encoders,
     push: push.registry,
   });
-  const commands = new SlashCommands({ schema, factory, decoders, loop });
+  const commands = new SlashCommands({ schema, factory, decoders, loop, extensions: { list: extensions.list, dir: extensions.dir } });
   const legacyRest = new LegacyRest({
     factory,
     commands,
@@ -602,7 +683,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const created = options.model ? { model: options.model, demo: false } : await createModel(config);
   if (created.demo) app.log.warn('No GEMINI_API_KEY (or Vertex AI settings): answering with the bundled demo script, not Gemini');
   const schema = loadDevtoolSchema();
-  const { toolbox, shellMode } = await startToolbox(app, options);
+  const { toolbox, shellMode, extensions } = await startToolbox(app, options);
   // Tool labels: the built-in tools' names; every other tool is an MCP server's (`mcp`).
   const metrics = new PromMetrics({ builtinTools: toolbox.builtin.map((tool) => tool.name) });
   const encoders: Encoders = { rfc: new RfcEncoder(schema), legacy: new LegacyEncoder(legacyToolInfo(toolbox.builtin)) };
@@ -627,6 +708,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     card,
     shellMode,
     metrics,
+    extensions,
   });
   push.dispatcher.start();
   await agent.supervisor.start();

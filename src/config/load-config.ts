@@ -74,6 +74,12 @@ export interface Config {
   approvalTimeoutMs?: number;
   /** The operator's settings file (SETTINGS_FILE), Gemini CLI's settings.json shape. */
   settings: ServerSettings;
+  /**
+   * EXTENSIONS_DIR: where gemini-cli extensions are loaded from (absolute; default
+   * `~/.gemini/extensions`, gemini-cli's user-level location); undefined with `EXTENSIONS_DIR=off`.
+   * A server-side directory only, and one of the server's own files: no tool reaches it.
+   */
+  extensionsDir?: string;
   /** AUTH_CONFIG: JSON file of API keys and JWT settings; undefined = no authentication (local use). */
   authConfigFile?: string;
   /**
@@ -156,6 +162,21 @@ function loadServerSettings(env: Env, cwd: string): ServerSettings {
       throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers.${name} must be an object`);
   }
   return { file, mcpServers: servers as Record<string, Record<string, unknown>> };
+}
+
+/**
+ * EXTENSIONS_DIR: a set directory must exist; the default (gemini-cli's `~/.gemini/extensions`,
+ * `GEMINI_CLI_HOME` standing in for the home directory as it does for gemini-cli) may be missing.
+ */
+function extensionsDir(env: Env, cwd: string): string | undefined {
+  const raw = str(env, 'EXTENSIONS_DIR');
+  if (raw?.toLowerCase() === 'off') return undefined;
+  if (raw === undefined) return path.join(str(env, 'GEMINI_CLI_HOME') ?? str(env, 'HOME') ?? os.homedir(), '.gemini', 'extensions');
+  const dir = path.resolve(cwd, raw);
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+    throw new ConfigError(`EXTENSIONS_DIR=${raw} is not an existing directory (${dir}); set EXTENSIONS_DIR=off for no extensions`);
+  }
+  return dir;
 }
 
 export interface StoreConfig {
@@ -341,11 +362,15 @@ function authConfigFile(env: Env, cwd: string): string | undefined {
 
 /**
  * The files holding the server's data and secrets that the server itself reads: its database
- * directory, auth and settings files, and the Google credentials the Gemini SDK loads
+ * directory, auth and settings files, its extensions (what the model could plant there runs at the next start), and the Google credentials the Gemini SDK loads
  * (GOOGLE_APPLICATION_CREDENTIALS; with Vertex AI also gcloud's application default credentials).
  */
-function serverFiles(env: Env, cwd: string, config: Pick<Config, 'store' | 'authConfigFile' | 'settings' | 'model'>): string[] {
-  const files = [config.store.dataDir, config.authConfigFile, config.settings.file];
+function serverFiles(
+  env: Env,
+  cwd: string,
+  config: Pick<Config, 'store' | 'authConfigFile' | 'settings' | 'model' | 'extensionsDir'>,
+): string[] {
+  const files = [config.store.dataDir, config.authConfigFile, config.settings.file, config.extensionsDir];
   const credentials = str(env, 'GOOGLE_APPLICATION_CREDENTIALS');
   if (credentials !== undefined) files.push(path.resolve(cwd, credentials));
   if (config.model.vertexai) {
@@ -440,6 +465,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
     store: Object.freeze(loadStoreConfig(env, cwd)),
     approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),
     settings: Object.freeze(loadServerSettings(env, cwd)),
+    extensionsDir: extensionsDir(env, cwd),
     authConfigFile: authFile,
     push: Object.freeze(loadPushConfig(env)),
     wireDialect,

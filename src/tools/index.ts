@@ -41,7 +41,7 @@ export function resolveInWorkspace(
 export interface DefaultToolsOptions {
   shell?: RunShellCommandOptions;
   /**
-   * The server's own files and directories (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, credentials):
+   * The server's own files and directories (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, EXTENSIONS_DIR, credentials):
    * every file and search tool refuses them and leaves them out of listings and searches;
    * no approval grant covers a shell line that names one, and the shell's sandbox
    * (`shell.sandbox`) masks them.

@@ -89,14 +89,21 @@ function noSecrets(t: Test, raw: string, what: string, content = true): void {
 
 t.test('the config names the server files, and app.ts hands them to the tools', async (t) => {
   const dir = serverDir();
-  const config = loadConfig({ WORKSPACE_DIR: dir, DATA_DIR: '.data', AUTH_CONFIG: 'auth.json', SETTINGS_FILE: 'settings.json' }, dir);
+  const config = loadConfig(
+    { WORKSPACE_DIR: dir, DATA_DIR: '.data', AUTH_CONFIG: 'auth.json', SETTINGS_FILE: 'settings.json', EXTENSIONS_DIR: 'off' },
+    dir,
+  );
   t.same(config.serverFiles, [path.join(dir, '.data'), path.join(dir, 'auth.json'), path.join(dir, 'settings.json')]);
-  const creds = loadConfig({ WORKSPACE_DIR: dir, GOOGLE_APPLICATION_CREDENTIALS: 'gac.json' }, dir);
-  t.same(creds.serverFiles, [path.join(dir, '.data'), path.join(dir, 'gac.json')], 'default DATA_DIR, and the Google credentials file');
+  const creds = loadConfig({ WORKSPACE_DIR: dir, GOOGLE_APPLICATION_CREDENTIALS: 'gac.json', HOME: '/home/u' }, dir);
+  t.same(
+    creds.serverFiles,
+    [path.join(dir, '.data'), '/home/u/.gemini/extensions', path.join(dir, 'gac.json')],
+    'default DATA_DIR and EXTENSIONS_DIR, and the Google credentials file',
+  );
   const vertex = loadConfig({ WORKSPACE_DIR: dir, GOOGLE_GENAI_USE_VERTEXAI: 'true', GOOGLE_CLOUD_PROJECT: 'p', HOME: '/home/u' }, dir);
   t.same(
     vertex.serverFiles,
-    [path.join(dir, '.data'), '/home/u/.config/gcloud/application_default_credentials.json'],
+    [path.join(dir, '.data'), '/home/u/.gemini/extensions', '/home/u/.config/gcloud/application_default_credentials.json'],
     'with Vertex AI: ADC',
   );
 });

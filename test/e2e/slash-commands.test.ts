@@ -78,7 +78,7 @@ function invalid(t: Test, res: PostResult, ...patterns: RegExp[]): void {
   for (const p of patterns) t.match(res.json?.error?.message, p);
 }
 
-t.test('commands/get lists tools, mcp, memory (show, add <fact>) and init', async (t) => {
+t.test('commands/get lists tools, mcp, memory (show, add <fact>), init and extensions (list)', async (t) => {
   const srv = await startServer(t);
   for (const version of ['0.3', '1.0'] as const) {
     await t.test(`A2A-Version ${version}`, async (t) => {
@@ -87,7 +87,7 @@ t.test('commands/get lists tools, mcp, memory (show, add <fact>) and init', asyn
       const { commands } = res.json.result;
       t.same(
         commands.map((c: any) => c.name),
-        ['tools', 'mcp', 'memory', 'init'],
+        ['tools', 'mcp', 'memory', 'init', 'extensions'],
       );
       for (const c of commands) t.type(c.description, 'string', `${c.name} has a description`);
       const memory = commands[2];
@@ -105,7 +105,7 @@ t.test('commands/get lists tools, mcp, memory (show, add <fact>) and init', asyn
   await t.test('without params', async (t) => {
     const res = await rpc(srv.url, 'commands/get', undefined, { body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'commands/get' }) });
     t.equal(res.json.id, 9);
-    t.equal(res.json.result.commands.length, 4);
+    t.equal(res.json.result.commands.length, 5);
   });
 });
 
@@ -416,7 +416,7 @@ t.test('/init', async (t) => {
 t.test('command/execute errors', async (t) => {
   const srv = await startServer(t);
   await t.test('unknown command: FAILED_TO_START listing the commands', async (t) => {
-    await failsToStart(t, srv, { command_path: ['nope'] }, /Unknown command "nope"/, /\/tools, \/mcp, \/memory, \/init/);
+    await failsToStart(t, srv, { command_path: ['nope'] }, /Unknown command "nope"/, /\/tools, \/mcp, \/memory, \/init, \/extensions/);
   });
   await t.test('/memory without a subcommand: FAILED_TO_START naming show, add', async (t) => {
     await failsToStart(t, srv, { command_path: ['memory'] }, /\/memory needs a subcommand: show, add/);

@@ -99,6 +99,8 @@ export class LegacyRest {
       return { status: 400, body: { error: '"args" field must be an array.' } };
     }
     const path = command.trim().replace(/^\//, '').split(/\s+/);
+    const answer = this.opts.commands.legacyAnswer(path);
+    if (answer !== undefined) return { status: 200, body: answer };
     const res = await this.opts.commands.execute({ command_path: path, args: ((args ?? []) as string[]).join(' ') }, caller, 'legacy');
     if (res.execution_id === undefined) {
       const unknown = /^Unknown /.test(res.message ?? '');

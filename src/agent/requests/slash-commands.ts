@@ -8,6 +8,7 @@
  * - /mcp: the MCP servers, their status and tools.
  * - /memory show | add <fact>: the workspace's context file (GEMINI.md); adding asks like any edit.
  * - /init: the model drafts GEMINI.md for the project, asking before it writes.
+ * - /extensions [list]: the gemini-cli extensions loaded from EXTENSIONS_DIR (extensions-command.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type {
@@ -30,6 +31,7 @@ import type { TaskFactory } from './task-factory.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
 import type { Decoders } from '../wire/wire-decoder.js';
+import { EXTENSIONS_COMMAND, EXTENSIONS_LIST_COMMAND, extensionsAnswer, extensionsText, type ExtensionInfo } from './extensions-command.js';
 
 export interface SlashCommandsOptions {
   schema: DevtoolSchema;
@@ -37,6 +39,8 @@ export interface SlashCommandsOptions {
   /** Reads the AgentSettings in a command's metadata (the RFC's decoder). */
   decoders: Decoders;
   loop: TurnLoop;
+  /** The extensions loaded at start, and EXTENSIONS_DIR (undefined when off). */
+  extensions?: { list: readonly ExtensionInfo[]; dir?: string };
 }
 
 interface CommandRun {
@@ -50,6 +54,8 @@ interface CommandSpec extends SlashCommandJson {
   sub_commands?: CommandSpec[];
   /** Absent on a command that only groups subcommands. */
   run?: (run: CommandRun) => Promise<Started>;
+  /** The legacy dialect's whole `/executeCommand` answer, where the original gives data rather than text. */
+  legacy?: () => { name: string; data: unknown };
 }
 
 type Started =
@@ -116,7 +122,21 @@ export class SlashCommands {
           return { kind: 'model', prompt: INIT_PROMPT };
         },
       },
+      this.extensionsCommand(),
     ];
+  }
+
+  private extensionsCommand(): CommandSpec {
+    const { list = [], dir } = this.opts.extensions ?? {};
+    const run = async (): Promise<Started> => ({ kind: 'text', text: extensionsText(list, dir) });
+    const legacy = () => extensionsAnswer(list);
+    return { ...EXTENSIONS_COMMAND, run, legacy, sub_commands: [{ ...EXTENSIONS_LIST_COMMAND, run, legacy }] };
+  }
+
+  /** The legacy answer of the command `path` names, when it has one (see CommandSpec.legacy). */
+  legacyAnswer(path: string[]): { name: string; data: unknown } | undefined {
+    const found = this.resolve(path);
+    return typeof found === 'string' ? undefined : found.spec.legacy?.();
   }
 
   /** GetAllSlashCommandsResponse (proto3 JSON). */

@@ -53,6 +53,12 @@ export interface ToolboxOptions {
   idleMs?: number;
   /** The server's own files: out of reach of every tool, and of the GEMINI.md reader. */
   protectedPaths?: ProtectedPaths;
+  /**
+   * Tools no context is offered (the extensions' `excludeTools`): a name as the model sees it
+   * (`read_file`, `github__create_issue`). `run_shell_command(rm -rf)` excludes the whole tool:
+   * an exclusion is never weaker than written.
+   */
+  excludeTools?: readonly string[];
 }
 
 /** What one context can call right now. */
@@ -78,18 +84,22 @@ export class Toolbox {
   private readonly reported = new Map<string, Set<string>>();
   private readonly contexts = new Map<string, ContextServers>();
   private readonly builtinDeclarations: FunctionDeclaration[];
+  private readonly builtinTools: readonly AnyTool[];
+  private readonly excluded: ReadonlySet<string>;
   private sweeper?: NodeJS.Timeout;
   /** Idle stops and replaced connections closing in the background. */
   private readonly background: Background;
 
   constructor(private readonly opts: ToolboxOptions) {
-    this.builtinDeclarations = opts.builtin.map(declaration);
+    this.excluded = new Set((opts.excludeTools ?? []).map((e) => e.replace(/\(.*\)$/s, '').trim()));
+    this.builtinTools = opts.builtin.filter((t) => !this.excluded.has(t.name));
+    this.builtinDeclarations = this.builtinTools.map(declaration);
     this.background = new Background((err, what) => opts.logger.warn({ err }, `${what} failed`));
   }
 
-  /** The built-in tools every context has. */
+  /** The built-in tools every context has (those no extension excludes). */
   get builtin(): readonly AnyTool[] {
-    return this.opts.builtin;
+    return this.builtinTools;
   }
 
   /** Starts the operator's servers (a failed one is logged and reported to each context once). */
@@ -120,11 +130,11 @@ export class Toolbox {
       own.lastUsed = Date.now();
       await own.started;
     }
-    const tools = new Map<string, AnyTool>(this.opts.builtin.map((t) => [t.name, t]));
+    const tools = new Map<string, AnyTool>(this.builtinTools.map((t) => [t.name, t]));
     const declarations = [...this.builtinDeclarations];
     const ownNames = new Set(own ? own.connection.status().map((s) => s.name) : []);
     const add = (t: AnyTool) => {
-      if (tools.has(t.name)) return;
+      if (tools.has(t.name) || this.excluded.has(t.name)) return;
       tools.set(t.name, t);
       declarations.push(declaration(t));
     };

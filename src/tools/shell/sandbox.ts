@@ -4,7 +4,7 @@
  * read-only, its workspace read-write, and a private, empty /tmp, /run and HOME; nothing else of
  * the host's file system exists for it — no other home directory, no /var, and so no host UNIX
  * socket (a database's, Docker's, D-Bus's, an ssh-agent's) is reachable by path. Inside the
- * workspace, the server's own files (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, credentials) are
+ * workspace, the server's own files (DATA_DIR, AUTH_CONFIG, SETTINGS_FILE, EXTENSIONS_DIR, credentials) are
  * masked by empty ones, and tool-configuration files (git hooks and config, `.npmrc`, `.vscode/`,
  * …; see tool-config.ts) are read-only, absent ones included. It has its own PID, IPC and UTS
  * namespaces (no view of the server's /proc, hence not of its environment), no network unless
