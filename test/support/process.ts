@@ -132,6 +132,7 @@ async function spawnOnce(t: Teardown, workspace: string, scriptFile: string, opt
     WORKSPACE_DIR: workspace,
     AGENT_MODEL_SCRIPT: scriptFile,
     LOG_LEVEL: 'warn',
+    EXTENSIONS_DIR: 'off', // never the extensions of the machine's ~/.gemini
     // tap records coverage in child processes too, but these run the sources through tsx,
     // whose source maps do not line up with the test runner's: merged, every file they load
     // would count twice with half its statements "uncovered". The in-process tests cover src/.

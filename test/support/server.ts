@@ -60,7 +60,8 @@ export interface ServerOptions {
 /** buildApp on a fresh workspace and the shared in-memory store (a new connection per server); closed at teardown. */
 export async function buildServer(t: Teardown, opts: ServerOptions = {}): Promise<{ app: FastifyInstance; workspace: string }> {
   const workspace = tempDir();
-  const config = loadConfig({ WORKSPACE_DIR: workspace, PORT: '0', LOG_LEVEL: 'silent', ...opts.env });
+  // EXTENSIONS_DIR off: a test server never loads the extensions of the machine's ~/.gemini.
+  const config = loadConfig({ WORKSPACE_DIR: workspace, PORT: '0', LOG_LEVEL: 'silent', EXTENSIONS_DIR: 'off', ...opts.env });
   const model = opts.model ?? new ScriptedModelClient(opts.script ?? TEST_SCRIPT);
   const store = opts.app?.store ?? (await sharedStore()).connect();
   const app = await buildApp({ config, model, logger: false, retryBaseDelayMs: 10, store, ...opts.app });
