@@ -25,10 +25,16 @@ const ctx = { taskId: 'task-1', contextId: 'ctx-1', model: 'm' };
 const enc = new LegacyEncoder((name) =>
   name === 'write_file' ? { description: 'Writes a file', kind: 'edit', parameters: { type: 'object' } } : undefined,
 );
+/** The encoded event (the encoder shows something for every event these tests encode). */
+function encode(...args: Parameters<LegacyEncoder['encode']>): NonNullable<ReturnType<LegacyEncoder['encode']>> {
+  const e = enc.encode(...args);
+  if (e === undefined) throw new Error('the encoder showed nothing');
+  return e;
+}
 const change = { fileName: 'a.txt', filePath: '/w/a.txt', newContent: 'new\n', formattedDiff: '+new' };
 
 function encodeCall(call: ToolCallSnapshot): { kind: string; data: any; update: TaskStatusUpdateEvent } {
-  const e = enc.encode({ type: 'tool-call', call }, ctx);
+  const e = encode({ type: 'tool-call', call }, ctx);
   if (e.$case !== 'statusUpdate') throw new Error('expected a status update');
   const content = e.value.status?.message?.parts[0]?.content;
   return {
@@ -89,7 +95,7 @@ t.test('confirmationDetails per proposal kind', async (t) => {
 });
 
 t.test('live output is an artifact update; states, text and thoughts carry coderAgent kinds', async (t) => {
-  const live = enc.encode(
+  const live = encode(
     { type: 'tool-call', call: { id: 'c9', toolName: 'run_shell_command', status: 'EXECUTING', input: {}, liveContent: 'a\nb' } },
     ctx,
   );
@@ -97,14 +103,14 @@ t.test('live output is an artifact update; states, text and thoughts carry coder
   if (live.$case === 'artifactUpdate') {
     t.match(live.value, { taskId: 'task-1', append: true, lastChunk: false, artifact: { artifactId: 'tool-c9-output' } });
   }
-  const kindOf = (e: ReturnType<typeof enc.encode>) => (e.value.metadata?.coderAgent as { kind: string }).kind;
-  const done = enc.encode({ type: 'state', state: 'completed', text: 'bye' }, ctx);
+  const kindOf = (e: ReturnType<typeof encode>) => (e.value.metadata?.coderAgent as { kind: string }).kind;
+  const done = encode({ type: 'state', state: 'completed', text: 'bye' }, ctx);
   t.equal(kindOf(done), 'state-change');
   t.equal(done.$case === 'statusUpdate' && done.value.status?.state, STATE_TO_V1['input-required'], 'a finished turn is input-required');
-  const failed = enc.encode({ type: 'state', state: 'failed', error: 'boom' }, ctx);
+  const failed = encode({ type: 'state', state: 'failed', error: 'boom' }, ctx);
   t.equal(failed.value.metadata?.error, 'boom');
-  t.equal(kindOf(enc.encode({ type: 'text', delta: 'x' }, ctx)), 'text-content');
-  t.equal(kindOf(enc.encode({ type: 'thought', subject: 's', description: 'd' }, ctx)), 'thought');
+  t.equal(kindOf(encode({ type: 'text', delta: 'x' }, ctx)), 'text-content');
+  t.equal(kindOf(encode({ type: 'thought', subject: 's', description: 'd' }, ctx)), 'thought');
   t.equal(enc.toolCallIdOf(done.value as TaskStatusUpdateEvent), undefined, 'a state change carries no call');
 });
 
@@ -128,7 +134,7 @@ t.test('waiting cards and the task view', async (t) => {
   task.status = { state: STATE_TO_V1.completed, message: undefined, timestamp: '' };
   t.equal(enc.taskView(task).status?.state, STATE_TO_V1['input-required']);
   t.equal(task.status.state, STATE_TO_V1.completed, 'the task itself is not changed');
-  const other = enc.encode({ type: 'text', delta: 'x' }, ctx);
+  const other = encode({ type: 'text', delta: 'x' }, ctx);
   t.equal(enc.toolCallIdOf(other.value as TaskStatusUpdateEvent), undefined);
 });
 
