@@ -16,7 +16,8 @@ import path from 'node:path';
 import { startGeminiServer } from '../support/gemini-server.js';
 import type { GeminiServer } from '../support/gemini-server.js';
 import { candidateChunk } from '../support/fake-gemini.js';
-import { coderAgent, fixture, legacyCard, legacyMessage, stream } from '../support/legacy-client.js';
+import { coderAgent, fixture, legacyCard, legacyMessage, results, stream } from '../support/legacy-client.js';
+import { rpc } from '../support/sse.js';
 
 type Parts = Array<Record<string, unknown>>;
 
@@ -61,6 +62,10 @@ function answer(fake: GeminiServer['fake'], ...chunks: Parts[]): void {
 }
 const fc = (name: string, args: Record<string, unknown>) => ({ functionCall: { name, args } });
 
+const lastTask = new WeakMap<GeminiServer, string>();
+/** The task of the flow `ours` ran last on `srv`. */
+const taskIdOf = (srv: GeminiServer): string => lastTask.get(srv) as string;
+
 /** Runs one flow's streams here; `steps` send the messages in order, each given the streams so far. */
 async function ours(
   srv: GeminiServer,
@@ -75,6 +80,7 @@ async function ours(
     if (streams.length === 0) task = { taskId: events[0].id, contextId: events[0].contextId };
     streams.push(events);
   }
+  lastTask.set(srv, task.taskId);
   return Object.fromEntries(streams.map((events, i) => [names[i] as string, signer.sign(events)]));
 }
 
@@ -90,6 +96,15 @@ const reply =
     legacyMessage(undefined, { taskId: task.taskId, parts: [{ kind: 'data', data: { callId: pick(prev), outcome, ...extra } }] });
 const followUp = (text: string) => (_prev: Array<any[]>, task: { taskId: string }) => legacyMessage(text, { taskId: task.taskId });
 const lastCard = (prev: Array<any[]>) => callIdOf(prev.at(-1) as any[]);
+
+/**
+ * The task's log replayed from its start (`tasks/resubscribe`, Last-Event-ID 0), signed like the
+ * live streams: what a client that reconnects is sent (the resubscription's own Task first).
+ */
+async function replayed(srv: GeminiServer, taskId: string): Promise<string[]> {
+  const res = await rpc(srv.url, 'tasks/resubscribe', { id: taskId }, { headers: { 'last-event-id': '0' } });
+  return new Signer().sign(results(res).slice(1));
+}
 
 /** Applies a documented difference to a recorded sequence; the edit must change it. */
 function fix(t: Test, what: string, before: string[], edit: (seq: string[]) => string[]): string[] {
@@ -115,6 +130,7 @@ t.test('write_file: card, proceed_once, result, then a follow-up in the same tas
   );
   t.same(got, recorded('write-file'));
   t.equal(readFileSync(file, 'utf8'), 'hello\n');
+  t.same(await replayed(srv, taskIdOf(srv)), Object.values(got).flat(), 'a replay of the log sends the same sequence');
 });
 
 t.test('shell with output: scheduled, executing, live output, success, working, text — as recorded', async (t) => {
@@ -123,6 +139,7 @@ t.test('shell with output: scheduled, executing, live output, success, working, 
   answer(srv.fake, [{ text: 'Ran it.' }]);
   const got = await ours(srv, [prompt('run it', srv.workspace), reply('proceed_once', lastCard)], ['prompt', 'confirm']);
   t.same(got, recorded('shell'));
+  t.same(await replayed(srv, taskIdOf(srv)), Object.values(got).flat(), 'a replay of the log sends the same sequence');
 });
 
 t.test('a thought, then text — as recorded', async (t) => {

@@ -416,7 +416,8 @@ export class LiveTask {
    * Encodes and logs an agent event, and moves the task's status with it. After the task
    * was canceled or failed nothing more is published: late results of aborted work are dropped.
    * A call's EXECUTING cards share a compaction key: each supersedes the previous one in the
-   * stored log (the RFC replaces live_content on every update, so only the newest matters).
+   * stored log (the RFC replaces live_content on every update, so only the newest matters); its
+   * output sent as artifact updates shares another (each holds the whole output so far).
    */
   publish(event: AgentEvent): void {
     if (this.halted) return;
@@ -450,14 +451,16 @@ export class LiveTask {
   private encode(
     event: AgentEvent,
   ): { response: Parameters<TaskStore['appendEvent']>[1]; final: boolean; whole: boolean; key?: string } | undefined {
-    // A running call's cards share a key: the store keeps only the latest (compaction).
-    const key = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? `executing:${event.call.id}` : undefined;
     const ends = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
     if (ends && event.type === 'state' && this.usage !== undefined && event.usage === undefined) event = { ...event, usage: this.usage };
     const ctx = { taskId: this.task.id, contextId: this.task.contextId, model: this.model, shownState: this.shownState };
     const encoded = this.encoder.encode(event, ctx);
     if (encoded === undefined) return undefined;
     if (ends) this.usage = undefined;
+    // A running call's cards share a key: the store keeps only the latest (compaction). Output sent
+    // as artifact updates (the legacy dialect) has its own, so the card that it runs stays.
+    const running = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? event.call.id : undefined;
+    const key = running !== undefined ? `${encoded.$case === 'artifactUpdate' ? 'output' : 'executing'}:${running}` : undefined;
     if (encoded.$case === 'artifactUpdate') {
       // The agent's own artifacts are the task's (stored whole); legacy live output is a view of a card.
       if (event.type !== 'artifact') return { response: { payload: encoded }, final: false, whole: false, key };

@@ -11,6 +11,7 @@ import type { Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { LegacyEncoder, legacyStatus } from '../../../src/agent/wire/legacy-encoder.js';
 import type { ToolCallSnapshot } from '../../../src/agent/wire/agent-events.js';
 import { LegacyDecoder } from '../../../src/agent/wire/legacy-decoder.js';
+import { RfcEncoder } from '../../../src/agent/wire/rfc-encoder.js';
 import type { TaskIntent } from '../../../src/agent/wire/wire-decoder.js';
 import { planResume } from '../../../src/agent/requests/resume-handler.js';
 import type { KnownCalls } from '../../../src/agent/requests/resume-handler.js';
@@ -205,6 +206,39 @@ t.test('legacy answers, read by the legacy decoder', async (t) => {
     'no always offered: refused',
   );
   t.equal(chosen({ callId: 'b', outcome: 'proceed_once' }), 'proceed_once');
+  t.equal(chosen({ callId: 'b', outcome: 'proceed_always_and_save' }), 'proceed_always', 'newer clients: "always, and keep it"');
+  t.equal(chosen({ callId: 'm', outcome: 'proceed_always_and_save' }), 'proceed_always_tool', 'MCP: always this tool');
+  t.match(chosen({ callId: 's', outcome: 'proceed_always_and_save' }), /was not offered for s/, 'no always offered: refused');
+});
+
+t.test("the original's sequences: a turn's and a call's steps, the state last shown, usage on the final update", async (t) => {
+  const base: ToolCallSnapshot = { id: 'c1', toolName: 'write_file', status: 'PENDING', input: { file_path: 'a.txt' } };
+  const step = encode({ type: 'turn-step', step: 'model' }, { ...ctx, shownState: 'input-required' });
+  t.match(step.value, { status: { state: STATE_TO_V1.working, message: undefined }, metadata: { coderAgent: { kind: 'state-change' } } });
+  for (const s of ['validating', 'scheduled'] as const) {
+    const e = encode({ type: 'call-step', step: s, call: base }, ctx);
+    const data = e.$case === 'statusUpdate' ? (e.value.status?.message?.parts[0]?.content?.value as any) : undefined;
+    t.match(data, { status: s, request: { callId: 'c1' } }, `${s}: a tool-call-update`);
+    t.notOk(data && 'confirmationDetails' in data, `${s}: no card`);
+  }
+  const after = encode({ type: 'tool-call', call: { ...base, status: 'EXECUTING' } }, { ...ctx, shownState: 'input-required' });
+  t.equal(after.$case === 'statusUpdate' && after.value.status?.state, STATE_TO_V1['input-required'], 'an update repeats the state last shown');
+  const shownCompleted = encode({ type: 'text', delta: 'x' }, { ...ctx, shownState: 'completed' });
+  t.equal(shownCompleted.$case === 'statusUpdate' && shownCompleted.value.status?.state, STATE_TO_V1['input-required']);
+  const broken = { ...base, error: { message: 'Unknown tool "x"', type: 'unknown_tool' } };
+  t.equal(enc.encode({ type: 'tool-call', call: broken }, ctx), undefined, 'a call that cannot run: no scheduled card');
+  t.equal(enc.encode({ type: 'tool-call', call: { ...broken, status: 'EXECUTING' } }, ctx), undefined, 'nor executing');
+  t.equal(encodeCall({ ...broken, status: 'FAILED' }).data.status, 'error', 'only its error');
+  const usage = { promptTokenCount: 3, candidatesTokenCount: 2, totalTokenCount: 5, cachedContentTokenCount: 1 };
+  const end = encode({ type: 'state', state: 'completed', usage }, ctx);
+  t.same(end.value.metadata?.usageMetadata, usage, 'the final update carries the usage');
+  const working = encode({ type: 'state', state: 'working', usage }, ctx);
+  t.equal(working.value.metadata?.usageMetadata, undefined, 'no other update does');
+  const rfc = new RfcEncoder(loadDevtoolSchema());
+  t.equal(rfc.encode({ type: 'turn-step', step: 'calls' }, ctx), undefined, 'the RFC shows no turn step');
+  t.equal(rfc.encode({ type: 'call-step', step: 'scheduled', call: base }, ctx), undefined, 'nor a call step');
+  const rfcEnd = rfc.encode({ type: 'state', state: 'completed', usage }, ctx);
+  t.notOk(JSON.stringify(rfcEnd?.value.metadata).includes('TokenCount'), 'nor usage');
 });
 
 t.test('legacy settings', async (t) => {
