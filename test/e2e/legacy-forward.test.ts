@@ -91,7 +91,12 @@ t.test("usageMetadata: the final update of each stream carries the tokens of tha
       usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 1, totalTokenCount: 11 },
     })),
   });
-  usageChunk(srv.fake, [{ text: 'It says u.' }], { promptTokenCount: 20, candidatesTokenCount: 2, totalTokenCount: 22, cachedContentTokenCount: 5 });
+  usageChunk(srv.fake, [{ text: 'It says u.' }], {
+    promptTokenCount: 20,
+    candidatesTokenCount: 2,
+    totalTokenCount: 22,
+    cachedContentTokenCount: 5,
+  });
   const third = await stream(srv.url, legacyMessage('read u', { taskId: first[0].id }));
   t.ok(legacyCard(third, 'success'), 'read_file ran without asking');
   t.same(third.at(-1).metadata.usageMetadata, {

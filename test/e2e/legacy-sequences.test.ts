@@ -81,15 +81,17 @@ async function ours(
     streams.push(events);
   }
   lastTask.set(srv, task.taskId);
-  return Object.fromEntries(streams.map((events, i) => [names[i] as string, signer.sign(events)]));
+  return Object.fromEntries(streams.map((events, i) => [names[i], signer.sign(events)]));
 }
 
 const callIdOf = (events: any[], status = 'awaiting_approval', nth = 0): string => {
   const cards = events.map((e) => e.status?.message?.parts?.[0]?.data).filter((d) => d?.status === status);
   return cards[nth]?.request?.callId;
 };
-const prompt = (text: string, workspace: string, extra: Record<string, unknown> = {}) => () =>
-  legacyMessage(text, { metadata: coderAgent(workspace, extra) });
+const prompt =
+  (text: string, workspace: string, extra: Record<string, unknown> = {}) =>
+  () =>
+    legacyMessage(text, { metadata: coderAgent(workspace, extra) });
 const reply =
   (outcome: string, pick: (prev: Array<any[]>) => string, extra: Record<string, unknown> = {}) =>
   (prev: Array<any[]>, task: { taskId: string }) =>
@@ -125,7 +127,7 @@ t.test('write_file: card, proceed_once, result, then a follow-up in the same tas
   answer(srv.fake, [{ text: 'Sure, again.' }]);
   const got = await ours(
     srv,
-    [prompt('create hello.txt', srv.workspace), reply('proceed_once', (p) => callIdOf(p[0] as any[])), followUp('thanks')],
+    [prompt('create hello.txt', srv.workspace), reply('proceed_once', (p) => callIdOf(p[0])), followUp('thanks')],
     ['prompt', 'confirm', 'followUp'],
   );
   t.same(got, recorded('write-file'));
@@ -175,7 +177,7 @@ t.test('a shell command that fails — as recorded, but its card says error', as
   answer(srv.fake, [{ text: 'It failed.' }]);
   const got = await ours(srv, [prompt('fail', srv.workspace), reply('proceed_once', lastCard)], ['prompt', 'confirm']);
   const theirs = recorded('shell-fails');
-  const confirm = fix(t, 'a command that exits non-zero is error, not success', theirs.confirm as string[], (seq) =>
+  const confirm = fix(t, 'a command that exits non-zero is error, not success', theirs.confirm, (seq) =>
     seq.map((s) => s.replace('c1:success', 'c1:error')),
   );
   t.same(got, { ...theirs, confirm });
@@ -187,7 +189,7 @@ t.test('cancel: the cancelled card, then (unlike the original) the model is told
   answer(srv.fake, [{ text: 'Not run.' }]);
   const got = await ours(srv, [prompt('clean', srv.workspace), reply('cancel', lastCard)], ['prompt', 'confirm']);
   const theirs = recorded('cancel');
-  const confirm = fix(t, 'a declined call is told to the model and the turn goes on', theirs.confirm as string[], (seq) => [
+  const confirm = fix(t, 'a declined call is told to the model and the turn goes on', theirs.confirm, (seq) => [
     ...seq.slice(0, -1),
     'state-change working',
     'text-content working',
@@ -204,8 +206,8 @@ t.test('two calls answered one by one: every card at once, and a finished call r
     srv,
     [
       prompt('two in turn', srv.workspace),
-      reply('proceed_once', (p) => callIdOf(p[0] as any[], 'awaiting_approval', 0)),
-      reply('proceed_once', (p) => callIdOf(p[0] as any[], 'awaiting_approval', 1)),
+      reply('proceed_once', (p) => callIdOf(p[0], 'awaiting_approval', 0)),
+      reply('proceed_once', (p) => callIdOf(p[0], 'awaiting_approval', 1)),
     ],
     ['prompt', 'first', 'second'],
   );
@@ -218,12 +220,12 @@ t.test('two calls answered one by one: every card at once, and a finished call r
       seen.add(s);
       return first;
     });
-  const first = fix(t, "a finished call's update is sent once (the original repeats it)", theirs.first as string[], once);
-  const second = fix(t, "a finished call's update is sent once (the original repeats it)", theirs.second as string[], once);
+  const first = fix(t, "a finished call's update is sent once (the original repeats it)", theirs.first, once);
+  const second = fix(t, "a finished call's update is sent once (the original repeats it)", theirs.second, once);
   // The original shows c2's card only after c1 ran; here both wait at once, in the first stream.
   const card2 = 'tool-call-confirmation input-required c2:awaiting_approval';
   const firstFixed = fix(t, 'several waiting calls are shown at once', first, (seq) => seq.filter((s) => s !== card2));
-  const promptFixed = fix(t, 'several waiting calls are shown at once', theirs.prompt as string[], (seq) => {
+  const promptFixed = fix(t, 'several waiting calls are shown at once', theirs.prompt, (seq) => {
     const at = seq.indexOf('tool-call-confirmation working c1:awaiting_approval');
     seq.splice(at + 1, 0, 'tool-call-confirmation working c2:awaiting_approval');
     return seq;
@@ -238,8 +240,8 @@ t.test('a read-only tool runs without asking: the sequence of a call no person n
   answer(srv.fake, [{ text: 'It says alpha.' }]);
   const got = await ours(srv, [prompt('read notes', srv.workspace)], ['prompt']);
   // The original asks for read_file too; a call no person needs to approve is what its "always" grant shows.
-  const theirs = recorded('read-only').prompt as string[];
-  const covered = (recorded('always').covered as string[]).map((s) => s.replace('c2:', 'c1:'));
+  const theirs = recorded('read-only').prompt;
+  const covered = recorded('always').covered.map((s) => s.replace('c2:', 'c1:'));
   t.same(theirs.slice(1, 4), covered.slice(0, 3), 'both start alike in the original');
   t.same(got.prompt, ['task', ...covered]);
 });
@@ -250,7 +252,7 @@ t.test('autoExecute: no confirmation card for a call that will not wait', async 
   answer(srv.fake, [{ text: 'Done without asking.' }]);
   const got = await ours(srv, [prompt('write auto', srv.workspace, { autoExecute: true })], ['prompt']);
   const theirs = recorded('auto-execute');
-  const fixed = fix(t, 'a call that runs without asking gets no confirmation card', theirs.prompt as string[], (seq) =>
+  const fixed = fix(t, 'a call that runs without asking gets no confirmation card', theirs.prompt, (seq) =>
     seq.filter((s) => !s.includes(':awaiting_approval')),
   );
   t.same(got, { prompt: fixed });
@@ -270,5 +272,5 @@ t.test('modify_with_editor with the edited content: the approved sequence (the o
   t.same(got.prompt, theirs.prompt, 'the card as recorded');
   t.same(got.confirm, recorded('always').confirm, 'then the sequence of an approved write');
   t.equal(readFileSync(file, 'utf8'), 'person\n', "the person's content is written");
-  t.ok(legacyCard(fixture('modify').confirm as any[], 'awaiting_approval') === undefined);
+  t.ok(legacyCard(fixture('modify').confirm, 'awaiting_approval') === undefined);
 });

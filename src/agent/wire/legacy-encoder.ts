@@ -229,7 +229,10 @@ export class LegacyEncoder implements WireEncoder {
         return { $case: 'statusUpdate', value: statusUpdate(taskId, contextId, state, msg, meta) };
       }
       case 'turn-step':
-        return { $case: 'statusUpdate', value: statusUpdate(taskId, contextId, STATE_TO_V1.working, undefined, this.meta('state-change', ctx)) };
+        return {
+          $case: 'statusUpdate',
+          value: statusUpdate(taskId, contextId, STATE_TO_V1.working, undefined, this.meta('state-change', ctx)),
+        };
       case 'call-step':
         return { $case: 'statusUpdate', value: update('tool-call-update', [dataPart(this.toolCall(event.call, ctx, event.step))]) };
       case 'tool-call': {

@@ -217,12 +217,16 @@ t.test("the original's sequences: a turn's and a call's steps, the state last sh
   t.match(step.value, { status: { state: STATE_TO_V1.working, message: undefined }, metadata: { coderAgent: { kind: 'state-change' } } });
   for (const s of ['validating', 'scheduled'] as const) {
     const e = encode({ type: 'call-step', step: s, call: base }, ctx);
-    const data = e.$case === 'statusUpdate' ? (e.value.status?.message?.parts[0]?.content?.value as any) : undefined;
+    const data = e.$case === 'statusUpdate' ? e.value.status?.message?.parts[0]?.content?.value : undefined;
     t.match(data, { status: s, request: { callId: 'c1' } }, `${s}: a tool-call-update`);
     t.notOk(data && 'confirmationDetails' in data, `${s}: no card`);
   }
   const after = encode({ type: 'tool-call', call: { ...base, status: 'EXECUTING' } }, { ...ctx, shownState: 'input-required' });
-  t.equal(after.$case === 'statusUpdate' && after.value.status?.state, STATE_TO_V1['input-required'], 'an update repeats the state last shown');
+  t.equal(
+    after.$case === 'statusUpdate' && after.value.status?.state,
+    STATE_TO_V1['input-required'],
+    'an update repeats the state last shown',
+  );
   const shownCompleted = encode({ type: 'text', delta: 'x' }, { ...ctx, shownState: 'completed' });
   t.equal(shownCompleted.$case === 'statusUpdate' && shownCompleted.value.status?.state, STATE_TO_V1['input-required']);
   const broken = { ...base, error: { message: 'Unknown tool "x"', type: 'unknown_tool' } };
