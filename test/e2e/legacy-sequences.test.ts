@@ -274,3 +274,38 @@ t.test('modify_with_editor with the edited content: the approved sequence (the o
   t.equal(readFileSync(file, 'utf8'), 'person\n', "the person's content is written");
   t.ok(legacyCard(fixture('modify').confirm, 'awaiting_approval') === undefined);
 });
+
+t.test('replace with newContent and proceed_once: the card as recorded, then (the original wedges) the approved sequence', async (t) => {
+  const srv = await server(t);
+  const file = path.join(srv.workspace, 'notes.txt');
+  writeFileSync(file, 'alpha\nbeta\n');
+  answer(srv.fake, [fc('replace', { file_path: file, old_string: 'beta', new_string: 'gamma', instruction: 'rename' })]);
+  answer(srv.fake, [{ text: 'Edited.' }]);
+  const got = await ours(
+    srv,
+    [prompt('edit notes', srv.workspace), reply('proceed_once', lastCard, { newContent: 'alpha\nEDITED\n' })],
+    ['prompt', 'confirm'],
+  );
+  const theirs = recorded('replace-new-content');
+  t.same(got.prompt, theirs.prompt, 'the card as recorded');
+  t.same(theirs.confirm, ['hung'], 'the original never answers');
+  t.same(got.confirm, recorded('always').confirm, 'here: the approved sequence');
+  t.equal(readFileSync(file, 'utf8'), 'alpha\nEDITED\n');
+});
+
+t.test('two calls in one answer of the model: both validating, then every card at once', async (t) => {
+  const srv = await server(t);
+  answer(srv.fake, [fc('run_shell_command', { command: 'echo a' }), fc('run_shell_command', { command: 'echo b' })]);
+  const got = await ours(srv, [prompt('two', srv.workspace)], ['prompt']);
+  const theirs = recorded('two-calls');
+  const fixed = fix(t, 'several waiting calls are shown at once', theirs.prompt, (seq) => {
+    seq.splice(
+      seq.indexOf('tool-call-confirmation working c1:awaiting_approval') + 1,
+      0,
+      'tool-call-confirmation working c2:awaiting_approval',
+    );
+    return seq;
+  });
+  t.same(got.prompt, fixed);
+  t.same(theirs.unknownCallId, ['hung'], 'the original hangs on an unknown callId (here: a JSON-RPC error, legacy-wire.test.ts)');
+});
