@@ -452,7 +452,8 @@ export class LiveTask {
     event: AgentEvent,
   ): { response: Parameters<TaskStore['appendEvent']>[1]; final: boolean; whole: boolean; key?: string } | undefined {
     const ends = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
-    if (ends && event.type === 'state' && this.usage !== undefined && event.usage === undefined) event = { ...event, usage: this.usage };
+    // A pause or an end carries the tokens the model used since the last one.
+    if (event.type === 'state' && ends && event.usage === undefined && this.usage !== undefined) event = { ...event, usage: this.usage };
     const ctx = { taskId: this.task.id, contextId: this.task.contextId, model: this.model, shownState: this.shownState };
     const encoded = this.encoder.encode(event, ctx);
     if (encoded === undefined) return undefined;
