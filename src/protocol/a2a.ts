@@ -14,10 +14,12 @@ export type A2aVersion = '0.3' | '1.0';
 /**
  * ServerCallContext.state keys shared by the transport and the request handler:
  * the request's Last-Event-ID (a number), and the SSE ids of the yielded events, in order
- * (`undefined` for an event without one, e.g. a resubscribe's Task snapshot).
+ * (`undefined` for an event without one, e.g. a resubscribe's Task snapshot), with beside them
+ * whether each logged event ends a turn (its `final` flag; `undefined` for an event without one).
  */
 export const CTX_LAST_EVENT_ID = 'devtool.lastEventId';
 export const CTX_SSE_IDS = 'devtool.sseIds';
+export const CTX_SSE_FINALS = 'devtool.sseFinals';
 /**
  * ServerCallContext.state key of the transport's callback `(taskId, contextId?) => void`: the
  * request handler names the task a request is about once it knows it, and every later log line

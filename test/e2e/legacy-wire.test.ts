@@ -44,8 +44,8 @@ t.test('prompt → confirmation card → proceed_once → result: the recorded s
   const updates = first.slice(1);
   t.same(
     updates.map((r) => r.metadata?.coderAgent?.kind),
-    ['state-change', 'tool-call-confirmation', 'state-change'],
-    'working, the card (kind tool-call-confirmation), the pause',
+    ['state-change', 'state-change', 'tool-call-update', 'tool-call-confirmation', 'state-change'],
+    'working, working (the calls), validating, the card (kind tool-call-confirmation), the pause (legacy-sequences.test.ts has every flow)',
   );
   for (const r of updates) t.equal(r.metadata.model, 'scripted-test', 'every update names the model');
   const card = legacyCard(first, 'awaiting_approval');
@@ -64,7 +64,7 @@ t.test('prompt → confirmation card → proceed_once → result: the recorded s
 
   const second = await stream(app, answer(taskId, { callId: card.request.callId, outcome: 'proceed_once' }));
   const statuses = second.map((r) => r.status?.message?.parts?.[0]?.data?.status).filter(Boolean);
-  t.same(statuses, ['executing', 'success'], 'executing, then success');
+  t.same(statuses, ['scheduled', 'executing', 'success'], 'scheduled, executing, then success');
   const done = legacyCard(second, 'success');
   const theirsDone = legacyCard(recorded.write.confirm, 'success');
   t.same(Object.keys(done.response).sort(), Object.keys(theirsDone.response).sort(), 'the response has the recorded keys');

@@ -11,6 +11,7 @@ import { ApiError, GoogleGenAI } from '@google/genai';
 import type { Content, GenerateContentConfig, GenerateContentResponse, Part } from '@google/genai';
 import { ModelError } from './model-client.js';
 import type { ModelChunk, ModelClient, ModelContent, ModelPart, ModelRequest } from './model-client.js';
+import type { TokenUsage } from '../wire/agent-events.js';
 
 export interface GenaiModelClientOptions {
   /** Model id, e.g. `gemini-2.5-flash`. */
@@ -110,9 +111,13 @@ export class GenaiModelClient implements ModelClient {
         }
         if (next.done) return;
         const parts = checkedParts(next.value, yieldedAny);
-        if (parts.length === 0) continue;
+        const usage = tokenUsage(next.value);
+        if (parts.length === 0) {
+          if (usage !== undefined) yield { parts, usage }; // often on the last chunk, alone
+          continue;
+        }
         yieldedAny = true;
-        yield { parts };
+        yield usage !== undefined ? { parts, usage } : { parts };
         if (signal.aborted) throw abortError(signal);
       }
     } finally {
@@ -189,6 +194,18 @@ export class GenaiModelClient implements ModelClient {
     const key = this.#apiKey;
     return key && key.length >= 4 ? text.split(key).join('[redacted]') : text;
   }
+}
+
+/** The response's token counts (absent counts are 0), when it carries any. */
+function tokenUsage(response: GenerateContentResponse): TokenUsage | undefined {
+  const u = response.usageMetadata;
+  if (u === undefined) return undefined;
+  return {
+    promptTokenCount: u.promptTokenCount ?? 0,
+    candidatesTokenCount: u.candidatesTokenCount ?? 0,
+    totalTokenCount: u.totalTokenCount ?? 0,
+    cachedContentTokenCount: u.cachedContentTokenCount ?? 0,
+  };
 }
 
 /** Maps one streamed response to ModelParts, throwing a ModelError when it says the turn was blocked. */

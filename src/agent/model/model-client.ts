@@ -3,7 +3,7 @@
  * is plain data, survives storage, and carries `thoughtSignature`s that must be echoed
  * back verbatim. Adapters: GenaiModelClient (@google/genai) and ScriptedModelClient.
  */
-import type { AgentArtifact } from '../wire/agent-events.js';
+import type { AgentArtifact, TokenUsage } from '../wire/agent-events.js';
 
 export interface ModelFunctionCall {
   id?: string;
@@ -55,6 +55,11 @@ export interface ModelChunk {
    * the user a question (the text), `rejected` declines the task (A2A §4.1.3).
    */
   outcome?: ModelOutcome;
+  /**
+   * The tokens the call has used so far (the API's `usageMetadata`): each chunk that carries it
+   * supersedes the last, so the call's last one is its total. A chunk may carry only this.
+   */
+  usage?: TokenUsage;
 }
 
 export interface ModelOutcome {

@@ -27,7 +27,7 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { aboutTask, CTX_LAST_EVENT_ID, CTX_SSE_IDS, stateName } from '../../protocol/a2a.js';
+import { aboutTask, CTX_LAST_EVENT_ID, CTX_SSE_FINALS, CTX_SSE_IDS, stateName } from '../../protocol/a2a.js';
 import { callerOf } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
 import {
@@ -97,10 +97,13 @@ function applyHistoryLength(task: Task, historyLength: number | undefined): Task
 }
 
 /** Records the SSE id of the next yielded event for the transport (see CTX_SSE_IDS). */
-function tagId(ctx: ServerCallContext, seq: number | undefined): void {
+function tagId(ctx: ServerCallContext, seq: number | undefined, final?: boolean): void {
   let ids = ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined;
   if (!ids) ctx.state.set(CTX_SSE_IDS, (ids = []));
   ids.push(seq);
+  let finals = ctx.state.get(CTX_SSE_FINALS) as Array<boolean | undefined> | undefined;
+  if (!finals) ctx.state.set(CTX_SSE_FINALS, (finals = []));
+  finals.push(final);
 }
 
 /** Whether a logged event ends a subscription: any final one, or under v1.0 only a terminal state. */
@@ -139,7 +142,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
   async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const { task, afterSeq } = await this.routeWithPush(params, ctx);
     for await (const ev of this.opts.hub.follow(task.id, afterSeq)) {
-      tagId(ctx, ev.seq);
+      tagId(ctx, ev.seq, ev.final);
       yield ev.response;
     }
   }
@@ -259,7 +262,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     }
     tagId(ctx, undefined);
     yield { payload: { $case: 'task', value: this.opts.encoders[stored.dialect].taskView(stored.task) } };
-    const emit = (ev: StoredEvent) => (tagId(ctx, ev.seq), ev.response);
+    const emit = (ev: StoredEvent) => (tagId(ctx, ev.seq, ev.final), ev.response);
     let cursor = lastEventId ?? stored.lastSeq;
     if (PAUSED.has(state)) {
       // What was missed, plus the waiting cards and the pause (always re-sent), in log order.

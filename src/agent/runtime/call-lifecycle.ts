@@ -42,7 +42,10 @@ function responsePart(call: TurnCall, response: Record<string, unknown>): ModelP
   return { functionResponse: { id: call.modelCallId, name: call.snapshot.toolName, response } };
 }
 
-/** A new call of the model's turn, PENDING; unknown tools and invalid arguments carry their error already. */
+/**
+ * A new call of the model's turn, PENDING; unknown tools and invalid arguments carry their error
+ * already. A valid one is published as being validated (`call-step`) until its first card.
+ */
 export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: number, set: ToolSet): TurnCall {
   const input = fc.args ?? {};
   const call: TurnCall = {
@@ -67,6 +70,8 @@ export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: num
   }
   call.args = checked.args;
   call.snapshot.description = tool.describe(checked.args);
+  // Valid: the policy decides next whether it waits for a person (a step its card does not show).
+  task.publish({ type: 'call-step', step: 'validating', call: structuredClone(call.snapshot) });
   return call;
 }
 
@@ -207,6 +212,7 @@ async function reproposeCall(
   const superseded = { message: `Replaced by a new card (${call.snapshot.id}): ${reason}`, type: 'superseded' };
   const { confirmation: _shown, ...closed } = old;
   task.publish({ type: 'tool-call', call: { ...closed, status: 'CANCELLED', error: superseded } });
+  task.publish({ type: 'call-step', step: 'validating', call: structuredClone(call.snapshot) });
   task.publishCall(call);
   task.metrics.cardShown(call.snapshot.id);
   const detail = { reason, previousToolCallId: old.id, ...(previous !== undefined ? { previousShownHash: previous } : {}) };
@@ -238,6 +244,9 @@ export function approveCall(
   move(call, 'ready');
   task.metrics.cardClosed(call.snapshot.id, 'approved', call.proposedAt);
   call.answer = option;
+  // Approved and next to run: a step its card does not show (it stays PENDING until it runs).
+  const { confirmation: _asked, ...approved } = call.snapshot;
+  task.publish({ type: 'call-step', step: 'scheduled', call: structuredClone(approved) });
   // An answer naming the call approves its card; one covered by another call's "always" is judged again when it runs.
   if (how.covered !== true && call.shownHash !== undefined) call.approvedCard = call.shownHash;
   if (feedback !== undefined) call.feedback = feedback;

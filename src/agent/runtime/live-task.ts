@@ -16,7 +16,7 @@ import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } fr
 import type { ToolSet } from './toolbox.js';
 import { PAUSE_OR_TERMINAL, PAUSED, TERMINAL } from '../wire/agent-events.js';
 import { applyArtifact } from '../wire/artifacts.js';
-import type { AgentEvent, TaskStateName, ToolCallSnapshot } from '../wire/agent-events.js';
+import type { AgentEvent, TaskStateName, TokenUsage, ToolCallSnapshot } from '../wire/agent-events.js';
 import type { Encoders, WireDialect, WireEncoder } from '../wire/wire-encoder.js';
 import type { AgentLogger } from '../logger.js';
 import type { WriteOp, WriteQueue } from './write-queue.js';
@@ -177,6 +177,7 @@ export class LiveTask {
     this.lastSeq = opts.lastSeq ?? 0;
     if (opts.principal !== undefined) this.principal = opts.principal;
     this.dialect = opts.dialect ?? 'rfc';
+    this.shownState = this.state;
   }
 
   /** The encoder of the task's dialect. */
@@ -194,7 +195,7 @@ export class LiveTask {
       { type: 'tool-call', call: snapshot },
       { taskId: this.task.id, contextId: this.task.contextId, model: this.model },
     );
-    const part = encoded.$case === 'statusUpdate' ? encoded.value.status?.message?.parts[0] : undefined;
+    const part = encoded?.$case === 'statusUpdate' ? encoded.value.status?.message?.parts[0] : undefined;
     const card: unknown = part?.content?.$case === 'data' ? (part.content.value as unknown) : snapshot;
     return createHash('sha256').update(JSON.stringify(card)).digest('hex');
   }
@@ -415,19 +416,52 @@ export class LiveTask {
    * Encodes and logs an agent event, and moves the task's status with it. After the task
    * was canceled or failed nothing more is published: late results of aborted work are dropped.
    * A call's EXECUTING cards share a compaction key: each supersedes the previous one in the
-   * stored log (the RFC replaces live_content on every update, so only the newest matters).
+   * stored log (the RFC replaces live_content on every update, so only the newest matters); its
+   * output sent as artifact updates shares another (each holds the whole output so far).
    */
   publish(event: AgentEvent): void {
     if (this.halted) return;
-    const { response, final, whole, key } = this.encode(event);
-    this.append(response, final, whole, key);
+    const encoded = this.encode(event);
+    if (encoded === undefined) return; // the task's dialect shows nothing for it
+    this.append(encoded.response, encoded.final, encoded.whole, encoded.key);
   }
 
-  /** Encodes an event and moves the task's status (and history) with it. */
-  private encode(event: AgentEvent): { response: Parameters<TaskStore['appendEvent']>[1]; final: boolean; whole: boolean; key?: string } {
-    // A running call's cards share a key: the store keeps only the latest (compaction).
-    const key = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? `executing:${event.call.id}` : undefined;
-    const encoded = this.encoder.encode(event, { taskId: this.task.id, contextId: this.task.contextId, model: this.model });
+  /**
+   * The tokens the model calls used since the last pause or end was published (turn-loop.ts adds
+   * each call's); the next pause or end carries them and starts the count again.
+   */
+  private usage?: TokenUsage;
+
+  /** Adds one model call's token counts to the current run's. */
+  addUsage(used: TokenUsage): void {
+    const sum = (this.usage ??= { promptTokenCount: 0, candidatesTokenCount: 0, totalTokenCount: 0, cachedContentTokenCount: 0 });
+    sum.promptTokenCount += used.promptTokenCount;
+    sum.candidatesTokenCount += used.candidatesTokenCount;
+    sum.totalTokenCount += used.totalTokenCount;
+    sum.cachedContentTokenCount += used.cachedContentTokenCount;
+  }
+
+  /** The state the task's last status update showed on its dialect's wire (EncodeContext.shownState). */
+  private shownState: TaskStateName;
+
+  /**
+   * Encodes an event and moves the task's status (and history) with it; undefined when the
+   * task's dialect shows nothing for the event (nothing changes then).
+   */
+  private encode(
+    event: AgentEvent,
+  ): { response: Parameters<TaskStore['appendEvent']>[1]; final: boolean; whole: boolean; key?: string } | undefined {
+    const ends = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
+    // A pause or an end carries the tokens the model used since the last one.
+    if (event.type === 'state' && ends && event.usage === undefined && this.usage !== undefined) event = { ...event, usage: this.usage };
+    const ctx = { taskId: this.task.id, contextId: this.task.contextId, model: this.model, shownState: this.shownState };
+    const encoded = this.encoder.encode(event, ctx);
+    if (encoded === undefined) return undefined;
+    if (ends) this.usage = undefined;
+    // A running call's cards share a key: the store keeps only the latest (compaction). Output sent
+    // as artifact updates (the legacy dialect) has its own, so the card that it runs stays.
+    const running = event.type === 'tool-call' && event.call.status === 'EXECUTING' ? event.call.id : undefined;
+    const key = running !== undefined ? `${encoded.$case === 'artifactUpdate' ? 'output' : 'executing'}:${running}` : undefined;
     if (encoded.$case === 'artifactUpdate') {
       // The agent's own artifacts are the task's (stored whole); legacy live output is a view of a card.
       if (event.type !== 'artifact') return { response: { payload: encoded }, final: false, whole: false, key };
@@ -435,9 +469,12 @@ export class LiveTask {
       return { response: { payload: encoded }, final: false, whole: true, key };
     }
     const update = encoded.value;
-    // The task's own state is the dialect-free one (a dialect may show it otherwise on the wire).
-    this.task.status = event.type === 'state' && update.status ? { ...update.status, state: STATE_TO_V1[event.state] } : update.status;
-    const final = event.type === 'state' && PAUSE_OR_TERMINAL.has(event.state);
+    if (update.status) this.shownState = stateName(update.status.state) as TaskStateName;
+    // The task's own state is the dialect-free one (a dialect may show it otherwise on the wire),
+    // and only a state event moves it.
+    const state = event.type === 'state' ? STATE_TO_V1[event.state] : this.task.status?.state;
+    this.task.status = update.status && state !== undefined ? { ...update.status, state } : update.status;
+    const final = ends;
     this.recordHistory(event, update.status?.message, final);
     return { response: { payload: encoded }, final, whole: final, key };
   }
@@ -453,16 +490,30 @@ export class LiveTask {
     if (this.halted) return undefined;
     // The events are encoded on this copy and the copy is put back at once: another request may
     // share it (the winning answer) while the store decides; the outcome is applied only if won.
-    const before = { status: this.task.status, history: this.task.history.length, text: this.textMessageId };
+    const before = {
+      status: this.task.status,
+      history: this.task.history.length,
+      text: this.textMessageId,
+      shown: this.shownState,
+      usage: this.usage && { ...this.usage },
+    };
     this.task.status = structuredClone(before.status);
     if (message) this.addUserMessage(message);
-    const ops = events.map((event) => {
-      const { response, final, whole, key } = this.encode(event);
-      return this.eventOp(response, final, whole, key);
+    const ops = events.flatMap((event) => {
+      const encoded = this.encode(event);
+      return encoded === undefined ? [] : [this.eventOp(encoded.response, encoded.final, encoded.whole, encoded.key)];
     });
-    const after = { status: this.task.status, history: this.task.history.splice(before.history), text: this.textMessageId };
+    const after = {
+      status: this.task.status,
+      history: this.task.history.splice(before.history),
+      text: this.textMessageId,
+      shown: this.shownState,
+      usage: this.usage,
+    };
     this.task.status = before.status;
     this.textMessageId = before.text;
+    this.shownState = before.shown;
+    this.usage = before.usage;
     const batch = {
       ...EMPTY_BATCH,
       events: ops.map(({ taskId, task, status, response, final, key }) => ({ taskId, task, status, response, final, key })),
@@ -474,6 +525,8 @@ export class LiveTask {
       this.task.status = after.status;
       this.task.history.push(...after.history);
       this.textMessageId = after.text;
+      this.shownState = after.shown;
+      this.usage = after.usage;
     }
     ops.forEach((op, i) => this.committed(op, seqs[i] ?? 0));
     return seqs;

@@ -18,7 +18,7 @@ import { Background } from '../../lib/background.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { BUSY_STATES } from '../../protocol/task-states.js';
 import { declineCall, interruptCall } from './call-lifecycle.js';
-import { failTask, notWorkedHere, pauseTask, staleCopy, workHere } from './task-lifecycle.js';
+import { failTask, notWorkedHere, pauseTask, resumeWorking, staleCopy, workHere } from './task-lifecycle.js';
 import { PAUSED } from '../wire/agent-events.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -232,6 +232,7 @@ export class Supervisor {
     task.lastSeq = Math.max(task.lastSeq, claimed.lastSeq); // a reminder logged elsewhere is behind the copy now
     workHere(task);
     await this.opts.loop.guard(task, 'expiring unanswered calls', async () => {
+      resumeWorking(task); // the turn goes on without the expired calls
       for (const stored of calls) {
         const call = task.turn.find((c) => c.snapshot.id === stored.id);
         if (!call || call.phase === 'done') continue; // claimed above: stored as ready, with the cancel answer

@@ -13,6 +13,7 @@ import { ModelError } from '../model/model-client.js';
 import type { ModelClient, ModelFunctionCall, ModelOutcome, ModelPart, ModelRequest } from '../model/model-client.js';
 import { Role } from '@a2a-js/sdk';
 import type { TaskRuns } from './task-runs.js';
+import type { TokenUsage } from '../wire/agent-events.js';
 import type { TaskStore } from '../task-store.js';
 import type { ProtectedPaths } from '../../tools/index.js';
 import type { Toolbox, ToolSet } from './toolbox.js';
@@ -164,6 +165,7 @@ export class TurnLoop {
     const responses = stored.map((c) => c.response).filter((p): p is ModelPart => p !== undefined);
     if (responses.length > 0) task.appendHistory({ role: 'user', parts: responses });
     task.turn = [];
+    task.publish({ type: 'turn-step', step: 'model' });
     this.opts.runs.detach(task, 'running the model', () => this.step(task));
   }
 
@@ -240,7 +242,9 @@ export class TurnLoop {
   private async streamOnce(task: LiveTask, request: ModelRequest, parts: ModelPart[]): Promise<ModelOutcome | undefined> {
     let slice = Date.now();
     let outcome: ModelOutcome | undefined;
+    let usage: TokenUsage | undefined;
     for await (const chunk of this.opts.model.generate(request, task.abort.signal)) {
+      if (chunk.usage !== undefined) usage = chunk.usage; // each chunk's counts are the call's so far
       if (Date.now() - slice > 10) {
         await yieldToIo();
         slice = Date.now();
@@ -255,6 +259,7 @@ export class TurnLoop {
       if (task.halted) continue;
       for (const artifact of chunk.artifacts ?? []) task.publish({ type: 'artifact', artifact });
     }
+    if (usage !== undefined) task.addUsage(usage);
     return outcome;
   }
 
@@ -282,6 +287,7 @@ export class TurnLoop {
    */
   private async openTurn(task: LiveTask, calls: ModelFunctionCall[]): Promise<boolean> {
     task.turnNo += 1;
+    task.publish({ type: 'turn-step', step: 'calls' });
     task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools));
     for (const call of task.turn) await requestApproval(task, call, this.opts.approvalTimeoutMs);
     for (const call of task.turn) showCall(task, call);

@@ -45,6 +45,28 @@ export interface AgentArtifact {
   lastChunk?: boolean;
 }
 
+/** The model's token counts, named as the Gemini API's `usageMetadata` names them. */
+export interface TokenUsage {
+  promptTokenCount: number;
+  candidatesTokenCount: number;
+  totalTokenCount: number;
+  cachedContentTokenCount: number;
+}
+
+/**
+ * Where a turn is, when that changes nothing in the task's state: `calls` — the model's answer
+ * ended with function calls, which are being judged now; `model` — the calls' results go back
+ * to the model, which runs again. A dialect that has no event for it shows nothing.
+ */
+export type TurnStep = 'calls' | 'model';
+
+/**
+ * A step of one call that its card (its status) does not show: `validating` — its arguments
+ * were checked and the policy is deciding whether a person must approve it; `scheduled` — an
+ * answer approved it and it runs next. A dialect that has no status for it shows nothing.
+ */
+export type CallStep = 'validating' | 'scheduled';
+
 export type AgentEvent =
   | {
       type: 'state';
@@ -55,8 +77,12 @@ export type AgentEvent =
       inputSchema?: Record<string, unknown>;
       /** On `completed`: the text is a direct reply, which a non-streaming send answers as a Message. */
       reply?: 'message';
+      /** On a pause or an end: the tokens the model calls since the previous pause or end used. */
+      usage?: TokenUsage;
     }
   | { type: 'tool-call'; call: ToolCallSnapshot }
+  | { type: 'turn-step'; step: TurnStep }
+  | { type: 'call-step'; step: CallStep; call: ToolCallSnapshot }
   | { type: 'text'; delta: string }
   | { type: 'thought'; subject: string; description: string }
   | { type: 'artifact'; artifact: AgentArtifact };

@@ -9,6 +9,9 @@
  *   `modify_with_editor` it is the edited content (this server never opens an editor): both are
  *   `modify_with_editor` here, and the edited content is what gets written.
  * - `proceed_always_tool` / `proceed_always_server` on a built-in tool act as `proceed_always`.
+ * - `proceed_always_and_save` (newer gemini-cli clients: "allow always, and keep it") acts as
+ *   `proceed_always` (`proceed_always_tool` on an MCP tool): the grant is kept for the
+ *   conversation, in the store, like every "always" grant here (never in a settings file).
  * - `feedback` (this server's addition; that server has no place for it) is the user's note for the
  *   model, as in a ToolCallConfirmation; a text part beside a single answer is its feedback too.
  */
@@ -22,8 +25,16 @@ import { decodeMessage, decodeSettings, readRfcData, RfcDecoder } from './rfc-de
 import type { DecoderOptions, PartReading } from './rfc-decoder.js';
 import type { Answer, Intent, WireDecoder } from './wire-decoder.js';
 
-const OUTCOMES: ReadonlySet<string> = new Set(Object.values(ConfirmationOptionId));
+/** Newer gemini-cli clients' "allow always, and keep it". */
+const ALWAYS_AND_SAVE = 'proceed_always_and_save';
+const OUTCOMES: ReadonlySet<string> = new Set([...Object.values(ConfirmationOptionId), ALWAYS_AND_SAVE]);
 const ALWAYS_MCP: ReadonlySet<string> = new Set([ConfirmationOptionId.proceedAlwaysTool, ConfirmationOptionId.proceedAlwaysServer]);
+
+/** The option an outcome is read as, and the one taken instead when that is not offered. */
+function optionOf(outcome: string): { option: string; orOffered?: string } {
+  if (outcome === ALWAYS_AND_SAVE) return { option: ConfirmationOptionId.proceedAlways, orOffered: ConfirmationOptionId.proceedAlwaysTool };
+  return ALWAYS_MCP.has(outcome) ? { option: outcome, orOffered: ConfirmationOptionId.proceedAlways } : { option: outcome };
+}
 
 /** True for a DataPart object shaped like a legacy answer (it has a callId or an outcome). */
 export function looksLikeLegacyAnswer(data: unknown): data is Record<string, unknown> {
@@ -47,12 +58,11 @@ export function legacyAnswer(data: Record<string, unknown>, at: string): Answer 
   }
   return {
     callId,
-    option: newContent !== undefined ? ConfirmationOptionId.modifyWithEditor : outcome,
+    ...(newContent !== undefined ? { option: ConfirmationOptionId.modifyWithEditor } : optionOf(outcome)),
     at,
     ...(newContent !== undefined ? { editedContent: newContent } : {}),
     // An empty note is no note, as in a ToolCallConfirmation.
     ...(feedback !== undefined && feedback !== '' ? { feedback } : {}),
-    ...(ALWAYS_MCP.has(outcome) ? { orOffered: ConfirmationOptionId.proceedAlways } : {}),
   };
 }
 

@@ -9,12 +9,20 @@
  * on the wire, and the conversation goes on in the same task; the task itself is `completed`
  * inside this server (so nothing waits on it), shown as `input-required` by `taskView`.
  * The shapes were recorded from the original server (test/fixtures/legacy/).
+ *
+ * The original's sequences: a turn's steps are `state-change: working` (the model's calls are
+ * judged; the model runs again with their results), a call's steps are the ToolCall statuses
+ * `validating` (before its card or its run) and `scheduled` (approved, about to run); every
+ * update other than a state-change repeats the state the last state-change showed (after an
+ * answer, `input-required` until the model runs again). A call that fails before it can run
+ * (unknown tool, invalid arguments) shows only its `error`, as the original's scheduler does.
  */
 import type { Part, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { agentMessage, dataPart, statusUpdate, STATE_TO_V1, textPart } from '../../protocol/a2a.js';
 import type { JsonObject } from '../../protocol/a2a.js';
 import type { FileChange, ToolDisplay, ToolProposal } from '../../tools/tool.js';
-import type { AgentEvent, TaskStateName, ToolCallSnapshot } from './agent-events.js';
+import { PAUSE_OR_TERMINAL } from './agent-events.js';
+import type { AgentEvent, TaskStateName, TokenUsage, ToolCallSnapshot } from './agent-events.js';
 import { latestWaitingParts } from './wire-encoder.js';
 import type { EncodeContext, EncodedEvent, WireEncoder } from './wire-encoder.js';
 import { artifactEvent } from './artifacts.js';
@@ -146,17 +154,22 @@ export class LegacyEncoder implements WireEncoder {
   /** `toolInfo` names a tool's declaration (built-in tools); unknown tools get a minimal `tool`. */
   constructor(private readonly toolInfo: (name: string) => LegacyToolInfo | undefined = () => undefined) {}
 
-  private meta(kind: CoderAgentKind, ctx: EncodeContext, error?: string): JsonObject {
-    return { coderAgent: { kind }, model: ctx.model, ...(error !== undefined ? { error } : {}) };
+  private meta(kind: CoderAgentKind, ctx: EncodeContext, error?: string, usage?: TokenUsage): JsonObject {
+    return {
+      coderAgent: { kind },
+      model: ctx.model,
+      ...(error !== undefined ? { error } : {}),
+      ...(usage !== undefined ? { usageMetadata: { ...usage } } : {}),
+    };
   }
 
-  /** The ToolCall DataPart object (gemini-cli's serialisable ToolCall). */
-  toolCall(call: ToolCallSnapshot, ctx: EncodeContext): JsonObject {
+  /** The ToolCall DataPart object (gemini-cli's serialisable ToolCall); `status` overrides the snapshot's (a call's step). */
+  toolCall(call: ToolCallSnapshot, ctx: EncodeContext, status: LegacyToolStatus = legacyStatus(call)): JsonObject {
     const info = this.toolInfo(call.toolName);
     const known = GEMINI_TOOLS[call.toolName];
     const json: JsonObject = {
       request: { callId: call.id, name: call.toolName, args: call.input, isClientInitiated: false, prompt_id: ctx.taskId },
-      status: legacyStatus(call),
+      status,
     };
     if (call.confirmation !== undefined) json.confirmationDetails = confirmationDetails(call.toolName, call.confirmation.proposal);
     const res = response(call);
@@ -201,19 +214,31 @@ export class LegacyEncoder implements WireEncoder {
     return { ...task, status: { ...task.status, state: STATE_TO_V1['input-required'] } };
   }
 
-  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent {
+  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent | undefined {
     const { taskId, contextId } = ctx;
-    const working = STATE_TO_V1.working;
+    // Every update but a state-change repeats the state the client was last shown.
+    const shown = STATE_TO_V1[this.wireState(ctx.shownState ?? 'working')];
     const update = (kind: CoderAgentKind, parts: Part[]) =>
-      statusUpdate(taskId, contextId, working, agentMessage(taskId, contextId, parts), this.meta(kind, ctx));
+      statusUpdate(taskId, contextId, shown, agentMessage(taskId, contextId, parts), this.meta(kind, ctx));
     switch (event.type) {
       case 'state': {
         const msg = event.text !== undefined ? agentMessage(taskId, contextId, [textPart(event.text)]) : undefined;
         const state = STATE_TO_V1[this.wireState(event.state)];
-        return { $case: 'statusUpdate', value: statusUpdate(taskId, contextId, state, msg, this.meta('state-change', ctx, event.error)) };
+        const usage = PAUSE_OR_TERMINAL.has(event.state) ? event.usage : undefined;
+        const meta = this.meta('state-change', ctx, event.error, usage);
+        return { $case: 'statusUpdate', value: statusUpdate(taskId, contextId, state, msg, meta) };
       }
+      case 'turn-step':
+        return {
+          $case: 'statusUpdate',
+          value: statusUpdate(taskId, contextId, STATE_TO_V1.working, undefined, this.meta('state-change', ctx)),
+        };
+      case 'call-step':
+        return { $case: 'statusUpdate', value: update('tool-call-update', [dataPart(this.toolCall(event.call, ctx, event.step))]) };
       case 'tool-call': {
         const call = event.call;
+        // A call that cannot run (unknown tool, invalid arguments) shows only its error.
+        if ((call.status === 'PENDING' || call.status === 'EXECUTING') && call.error !== undefined) return undefined;
         if (call.status === 'EXECUTING' && call.liveContent !== undefined) {
           // Live output: the whole text so far, as that server sends it.
           const artifact = {

@@ -114,12 +114,14 @@ export class RfcEncoder implements WireEncoder {
     return task;
   }
 
-  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent {
+  /** The RFC has no event for a turn's or a call's steps that leave the task and the card as they are: nothing. */
+  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent | undefined {
     if (event.type === 'artifact') return artifactEvent(event.artifact, ctx);
+    if (event.type === 'turn-step' || event.type === 'call-step') return undefined;
     return { $case: 'statusUpdate', value: this.update(event, ctx) };
   }
 
-  private update(event: Exclude<AgentEvent, { type: 'artifact' }>, ctx: EncodeContext): TaskStatusUpdateEvent {
+  private update(event: Exclude<AgentEvent, { type: 'artifact' | 'turn-step' | 'call-step' }>, ctx: EncodeContext): TaskStatusUpdateEvent {
     const { taskId, contextId } = ctx;
     const working = STATE_TO_V1.working;
     switch (event.type) {

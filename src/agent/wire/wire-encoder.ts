@@ -1,5 +1,5 @@
 import type { Part, StreamResponse, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
-import type { AgentEvent } from './agent-events.js';
+import type { AgentEvent, TaskStateName } from './agent-events.js';
 
 /** The wire dialects: the development-tool RFC, and the `coderAgent` wire of gemini-cli's own a2a-server. */
 export type WireDialect = 'rfc' | 'legacy';
@@ -8,6 +8,12 @@ export interface EncodeContext {
   taskId: string;
   contextId: string;
   model: string;
+  /**
+   * The task state the task's last status update showed on this dialect's wire (the task's
+   * stored state for a task loaded from the store): a dialect whose updates repeat the state
+   * the client last saw, rather than the task's own, reads it here.
+   */
+  shownState?: TaskStateName;
 }
 
 /** One encoded event: a status update, or (legacy shell output) an artifact update. */
@@ -21,8 +27,13 @@ export type EncodedEvent = Extract<NonNullable<StreamResponse['payload']>, { $ca
  */
 export interface WireEncoder {
   readonly dialect: WireDialect;
-  /** MUST return a status update for every `state` event (the task's status moves with it). */
-  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent;
+  /**
+   * The event on this dialect's wire; undefined when the dialect shows nothing for it (a
+   * `turn-step` or `call-step` it has no event for): nothing is logged then, so a replay and a
+   * live stream send the same. MUST return a status update for every `state` event (the task's
+   * status moves with it). One event at most: each logged event is one SSE id.
+   */
+  encode(event: AgentEvent, ctx: EncodeContext): EncodedEvent | undefined;
   /** The tool_call_id of the ToolCall card an encoded update carries, if it is one. */
   toolCallIdOf(update: TaskStatusUpdateEvent): string | undefined;
   /**

@@ -70,10 +70,14 @@ function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
   return { ...envelope, error: { code: RPC_ERROR_CODE.INTERNAL_ERROR, message: 'Internal error (details are in the server log)' } };
 }
 
-/** v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4). */
-export function fixLegacyFinal(envelope: Envelope): Envelope {
+/**
+ * v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4).
+ * `logged`: the logged event's own flag, when known — an update that only repeats a paused state
+ * (the gemini-cli dialect's tool updates after an answer) ends nothing.
+ */
+export function fixLegacyFinal(envelope: Envelope, logged?: boolean): Envelope {
   const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean } | undefined;
-  if (r?.kind === 'status-update' && isPaused(r.status?.state)) r.final = true;
+  if (r?.kind === 'status-update' && isPaused(r.status?.state) && logged !== false) r.final = true;
   return envelope;
 }
 
@@ -241,10 +245,10 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
     metrics: rpc.metrics,
     closing: rpc.closing,
     // The handler records each event's sequence number in order; one envelope per event.
-    frame: (item) => ({
-      data: version === '0.3' ? fixLegacyFinal(item as Envelope) : item,
-      id: outcome.kind === 'stream' ? request.a2a.nextSseId() : undefined,
-    }),
+    frame: (item) => {
+      const next = outcome.kind === 'stream' ? request.a2a.nextSse() : {};
+      return { data: version === '0.3' ? fixLegacyFinal(item as Envelope, next.final) : item, id: next.id };
+    },
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
       return { jsonrpc: '2.0', id, error: streamFailure(err) };

@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
-import { CTX_ABOUT_TASK, CTX_LAST_EVENT_ID, CTX_SSE_IDS } from '../../protocol/a2a.js';
+import { CTX_ABOUT_TASK, CTX_LAST_EVENT_ID, CTX_SSE_FINALS, CTX_SSE_IDS } from '../../protocol/a2a.js';
 import type { A2aVersion } from '../../protocol/a2a.js';
 import { CallerUser } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
@@ -83,7 +83,14 @@ class RequestContext {
    * (a resubscription's Task snapshot) or before any call context exists.
    */
   nextSseId(): number | undefined {
-    return (this.call?.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift();
+    return this.nextSse().id;
+  }
+
+  /** The next event's SSE id (nextSseId) and whether its logged event ends a turn (undefined: not known). */
+  nextSse(): { id?: number; final?: boolean } {
+    const final = (this.call?.state.get(CTX_SSE_FINALS) as Array<boolean | undefined> | undefined)?.shift();
+    const id = (this.call?.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift();
+    return { ...(id !== undefined ? { id } : {}), ...(final !== undefined ? { final } : {}) };
   }
 }
 

@@ -161,10 +161,10 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
     stallTimeoutMs: opts.stallTimeoutMs,
     metrics: opts.metrics,
     closing: opts.closing,
-    frame: (item) => ({
-      data: streamEventToProtoJson(fixLegacyFinal(item as Envelope).result as JsonObject),
-      id: request.a2a.nextSseId(),
-    }),
+    frame: (item) => {
+      const next = request.a2a.nextSse();
+      return { data: streamEventToProtoJson(fixLegacyFinal(item as Envelope, next.final).result as JsonObject), id: next.id };
+    },
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');
       const failure = streamFailure(err);

@@ -11,6 +11,7 @@ import type { Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { LegacyEncoder, legacyStatus } from '../../../src/agent/wire/legacy-encoder.js';
 import type { ToolCallSnapshot } from '../../../src/agent/wire/agent-events.js';
 import { LegacyDecoder } from '../../../src/agent/wire/legacy-decoder.js';
+import { RfcEncoder } from '../../../src/agent/wire/rfc-encoder.js';
 import type { TaskIntent } from '../../../src/agent/wire/wire-decoder.js';
 import { planResume } from '../../../src/agent/requests/resume-handler.js';
 import type { KnownCalls } from '../../../src/agent/requests/resume-handler.js';
@@ -25,10 +26,16 @@ const ctx = { taskId: 'task-1', contextId: 'ctx-1', model: 'm' };
 const enc = new LegacyEncoder((name) =>
   name === 'write_file' ? { description: 'Writes a file', kind: 'edit', parameters: { type: 'object' } } : undefined,
 );
+/** The encoded event (the encoder shows something for every event these tests encode). */
+function encode(...args: Parameters<LegacyEncoder['encode']>): NonNullable<ReturnType<LegacyEncoder['encode']>> {
+  const e = enc.encode(...args);
+  if (e === undefined) throw new Error('the encoder showed nothing');
+  return e;
+}
 const change = { fileName: 'a.txt', filePath: '/w/a.txt', newContent: 'new\n', formattedDiff: '+new' };
 
 function encodeCall(call: ToolCallSnapshot): { kind: string; data: any; update: TaskStatusUpdateEvent } {
-  const e = enc.encode({ type: 'tool-call', call }, ctx);
+  const e = encode({ type: 'tool-call', call }, ctx);
   if (e.$case !== 'statusUpdate') throw new Error('expected a status update');
   const content = e.value.status?.message?.parts[0]?.content;
   return {
@@ -89,7 +96,7 @@ t.test('confirmationDetails per proposal kind', async (t) => {
 });
 
 t.test('live output is an artifact update; states, text and thoughts carry coderAgent kinds', async (t) => {
-  const live = enc.encode(
+  const live = encode(
     { type: 'tool-call', call: { id: 'c9', toolName: 'run_shell_command', status: 'EXECUTING', input: {}, liveContent: 'a\nb' } },
     ctx,
   );
@@ -97,14 +104,14 @@ t.test('live output is an artifact update; states, text and thoughts carry coder
   if (live.$case === 'artifactUpdate') {
     t.match(live.value, { taskId: 'task-1', append: true, lastChunk: false, artifact: { artifactId: 'tool-c9-output' } });
   }
-  const kindOf = (e: ReturnType<typeof enc.encode>) => (e.value.metadata?.coderAgent as { kind: string }).kind;
-  const done = enc.encode({ type: 'state', state: 'completed', text: 'bye' }, ctx);
+  const kindOf = (e: ReturnType<typeof encode>) => (e.value.metadata?.coderAgent as { kind: string }).kind;
+  const done = encode({ type: 'state', state: 'completed', text: 'bye' }, ctx);
   t.equal(kindOf(done), 'state-change');
   t.equal(done.$case === 'statusUpdate' && done.value.status?.state, STATE_TO_V1['input-required'], 'a finished turn is input-required');
-  const failed = enc.encode({ type: 'state', state: 'failed', error: 'boom' }, ctx);
+  const failed = encode({ type: 'state', state: 'failed', error: 'boom' }, ctx);
   t.equal(failed.value.metadata?.error, 'boom');
-  t.equal(kindOf(enc.encode({ type: 'text', delta: 'x' }, ctx)), 'text-content');
-  t.equal(kindOf(enc.encode({ type: 'thought', subject: 's', description: 'd' }, ctx)), 'thought');
+  t.equal(kindOf(encode({ type: 'text', delta: 'x' }, ctx)), 'text-content');
+  t.equal(kindOf(encode({ type: 'thought', subject: 's', description: 'd' }, ctx)), 'thought');
   t.equal(enc.toolCallIdOf(done.value as TaskStatusUpdateEvent), undefined, 'a state change carries no call');
 });
 
@@ -128,7 +135,7 @@ t.test('waiting cards and the task view', async (t) => {
   task.status = { state: STATE_TO_V1.completed, message: undefined, timestamp: '' };
   t.equal(enc.taskView(task).status?.state, STATE_TO_V1['input-required']);
   t.equal(task.status.state, STATE_TO_V1.completed, 'the task itself is not changed');
-  const other = enc.encode({ type: 'text', delta: 'x' }, ctx);
+  const other = encode({ type: 'text', delta: 'x' }, ctx);
   t.equal(enc.toolCallIdOf(other.value as TaskStatusUpdateEvent), undefined);
 });
 
@@ -199,6 +206,43 @@ t.test('legacy answers, read by the legacy decoder', async (t) => {
     'no always offered: refused',
   );
   t.equal(chosen({ callId: 'b', outcome: 'proceed_once' }), 'proceed_once');
+  t.equal(chosen({ callId: 'b', outcome: 'proceed_always_and_save' }), 'proceed_always', 'newer clients: "always, and keep it"');
+  t.equal(chosen({ callId: 'm', outcome: 'proceed_always_and_save' }), 'proceed_always_tool', 'MCP: always this tool');
+  t.match(chosen({ callId: 's', outcome: 'proceed_always_and_save' }), /was not offered for s/, 'no always offered: refused');
+});
+
+t.test("the original's sequences: a turn's and a call's steps, the state last shown, usage on the final update", async (t) => {
+  const base: ToolCallSnapshot = { id: 'c1', toolName: 'write_file', status: 'PENDING', input: { file_path: 'a.txt' } };
+  const step = encode({ type: 'turn-step', step: 'model' }, { ...ctx, shownState: 'input-required' });
+  t.match(step.value, { status: { state: STATE_TO_V1.working, message: undefined }, metadata: { coderAgent: { kind: 'state-change' } } });
+  for (const s of ['validating', 'scheduled'] as const) {
+    const e = encode({ type: 'call-step', step: s, call: base }, ctx);
+    const data = e.$case === 'statusUpdate' ? e.value.status?.message?.parts[0]?.content?.value : undefined;
+    t.match(data, { status: s, request: { callId: 'c1' } }, `${s}: a tool-call-update`);
+    t.notOk(data && 'confirmationDetails' in data, `${s}: no card`);
+  }
+  const after = encode({ type: 'tool-call', call: { ...base, status: 'EXECUTING' } }, { ...ctx, shownState: 'input-required' });
+  t.equal(
+    after.$case === 'statusUpdate' && after.value.status?.state,
+    STATE_TO_V1['input-required'],
+    'an update repeats the state last shown',
+  );
+  const shownCompleted = encode({ type: 'text', delta: 'x' }, { ...ctx, shownState: 'completed' });
+  t.equal(shownCompleted.$case === 'statusUpdate' && shownCompleted.value.status?.state, STATE_TO_V1['input-required']);
+  const broken = { ...base, error: { message: 'Unknown tool "x"', type: 'unknown_tool' } };
+  t.equal(enc.encode({ type: 'tool-call', call: broken }, ctx), undefined, 'a call that cannot run: no scheduled card');
+  t.equal(enc.encode({ type: 'tool-call', call: { ...broken, status: 'EXECUTING' } }, ctx), undefined, 'nor executing');
+  t.equal(encodeCall({ ...broken, status: 'FAILED' }).data.status, 'error', 'only its error');
+  const usage = { promptTokenCount: 3, candidatesTokenCount: 2, totalTokenCount: 5, cachedContentTokenCount: 1 };
+  const end = encode({ type: 'state', state: 'completed', usage }, ctx);
+  t.same(end.value.metadata?.usageMetadata, usage, 'the final update carries the usage');
+  const working = encode({ type: 'state', state: 'working', usage }, ctx);
+  t.equal(working.value.metadata?.usageMetadata, undefined, 'no other update does');
+  const rfc = new RfcEncoder(loadDevtoolSchema());
+  t.equal(rfc.encode({ type: 'turn-step', step: 'calls' }, ctx), undefined, 'the RFC shows no turn step');
+  t.equal(rfc.encode({ type: 'call-step', step: 'scheduled', call: base }, ctx), undefined, 'nor a call step');
+  const rfcEnd = rfc.encode({ type: 'state', state: 'completed', usage }, ctx);
+  t.notOk(JSON.stringify(rfcEnd?.value.metadata).includes('TokenCount'), 'nor usage');
 });
 
 t.test('legacy settings', async (t) => {

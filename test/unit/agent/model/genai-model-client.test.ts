@@ -109,7 +109,7 @@ t.test('passes thoughtSignature through and echoes it back in history', async (t
   t.same(body.contents[2].parts[0].functionResponse, { name: 'read_file', response: { output: 'data' } });
 });
 
-t.test('skips empty chunks', async (t) => {
+t.test('skips empty chunks; one that carries only token counts is kept for them', async (t) => {
   fake.enqueue({
     chunks: [
       textChunk('a'),
@@ -120,7 +120,18 @@ t.test('skips empty chunks', async (t) => {
     ],
   });
   const chunks = await collect(client().generate(request, new AbortController().signal));
-  t.same(chunks, [{ parts: [{ text: 'a' }] }, { parts: [{ text: 'b' }] }]);
+  t.same(chunks, [
+    { parts: [{ text: 'a' }] },
+    { parts: [], usage: { promptTokenCount: 0, candidatesTokenCount: 0, totalTokenCount: 3, cachedContentTokenCount: 0 } },
+    { parts: [{ text: 'b' }] },
+  ]);
+});
+
+t.test("usageMetadata: each chunk's counts, named as the API names them", async (t) => {
+  const usage = { promptTokenCount: 11, candidatesTokenCount: 5, totalTokenCount: 16, cachedContentTokenCount: 4 };
+  fake.enqueue({ chunks: [{ ...textChunk('x', { finishReason: 'STOP' }), usageMetadata: { ...usage, thoughtsTokenCount: 2 } }] });
+  const chunks = await collect(client().generate(request, new AbortController().signal));
+  t.same(chunks, [{ parts: [{ text: 'x' }], usage }]);
 });
 
 const statusCases = [
