@@ -518,7 +518,11 @@ export class LiveTask {
       ...EMPTY_BATCH,
       events: ops.map(({ taskId, task, status, response, final, key }) => ({ taskId, task, status, response, final, key })),
     };
-    const seqs = await this.deps.store.commitWhileAwaiting(batch, this.id, callIds);
+    // A task ended elsewhere meanwhile takes no event (StaleWriteError): refused like a claimed call.
+    const seqs = await this.deps.store.commitWhileAwaiting(batch, this.id, callIds).catch((err: unknown) => {
+      if (isStaleWrite(err)) return undefined;
+      throw err;
+    });
     if (seqs === undefined) return undefined;
     // Committed before any claim of these calls: unless a winner moved this copy on meanwhile, it pauses here.
     if (this.task.status === before.status && PAUSED.has(this.state)) {

@@ -14,6 +14,7 @@ import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { MemoryTaskStore } from '../../../src/store/memory-store.js';
 import { fakeTool, logOf, makeCore, runTurn, shape, startTask, storedState } from '../../support/core.js';
 import type { Core } from '../../support/core.js';
+import { makeTask, statusEvent } from '../../store/fixtures/builders.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -145,4 +146,26 @@ t.test("a call's executed audit row is committed before its tool starts", async 
   t.equal(seen.length, 1, 'the tool ran once');
   t.ok(seen[0]?.includes('executed'), `the store had the executed row when the tool started (${seen.join(', ')})`);
   t.equal(await storedState(core.store, task.id), 'completed');
+});
+
+t.test('a re-prompt of a task that ended elsewhere (its calls still stored waiting) is refused, not thrown', async (t) => {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  const a = await makeCore(t, { store: db, instanceId: 'A', leaseMs: LEASE_MS });
+  const task = await startTask(a, { text: 'edit' });
+  await runTurn(a, task);
+  const [waiting] = task.awaiting();
+  t.ok(waiting, 'paused on the edit card');
+  // Another instance's end that left the call row as it was (only the task's state moved).
+  const ended = makeTask(task.task.contextId, 'TASK_STATE_FAILED', 9, task.id);
+  await db.commit({
+    events: [{ taskId: task.id, task: ended, response: statusEvent(ended, 9), final: true }],
+    calls: [],
+    history: [],
+    trust: [],
+    audit: [],
+  });
+  const seqs = await task.publishWhileAwaiting([waiting.snapshot.id], [{ type: 'tool-call', call: structuredClone(waiting.snapshot) }]);
+  t.equal(seqs, undefined, 'refused: the caller says the task is no longer waiting');
+  t.equal(shape(await logOf(db, task.id)).at(-1), 'failed!', 'nothing after the end');
 });
