@@ -228,9 +228,14 @@ async function confirmLegacyAfterRestart(t: Test, { current, workspace }: Run, l
     parts: [{ kind: 'data', data: { callId: legacy.callId, outcome: 'proceed_once' } }],
   });
   const ev = results((await rpc(current.url, 'message/stream', { message: answer })).events);
+  // As the original sends it (test/fixtures/legacy/): scheduled, executing, success, working, the text, the end.
   t.same(
     ev.map((r) => r.metadata?.coderAgent?.kind),
-    ['tool-call-update', 'tool-call-update', 'text-content', 'text-content', 'state-change'],
+    ['tool-call-update', 'tool-call-update', 'tool-call-update', 'state-change', 'text-content', 'text-content', 'state-change'],
+  );
+  t.same(
+    ev.filter((r) => r.metadata?.coderAgent?.kind === 'tool-call-update').map((r) => r.status?.message?.parts?.[0]?.data?.status),
+    ['scheduled', 'executing', 'success'],
   );
   t.equal(legacyCard(ev, 'success')?.request?.callId, legacy.callId, 'the call ran');
   t.match(ev.at(-1), { final: true, status: { state: 'input-required' } }, 'the turn ends input-required, as its client expects');
