@@ -300,6 +300,12 @@ export interface TaskStore {
    * only one process continues the model after the last call of a turn settles.
    */
   closeTurn(taskId: string, turn: number): Promise<boolean>;
+  /**
+   * loadTurn and, when none of those calls is still to run or to answer (every one done),
+   * closeTurn(taskId, turn) — in one statement. `closed` is closeTurn's answer (false when the
+   * turn stays open): true exactly once per (task, turn). How a task moves on after a call.
+   */
+  settleTurn(taskId: string, turn: number): Promise<{ calls: StoredCall[]; closed: boolean }>;
   /** Marks these tasks as worked on by `owner` until `leaseUntil` (the model loop has no call lease). */
   leaseTasks(taskIds: string[], owner: string, leaseUntil: Date): Promise<void>;
   /**

@@ -3,7 +3,7 @@
  * part of the group commit, commit.ts). Claims and turn closing are decided by row locks
  * and keys, never by the caller's memory.
  */
-import { and, asc, eq, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
 import type { CallClaim, ClaimResult, StoredCall, WriteBatch } from '../agent/task-store.js';
 import { commitBatch, type NotifyTo } from './commit.js';
 import { anyOf, rowsOf, type StoreDb } from './db.js';
@@ -106,6 +106,39 @@ export async function commitWhileAwaiting(
     if (still.length !== ids.length) return undefined;
     return commitBatch(tx, notify, batch);
   });
+}
+
+/**
+ * loadTurn and closeTurn as ONE statement: the latest turn's calls, and the insert that closes
+ * `turn` only when none of them is other than done (a data-modifying CTE: it runs whether or not
+ * the main query reads it, and reads the same snapshot as `latest`). One row per call, each with
+ * the closing's count — or one row of NULL calls when the turn has none (the left join).
+ */
+export async function settleTurn(db: StoreDb, taskId: string, turn: number): Promise<{ calls: StoredCall[]; closed: boolean }> {
+  const rows = rowsOf<Record<string, unknown>>(
+    await db.execute(sql`with latest as (
+        select * from ${toolCalls} where task_id = ${taskId}
+          and turn = (select max(turn) from ${toolCalls} where task_id = ${taskId})
+      ), closing as (
+        insert into ${closedTurns} (task_id, turn)
+        select ${taskId}::text, ${turn}::int where not exists (select 1 from latest where phase <> 'done')
+        on conflict do nothing returning turn
+      )
+      select l.*, (select count(*) from closing)::int as closed_now
+      from (select 1) as one left join latest l on true order by l.position`),
+  );
+  const closed = Number(rows[0]?.closed_now ?? 0) > 0;
+  return { calls: rows.filter((r) => r.id !== null && r.id !== undefined).map((r) => callFromRow(fromDriver(r))), closed };
+}
+
+/** A tool_calls row read by raw SQL (column names, driver values) as drizzle's select gives it. */
+function fromDriver(raw: Record<string, unknown>): typeof toolCalls.$inferSelect {
+  const out: Record<string, unknown> = {};
+  for (const [key, column] of Object.entries(getTableColumns(toolCalls))) {
+    const value = raw[column.name];
+    out[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return out as typeof toolCalls.$inferSelect;
 }
 
 /** INSERT … ON CONFLICT DO NOTHING: only the first closer gets a row back. */

@@ -291,6 +291,25 @@ function commitBatch(db: MemoryDatabase, batch: WriteBatch): number[] {
   return seqsOf(plan, lastSeq);
 }
 
+/** The calls of the task's highest turn, in position order (copies). */
+function latestTurn(db: MemoryDatabase, taskId: string): StoredCall[] {
+  const calls = [...(db.tasks.get(taskId)?.calls ?? [])].map((id) => db.calls.get(id)!.call);
+  const turn = calls.reduce((max, c) => Math.max(max, c.turn), -Infinity);
+  return calls
+    .filter((c) => c.turn === turn)
+    .sort((a, b) => a.position - b.position)
+    .map((c) => structuredClone(c));
+}
+
+/** True exactly once per (task, turn); an unknown task throws. */
+function closeTurnOf(db: MemoryDatabase, taskId: string, turn: number): boolean {
+  const row = db.tasks.get(taskId);
+  if (!row) throw refused(`closeTurn: unknown task ${taskId}`, '23503');
+  if (row.closedTurns.has(turn)) return false;
+  row.closedTurns.add(turn);
+  return true;
+}
+
 /** Awaiting → ready for every claim, or nothing; see TaskStore.claimCalls. */
 function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): ClaimResult {
   const won = new Set<string>();
@@ -555,13 +574,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
 
   /** The calls of the task's highest turn, in position order. */
   async loadTurn(taskId: string): Promise<StoredCall[]> {
-    const db = this.use('loadTurn');
-    const calls = [...(db.tasks.get(taskId)?.calls ?? [])].map((id) => db.calls.get(id)!.call);
-    const turn = calls.reduce((max, c) => Math.max(max, c.turn), -Infinity);
-    return calls
-      .filter((c) => c.turn === turn)
-      .sort((a, b) => a.position - b.position)
-      .map((c) => structuredClone(c));
+    return latestTurn(this.use('loadTurn'), taskId);
   }
 
   async loadCall(id: string): Promise<StoredCall | undefined> {
@@ -599,11 +612,14 @@ export class MemoryTaskStore implements TaskStore, PushStore {
 
   /** True exactly once per (task, turn); an unknown task throws. */
   async closeTurn(taskId: string, turn: number): Promise<boolean> {
-    const row = this.use('closeTurn').tasks.get(taskId);
-    if (!row) throw refused(`closeTurn: unknown task ${taskId}`, '23503');
-    if (row.closedTurns.has(turn)) return false;
-    row.closedTurns.add(turn);
-    return true;
+    return closeTurnOf(this.use('closeTurn'), taskId, turn);
+  }
+
+  async settleTurn(taskId: string, turn: number): Promise<{ calls: StoredCall[]; closed: boolean }> {
+    const db = this.use('settleTurn');
+    const calls = latestTurn(db, taskId);
+    const closed = calls.every((c) => c.phase === 'done') && closeTurnOf(db, taskId, turn);
+    return { calls, closed };
   }
 
   async leaseTasks(taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {

@@ -255,6 +255,10 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.reopenCall(this.db, call, owner, previousId);
   }
 
+  settleTurn(taskId: string, turn: number): Promise<{ calls: StoredCall[]; closed: boolean }> {
+    return calls_.settleTurn(this.db, taskId, turn);
+  }
+
   closeTurn(taskId: string, turn: number): Promise<boolean> {
     return calls_.closeTurn(this.db, taskId, turn);
   }

@@ -100,7 +100,7 @@ t.test('the clean flow completes and shows which store calls it makes', async (t
   faulty.calls.length = 0;
   t.same(await confirmFlow(app, inner), { kind: 'completed' });
   t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n');
-  for (const m of ['createContext', 'createTask', 'commit', 'loadTurn', 'claimCalls', 'closeTurn']) {
+  for (const m of ['createContext', 'createTask', 'commit', 'loadTurn', 'claimCalls', 'settleTurn']) {
     t.ok(faulty.calls.includes(m), `the flow calls ${m}`);
   }
 });
@@ -153,7 +153,7 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
   const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
   const taskId = first.events?.[0]?.data?.result?.id as string;
   const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
-  faulty.failAt(2, 'loadTurn'); // #1 reloads the paused task; #2 is settle() after the write: the turn cannot be read
+  faulty.failAt(1, 'settleTurn'); // settle() after the write: the turn cannot be read
   const second = await within(
     10_000,
     'the answer stream',
@@ -164,7 +164,7 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
       }),
     }),
   );
-  t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
+  t.strictSame(faulty.fired, ['settleTurn'], 'the fault fired');
   const end = lastEvent(second);
   t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
   t.equal(end?.final, true);

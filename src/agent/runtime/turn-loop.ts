@@ -144,7 +144,8 @@ export class TurnLoop {
   async settle(task: LiveTask): Promise<void> {
     if (task.halted || !task.idle || task.state !== 'working') return;
     await task.flush();
-    const stored = await this.opts.store.loadTurn(task.id);
+    // The turn, closed in the same statement when every call of it is done.
+    const { calls: stored, closed } = await this.opts.store.settleTurn(task.id, task.turnNo);
     if (task.halted || !task.idle) return;
     if (stored.some((c) => c.phase === 'ready' || c.phase === 'executing')) return; // its runner settles
     const waiting = stored.filter((c) => c.phase === 'awaiting');
@@ -152,7 +153,7 @@ export class TurnLoop {
       pauseTask(task, waiting);
       return;
     }
-    if (!(await this.opts.store.closeTurn(task.id, task.turnNo))) return; // another process continued
+    if (!closed) return; // another process continued
     if (task.slashCommand !== undefined) {
       const text = commandSummary(
         task.slashCommand,

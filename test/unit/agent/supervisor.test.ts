@@ -484,11 +484,11 @@ t.test("a failure inside one task's action fails that task, and the sweep goes o
   const expiries = (await inner.findExpired(new Date(Date.now() + 1))).map((c) => c.taskId);
   await until('both calls to be past their expiry', async () => (await inner.findExpired(new Date())).length === 2);
   const [early, late] = expiries as [string, string]; // the sweep handles tasks in this order
-  faulty.failAt(1, 'loadTurn'); // the first expiry's settle cannot read the turn
+  faulty.failAt(1, 'settleTurn'); // the first expiry's settle cannot read the turn
 
   await t.resolves(supervisor.sweep());
   await core.runs.drain();
-  t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
+  t.strictSame(faulty.fired, ['settleTurn'], 'the fault fired');
   await until('the second task to complete', async () => (await storedState(inner, late)) === 'completed');
 
   const failed = (await logOf(inner, early)).at(-1)!;

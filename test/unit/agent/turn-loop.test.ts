@@ -356,12 +356,12 @@ t.test('an unexpected error inside a run fails only that task, rejects nowhere, 
     const faulty = faultyStore(inner);
     const core = await makeCore(t, { store: inner, loopStore: faulty.store });
     const task = await startTask(core, { text: 'look first' });
-    faulty.failAt(1, 'loadTurn');
+    faulty.failAt(1, 'settleTurn');
     await runTurn(core, task);
-    t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
+    t.strictSame(faulty.fired, ['settleTurn'], 'the fault fired');
     const log = await logOf(core.store, task.id);
     t.same(shape(log), ['task', 'working', 'look:PENDING', 'look:EXECUTING', 'look:SUCCEEDED', 'failed!']);
-    checkInternalFailure(t, core, log.at(-1)!.text, task, 'running the model', /connection to the database was lost during loadTurn/);
+    checkInternalFailure(t, core, log.at(-1)!.text, task, 'running the model', /connection to the database was lost during settleTurn/);
     t.ok(core.logger.errors().some((e) => e.obj.err instanceof DatabaseBlip));
     const history = (await core.store.loadContext(task.context.id))!.history;
     t.ok(
@@ -399,12 +399,12 @@ t.test('an unexpected error inside a run fails only that task, rejects nowhere, 
     const core = await makeCore(t, { store: inner, loopStore: faulty.store });
     const task = await startTask(core, { text: 'edit' });
     await runTurn(core, task);
-    faulty.failAt(1, 'loadTurn');
+    faulty.failAt(1, 'settleTurn');
     await approveAll(core, task);
-    t.strictSame(faulty.fired, ['loadTurn'], 'the fault fired');
+    t.strictSame(faulty.fired, ['settleTurn'], 'the fault fired');
     const log = await logOf(core.store, task.id);
     t.same(shape(log).slice(-3), ['edit:EXECUTING', 'edit:SUCCEEDED', 'failed!']);
-    checkInternalFailure(t, core, log.at(-1)!.text, task, 'running tool calls', /during loadTurn/);
+    checkInternalFailure(t, core, log.at(-1)!.text, task, 'running tool calls', /during settleTurn/);
   });
 
   t.test('a slash command whose tools cannot be resolved fails its task; startDirectTurn resolves', async (t) => {
