@@ -13,6 +13,7 @@ import type { Config } from './config/load-config.js';
 import { McpManager, parseMcpServers, type HttpResolver } from './mcp/index.js';
 import { buildAgentCard, buildExtendedCard, type ShellMode } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
+import { Checkpointer } from './agent/runtime/checkpoints.js';
 import { EventHub } from './agent/runtime/event-hub.js';
 import { MessageRouter } from './agent/requests/message-router.js';
 import { TaskFactory } from './agent/requests/task-factory.js';
@@ -53,7 +54,7 @@ import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
 import { timedStore } from './store/timed-store.js';
 import { unavailableAware } from './store/unavailable-store.js';
-import { createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCommandOptions } from './tools/index.js';
+import { createCommandTools, createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCommandOptions } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
 import { createHostGuard } from './transport/http/host-guard.js';
@@ -282,7 +283,16 @@ async function startToolbox(app: FastifyInstance, options: AppOptions): Promise<
     const bad = mcp.check(serverMcp, `SETTINGS_FILE ${config.settings.file}: mcpServers`);
     if (bad !== undefined) throw new ConfigError(bad);
   }
-  const toolbox = new Toolbox({ builtin: tools, mcp, serverMcp, defaultCwd: config.workspaceDir, logger: app.log, protectedPaths });
+  const commandTools = createCommandTools({ protectedPaths });
+  const toolbox = new Toolbox({
+    builtin: tools,
+    commandTools,
+    mcp,
+    serverMcp,
+    defaultCwd: config.workspaceDir,
+    logger: app.log,
+    protectedPaths,
+  });
   await toolbox.start();
   app.addHook('onClose', async () => toolbox.close());
   return { toolbox, shellMode };
@@ -378,6 +388,7 @@ function buildCache(app: FastifyInstance, parts: AgentParts, runs: TaskRuns, wri
     runs,
     liveOutput: { windowBytes, intervalMs, maxIntervalMs },
     shellConfined: autoRunsShell(shellMode),
+    ...(options.config.checkpointing ? { checkpoints: new Checkpointer(store, toolbox.protectedPaths) } : {}),
   });
 }
 

@@ -4,6 +4,7 @@ import { ReadFileTool } from './file/read-file.js';
 import { ReadManyFilesTool } from './file/read-many-files.js';
 import { ReplaceTool } from './file/replace.js';
 import { WriteFileTool } from './file/write-file.js';
+import { RestoreFileTool } from './file/restore-file.js';
 import { GlobTool } from './search/glob.js';
 import { SearchFileContentTool } from './search/search-file-content.js';
 import { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-shell-command.js';
@@ -15,6 +16,7 @@ export { ReadFileTool } from './file/read-file.js';
 export { ReadManyFilesTool } from './file/read-many-files.js';
 export { ReplaceTool } from './file/replace.js';
 export { WriteFileTool } from './file/write-file.js';
+export { RestoreFileTool } from './file/restore-file.js';
 export { GlobTool } from './search/glob.js';
 export { SearchFileContentTool } from './search/search-file-content.js';
 export { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-shell-command.js';
@@ -66,4 +68,14 @@ export function createDefaultTools(options: DefaultToolsOptions = {}): AnyTool[]
     new ReplaceTool({ protectedPaths }),
     new RunShellCommandTool({ ...options.shell, protectedPaths }),
   ];
+}
+
+/**
+ * The tools only the server's own commands propose, never the model: `restore_file` (the
+ * `restore` command puts a checkpoint's files back through it, one card per file).
+ */
+export function createCommandTools(options: Pick<DefaultToolsOptions, 'protectedPaths'> = {}): AnyTool[] {
+  const given = options.protectedPaths ?? [];
+  const protectedPaths = given instanceof ProtectedPaths ? given : new ProtectedPaths(given);
+  return [new RestoreFileTool({ protectedPaths })];
 }

@@ -53,6 +53,8 @@ export interface ToolboxOptions {
   idleMs?: number;
   /** The server's own files: out of reach of every tool, and of the GEMINI.md reader. */
   protectedPaths?: ProtectedPaths;
+  /** Tools only the server's own commands propose (restore_file): never declared to the model, never run for it. */
+  commandTools?: readonly AnyTool[];
 }
 
 /** What one context can call right now. */
@@ -61,6 +63,13 @@ export interface ToolSet {
   declarations: FunctionDeclaration[];
   /** Every MCP server the context sees: the operator's, then its own. */
   servers: McpServerStatus[];
+  /** The tools only the server's own commands propose (not in byName: the model neither sees nor calls them). */
+  commandTools?: ReadonlyMap<string, AnyTool>;
+}
+
+/** The tool a stored or proposed call of `name` runs: the context's, else a command's own. */
+export function callTool(set: ToolSet, name: string): AnyTool | undefined {
+  return set.byName.get(name) ?? set.commandTools?.get(name);
 }
 
 interface ContextServers {
@@ -82,8 +91,11 @@ export class Toolbox {
   /** Idle stops and replaced connections closing in the background. */
   private readonly background: Background;
 
+  private readonly commandTools: ReadonlyMap<string, AnyTool>;
+
   constructor(private readonly opts: ToolboxOptions) {
     this.builtinDeclarations = opts.builtin.map(declaration);
+    this.commandTools = new Map((opts.commandTools ?? []).map((t) => [t.name, t]));
     this.background = new Background((err, what) => opts.logger.warn({ err }, `${what} failed`));
   }
 
@@ -132,7 +144,7 @@ export class Toolbox {
     for (const t of own?.connection.tools() ?? []) add(t);
     for (const t of this.global?.tools() ?? []) if (!ownNames.has(t.mcp?.serverName ?? '')) add(t);
     const servers = [...(this.global?.status() ?? []).filter((s) => !ownNames.has(s.name)), ...(own?.connection.status() ?? [])];
-    return { byName: tools, declarations, servers };
+    return { byName: tools, declarations, servers, commandTools: this.commandTools };
   }
 
   /** Failed servers this context has not been told about yet; marks them told. */

@@ -15,7 +15,7 @@ import { Role } from '@a2a-js/sdk';
 import type { TaskRuns } from './task-runs.js';
 import type { TaskStore } from '../task-store.js';
 import type { ProtectedPaths } from '../../tools/index.js';
-import type { Toolbox, ToolSet } from './toolbox.js';
+import { callTool, type Toolbox, type ToolSet } from './toolbox.js';
 
 export interface TurnLoopOptions {
   model: ModelClient;
@@ -81,7 +81,7 @@ export class TurnLoop {
     task.modelRunning = true;
     await this.opts.runs.guard(task, "opening the command's tool calls", async () => {
       await this.refreshTools(task);
-      await this.openTurn(task, calls);
+      await this.openTurn(task, calls, true);
     });
     if (task.halted) return; // failTask stopped the model flag too
     this.opts.runs.detach(task, 'running tool calls', async () => {
@@ -118,7 +118,7 @@ export class TurnLoop {
     const set = await this.opts.toolbox.forContext(task.context);
     task.context.tools = set;
     for (const call of task.turn) {
-      if (call.tool !== undefined) call.tool = set.byName.get(call.snapshot.toolName) ?? call.tool;
+      if (call.tool !== undefined) call.tool = callTool(set, call.snapshot.toolName) ?? call.tool;
     }
     return set;
   }
@@ -273,10 +273,10 @@ export class TurnLoop {
     throw e;
   }
 
-  /** Creates a PENDING card per call (with its confirmation request when it must wait). */
-  private async openTurn(task: LiveTask, calls: ModelFunctionCall[]): Promise<void> {
+  /** Creates a PENDING card per call (with its confirmation request when it must wait); `byCommand`: a slash command's own calls. */
+  private async openTurn(task: LiveTask, calls: ModelFunctionCall[], byCommand = false): Promise<void> {
     task.turnNo += 1;
-    task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools));
+    task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools, byCommand));
     for (const call of task.turn) await requestApproval(task, call, this.opts.approvalTimeoutMs);
     for (const call of task.turn) showCall(task, call);
   }
