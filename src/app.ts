@@ -27,6 +27,7 @@ import { TaskCache } from './agent/runtime/task-cache.js';
 import { TaskRuns } from './agent/runtime/task-runs.js';
 import type { TaskStore } from './agent/task-store.js';
 import { SlashCommands } from './agent/requests/slash-commands.js';
+import { RestoreCommands } from './agent/requests/restore-commands.js';
 import { Toolbox } from './agent/runtime/toolbox.js';
 import type { McpConnector } from './agent/runtime/toolbox.js';
 import { TurnLoop } from './agent/runtime/turn-loop.js';
@@ -388,7 +389,7 @@ function buildCache(app: FastifyInstance, parts: AgentParts, runs: TaskRuns, wri
     runs,
     liveOutput: { windowBytes, intervalMs, maxIntervalMs },
     shellConfined: autoRunsShell(shellMode),
-    ...(options.config.checkpointing ? { checkpoints: new Checkpointer(store, toolbox.protectedPaths) } : {}),
+    checkpoints: new Checkpointer(store, toolbox.protectedPaths, options.config.checkpointing),
   });
 }
 
@@ -447,7 +448,13 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     encoders,
     push: push.registry,
   });
-  const commands = new SlashCommands({ schema, factory, decoders, loop });
+  const restore = new RestoreCommands({
+    store,
+    protectedPaths: toolbox.protectedPaths,
+    checkpointing: config.checkpointing,
+    ownerFor: (caller) => security.access.ownerFor(caller),
+  });
+  const commands = new SlashCommands({ schema, factory, decoders, loop, restore });
   const legacyRest = new LegacyRest({
     factory,
     commands,
@@ -457,6 +464,8 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     encoders,
     model: model.model,
     workspacePolicy,
+    restore,
+    hub,
   });
   return { loop, cache, router, handler, commands, legacyRest, supervisor, runs, writes };
 }

@@ -398,9 +398,9 @@ async function keepFiles(task: LiveTask, call: TurnCall): Promise<{ name?: strin
   }
 }
 
-/** Checkpointing is on and the call is an edit with valid arguments. */
+/** The call gets a checkpoint before it runs (an edit with valid arguments, checkpointing on, or a restore). */
 function checkpointDue(task: LiveTask, call: TurnCall): boolean {
-  return task.checkpoints !== undefined && call.tool?.kind === 'edit' && call.args !== undefined;
+  return task.checkpoints?.covers(call) === true;
 }
 
 /**

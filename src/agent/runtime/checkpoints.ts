@@ -12,7 +12,10 @@ import { readRegularFile, resolveInWorkspace, type ProtectedPaths } from '../../
 import type { Checkpoint, CheckpointFile, TaskStore } from '../task-store.js';
 import type { CallCheckpoints, LiveTask, TurnCall } from './live-task.js';
 
-/** The most bytes a checkpoint keeps of one file (as much as an edit tool reads). */
+/** The tool a restore runs (tools/file/restore-file.ts): always checkpointed, so a restore can be undone. */
+const RESTORE_TOOL = 'restore_file';
+
+/** The most bytes a checkpoint keeps of one file. */
 const MAX_CHECKPOINT_BYTES = 10 * 1024 * 1024;
 
 /** gemini-cli's checkpoint name: `<ISO time, ':'→'-' and '.'→'_'>-<file name>-<tool>`. */
@@ -24,10 +27,20 @@ export function checkpointName(at: Date, filePath: string, toolName: string): st
 export class CheckpointError extends Error {}
 
 export class Checkpointer implements CallCheckpoints {
+  /**
+   * @param everyEdit CHECKPOINTING: every file edit gets a checkpoint. Without it only restores do
+   *   (a restore is always undoable).
+   */
   constructor(
     private readonly store: TaskStore,
     private readonly protectedPaths: ProtectedPaths,
+    private readonly everyEdit: boolean,
   ) {}
+
+  covers(call: TurnCall): boolean {
+    if (call.tool?.kind !== 'edit' || call.tool.editedPath === undefined || call.args === undefined) return false;
+    return this.everyEdit || call.snapshot.toolName === RESTORE_TOOL;
+  }
 
   /**
    * Takes the checkpoint of `call` when it is a file edit that names its file, and returns its name
@@ -43,7 +56,7 @@ export class Checkpointer implements CallCheckpoints {
     if (!resolved.ok) return undefined; // the call fails on its own argument; nothing is written
     const file = await this.read(workspace, resolved.path);
     const at = new Date();
-    const restoreOf = call.snapshot.toolName === 'restore_file' && typeof args.checkpoint === 'string' ? args.checkpoint : undefined;
+    const restoreOf = call.snapshot.toolName === RESTORE_TOOL && typeof args.checkpoint === 'string' ? args.checkpoint : undefined;
     const messageId = task.task.history.findLast((m) => m.role === Role.ROLE_USER)?.messageId;
     const checkpoint: Checkpoint = {
       callId: call.snapshot.id,

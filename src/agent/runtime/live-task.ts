@@ -94,6 +94,8 @@ export interface TurnCall {
  * its name, undefined when the call edits no named file; throws when the files cannot be kept.
  */
 export interface CallCheckpoints {
+  /** Whether `call` gets a checkpoint before it runs. */
+  covers(call: TurnCall): boolean;
   take(task: LiveTask, call: TurnCall): Promise<string | undefined>;
 }
 
