@@ -144,8 +144,8 @@ t.test('a git repository: a restore leaves .git alone; no git needed either', as
 
 t.test('gemini-cli dialect: the original command list, request.checkpoint, and restore in its shapes', async (t) => {
   const srv = await server(t);
-  const get = async (url: string) => (await fetch(new URL(url, srv.url), { headers: { host: '127.0.0.1' } })).json();
-  const post = async (body: unknown) =>
+  const get = async (url: string): Promise<any> => (await fetch(new URL(url, srv.url), { headers: { host: '127.0.0.1' } })).json();
+  const post = async (body: unknown): Promise<any> =>
     (
       await fetch(new URL('/executeCommand', srv.url), {
         method: 'POST',
@@ -213,7 +213,7 @@ t.test('gemini-cli dialect: a restore in a conversation that asks answers with i
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ command: 'restore', args: [card.request.callId] }),
   });
-  const body = await res.json();
+  const body = (await res.json()) as any;
   t.match(body, { name: 'restore', data: { taskId: String, status: 'AWAITING_ACTION_CONFIRMATION' } }, 'named by its callId too');
   const replayed = results(await rpc(srv.url, 'tasks/resubscribe', { id: body.data.taskId }, { headers: { 'Last-Event-ID': '0' } }));
   const pending = legacyCard(replayed, 'awaiting_approval');
