@@ -16,7 +16,6 @@ export { ReadFileTool } from './file/read-file.js';
 export { ReadManyFilesTool } from './file/read-many-files.js';
 export { ReplaceTool } from './file/replace.js';
 export { WriteFileTool } from './file/write-file.js';
-export { RestoreFileTool } from './file/restore-file.js';
 export { GlobTool } from './search/glob.js';
 export { SearchFileContentTool } from './search/search-file-content.js';
 export { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-shell-command.js';
