@@ -261,3 +261,42 @@ t.test('with authentication: only the principal whose call it was may list or re
   t.match(await listed('alice'), cp.name, 'alice sees it');
   t.equal((await run('alice', cp.callId)).status, 'AWAITING_ACTION_CONFIRMATION', 'and may restore it (after approving)');
 });
+
+t.test('the model cannot call restore_file; with checkpointing off a restore still keeps what it overwrites', async (t) => {
+  const srv = await server(t, { CHECKPOINTING: 'false' });
+  writeFileSync(path.join(srv.workspace, 'mine.txt'), 'mine\n');
+  const content = Buffer.from('planted\n').toString('base64');
+  scenario(srv.fake).call('restore_file', { file_path: 'mine.txt', content, checkpoint: 'x' }).say('tried');
+  const watch = new TaskWatch();
+  watch.take(await send(srv, 'plant it', { settings: { approval_mode: 'YOLO' } }));
+  const card = watch.results.map(dataOf).find((d) => d?.tool_name === 'restore_file' && d.status === 'FAILED');
+  t.equal(card?.error?.type, 'unknown_tool', 'not a tool of the model');
+  t.notMatch(String(card?.error?.message).split('Available tools:')[1], /restore_file/, 'nor named among the tools it may use');
+  t.equal(read(srv, 'mine.txt'), 'mine\n', 'nothing written');
+  const contextId = watch.contextId;
+  await srv.store.saveCheckpoint({
+    callId: `tc_old_${Date.now()}`,
+    name: '2026-01-01T00-00-00_000Z-mine.txt-write_file',
+    taskId: watch.taskId,
+    contextId,
+    workspace: srv.workspace,
+    toolName: 'write_file',
+    historyLength: 0,
+    files: [{ path: 'mine.txt', content: Buffer.from('older\n').toString('base64') }],
+    createdAt: new Date(),
+  });
+  const res = await execute(srv, '2026-01-01T00-00-00_000Z-mine.txt-write_file', contextId);
+  t.equal(res.status, 'STARTED', 'YOLO: the restore runs without asking');
+  const events = await replay(srv, res.execution_id);
+  const done = events.map(dataOf).find((d) => d?.tool_name === 'restore_file' && d.status === 'SUCCEEDED');
+  t.ok(done, 'restored');
+  t.equal(read(srv, 'mine.txt'), 'older\n');
+  t.match(
+    await srv.store.loadCheckpoint(done.tool_call_id),
+    {
+      restoreOf: '2026-01-01T00-00-00_000Z-mine.txt-write_file',
+      files: [{ path: 'mine.txt', content: Buffer.from('mine\n').toString('base64') }],
+    },
+    'the restore kept what it overwrote',
+  );
+});
