@@ -24,6 +24,8 @@ export type { ShellCommand } from './shell/shell-line.js';
 export { createShellSandbox } from './shell/sandbox.js';
 export { killRecordedGroup } from './shell/process-group.js';
 export { ProtectedPaths, readRegularFile, type ResolveResult } from './workspace.js';
+/** The most an edit reads of the file it changes (a larger one is refused): what a checkpoint needs to keep. */
+export { MAX_READ_BYTES as MAX_EDIT_BYTES } from './file/read-file.js';
 
 /**
  * Workspace confinement for callers outside the tools (the agent's GEMINI.md reader): the

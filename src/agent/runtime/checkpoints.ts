@@ -8,15 +8,13 @@
  */
 import path from 'node:path';
 import { Role } from '@a2a-js/sdk';
-import { readRegularFile, resolveInWorkspace, type ProtectedPaths } from '../../tools/index.js';
+import { MAX_EDIT_BYTES, readRegularFile, resolveInWorkspace, type ProtectedPaths } from '../../tools/index.js';
 import type { Checkpoint, CheckpointFile, TaskStore } from '../task-store.js';
 import type { CallCheckpoints, LiveTask, TurnCall } from './live-task.js';
 
 /** The tool a restore runs (tools/file/restore-file.ts): always checkpointed, so a restore can be undone. */
 const RESTORE_TOOL = 'restore_file';
 
-/** The most bytes a checkpoint keeps of one file. */
-const MAX_CHECKPOINT_BYTES = 10 * 1024 * 1024;
 
 /** gemini-cli's checkpoint name: `<ISO time, ':'→'-' and '.'→'_'>-<file name>-<tool>`. */
 export function checkpointName(at: Date, filePath: string, toolName: string): string {
@@ -83,7 +81,8 @@ export class Checkpointer implements CallCheckpoints {
   /** The file as it is: its bytes, or absent when there is none. */
   private async read(workspace: string, real: string): Promise<CheckpointFile> {
     const rel = path.relative(workspace, real).split(path.sep).join('/');
-    const read = await readRegularFile(real, MAX_CHECKPOINT_BYTES);
+    // An edit refuses a larger file before it writes; a checkpoint of one would only fill the store.
+    const read = await readRegularFile(real, MAX_EDIT_BYTES);
     if (read.ok) return { path: rel, content: read.bytes.toString('base64') };
     if (read.reason === 'missing') return { path: rel };
     throw new CheckpointError(`${rel} ${read.message}, so it cannot be kept in a checkpoint`);
