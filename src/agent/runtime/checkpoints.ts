@@ -15,7 +15,6 @@ import type { CallCheckpoints, LiveTask, TurnCall } from './live-task.js';
 /** The tool a restore runs (tools/file/restore-file.ts): always checkpointed, so a restore can be undone. */
 const RESTORE_TOOL = 'restore_file';
 
-
 /** gemini-cli's checkpoint name: `<ISO time, ':'→'-' and '.'→'_'>-<file name>-<tool>`. */
 export function checkpointName(at: Date, filePath: string, toolName: string): string {
   return `${at.toISOString().replace(/:/g, '-').replace(/\./g, '_')}-${path.basename(filePath)}-${toolName}`;
