@@ -14,6 +14,7 @@ import type { Config } from './config/load-config.js';
 import { McpManager, parseMcpServers, type HttpResolver } from './mcp/index.js';
 import { buildAgentCard, buildExtendedCard, type ShellMode } from './protocol/agent-card.js';
 import { loadDevtoolSchema } from './protocol/devtool-schema.js';
+import { Checkpointer } from './agent/runtime/checkpoints.js';
 import { EventHub } from './agent/runtime/event-hub.js';
 import { MessageRouter } from './agent/requests/message-router.js';
 import { TaskFactory } from './agent/requests/task-factory.js';
@@ -27,6 +28,7 @@ import { TaskCache } from './agent/runtime/task-cache.js';
 import { TaskRuns } from './agent/runtime/task-runs.js';
 import type { TaskStore } from './agent/task-store.js';
 import { SlashCommands } from './agent/requests/slash-commands.js';
+import { RestoreCommands } from './agent/requests/restore-commands.js';
 import { Toolbox } from './agent/runtime/toolbox.js';
 import type { McpConnector, McpServersJson } from './agent/runtime/toolbox.js';
 import type { ExtensionInfo } from './agent/requests/extensions-command.js';
@@ -55,7 +57,7 @@ import type { PushStore } from './push/push-store.js';
 import { PgTaskStore } from './store/pg-task-store.js';
 import { timedStore } from './store/timed-store.js';
 import { unavailableAware } from './store/unavailable-store.js';
-import { createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCommandOptions } from './tools/index.js';
+import { createCommandTools, createDefaultTools, createShellSandbox, ProtectedPaths, type RunShellCommandOptions } from './tools/index.js';
 import type { AnyTool } from './tools/tool.js';
 import { agentCardRoutes } from './transport/http/agent-card-route.js';
 import { createHostGuard } from './transport/http/host-guard.js';
@@ -354,8 +356,10 @@ async function startToolbox(
     if (bad !== undefined) throw new ConfigError(bad);
   }
   const extensions = loadServerExtensions(app, config, mcp);
+  const commandTools = createCommandTools({ protectedPaths });
   const toolbox = new Toolbox({
     builtin: tools,
+    commandTools,
     mcp,
     serverMcp: extensions.mcpServers,
     defaultCwd: config.workspaceDir,
@@ -459,6 +463,7 @@ function buildCache(app: FastifyInstance, parts: AgentParts, runs: TaskRuns, wri
     runs,
     liveOutput: { windowBytes, intervalMs, maxIntervalMs },
     shellConfined: autoRunsShell(shellMode),
+    checkpoints: new Checkpointer(store, toolbox.protectedPaths, options.config.checkpointing),
   });
 }
 
@@ -517,7 +522,20 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     encoders,
     push: push.registry,
   });
-  const commands = new SlashCommands({ schema, factory, decoders, loop, extensions: { list: extensions.list, dir: extensions.dir } });
+  const restore = new RestoreCommands({
+    store,
+    protectedPaths: toolbox.protectedPaths,
+    checkpointing: config.checkpointing,
+    ownerFor: (caller) => security.access.ownerFor(caller),
+  });
+  const commands = new SlashCommands({
+    schema,
+    factory,
+    decoders,
+    loop,
+    restore,
+    extensions: { list: extensions.list, dir: extensions.dir },
+  });
   const legacyRest = new LegacyRest({
     factory,
     commands,
@@ -527,6 +545,8 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     encoders,
     model: model.model,
     workspacePolicy,
+    restore,
+    hub,
   });
   return { loop, cache, router, handler, commands, legacyRest, supervisor, runs, writes };
 }

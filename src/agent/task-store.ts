@@ -164,6 +164,40 @@ export interface CallClaim {
   shownHash?: string;
 }
 
+/** One file as a checkpoint keeps it. */
+export interface CheckpointFile {
+  /** Relative to the checkpoint's workspace, `/`-separated, never `..` or absolute. */
+  path: string;
+  /** The file's bytes (base64) before the call ran; absent: the file did not exist. */
+  content?: string;
+}
+
+/**
+ * The files an approved file-modifying call was about to touch, as they were, taken right before
+ * it ran (CHECKPOINTING). `restore` puts exactly these files back, and nothing else.
+ */
+export interface Checkpoint {
+  /** The tool_call_id of the call (the id its card showed): one checkpoint per call. */
+  callId: string;
+  /** gemini-cli's name, `<ISO time>-<file>-<tool>` (the time with `-` and `_` for `:` and `.`). */
+  name: string;
+  taskId: string;
+  contextId: string;
+  /** The real path of the workspace the files are relative to. */
+  workspace: string;
+  /** The principal of the task (undefined without authentication): only it may list or restore it. */
+  principal?: string;
+  toolName: string;
+  /** The conversation position: the length of the context's history when the call ran. */
+  historyLength: number;
+  /** The task's last user message when the call ran (what gemini-cli's `restore list` shows). */
+  messageId?: string;
+  files: CheckpointFile[];
+  /** On the checkpoint a restore took of what it overwrote: the checkpoint it put back. */
+  restoreOf?: string;
+  createdAt: Date;
+}
+
 /**
  * `lastSeq`: the task's last logged event once the claim is decided. Every event before it was
  * committed before the claim (a re-prompt of the claimed calls can only come before, see
@@ -338,6 +372,16 @@ export interface TaskStore {
    * overlapping directories by different principals, from any processes, exactly one succeeds.
    */
   claimWorkspace(dir: string, principal: string): Promise<WorkspaceClaim>;
+
+  /**
+   * Stores a checkpoint. A checkpoint of that call id stored already stays as it is (the first
+   * one holds what the files were before the call ran).
+   */
+  saveCheckpoint(checkpoint: Checkpoint): Promise<void>;
+  /** The checkpoint of this call id, else the newest of this name; undefined when none. */
+  loadCheckpoint(callIdOrName: string): Promise<Checkpoint | undefined>;
+  /** Newest first (ties by call id), at most `limit`; the filters combine. */
+  listCheckpoints(q: { workspace?: string; principal?: string; limit: number }): Promise<Checkpoint[]>;
 
   audit(entry: AuditEntry): Promise<void>;
   listAudit(q: { taskId?: string; contextId?: string }): Promise<AuditRecord[]>;

@@ -17,7 +17,9 @@ export const USAGE = `Usage: devtool-a2a chat [URL] [--resume TASK_ID] [--contex
 
 Talks to a devtool-a2a server (default ${DEFAULT_URL}). Type a prompt per line; when a tool call
 waits for approval, answer y (once), a (always), e (edit the proposed content) or n (no, then a
-note for the model). Ctrl-C detaches without cancelling the task; --resume TASK_ID comes back to it.
+note for the model). "/restore <checkpoint>" puts back the file of a checkpointed edit (the name its
+card shows, or its id; it asks like any edit), "/restore list" lists the checkpoints. Ctrl-C detaches
+without cancelling the task; --resume TASK_ID comes back to it.
 Over a pipe the output is plain text: printf 'write a file\\ny\\n' | devtool-a2a chat URL
 `;
 
@@ -152,6 +154,13 @@ async function converse(
     const line = await ask.lines.next();
     if (line === undefined || interrupted()) return 0;
     if (line.trim() === '') continue;
+    const restore = /^\/restore(?:\s+(.*))?$/.exec(line.trim());
+    if (restore !== null) {
+      // A restore's card (with its diff) is asked about at the top of the loop, like any card.
+      const key = (restore[1] ?? '').trim();
+      await attempt(renderer, () => (key === 'list' ? session.command(['restore', 'list']) : session.restore(key)));
+      continue;
+    }
     const opts: SendOptions = {};
     if (first && args.context !== undefined) opts.contextId = args.context;
     if (first && args.workspace !== undefined) opts.metadata = { [DEVTOOL_EXTENSION_URI]: { workspace_path: args.workspace } };

@@ -181,6 +181,7 @@ export class Renderer {
       const text = card.result?.text;
       if (card.result?.diff !== undefined && !seen.shown) this.print(formatDiff(card.result.diff, this.style));
       else if (text !== undefined && text !== '' && seen.live === 0) this.print(clip(text));
+      if (card.checkpoint !== undefined) this.line(this.style.dim(`    checkpoint ${card.checkpoint} (undo: /restore ${card.checkpoint})`));
     } else if (card.status === 'CANCELLED') {
       seen.result = true;
     }

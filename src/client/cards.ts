@@ -47,6 +47,12 @@ export interface ToolCardView {
   waiting: boolean;
   /** MCP calls: the server and the tool. */
   mcp?: { server: string; tool: string };
+  /**
+   * The checkpoint taken before the call ran (a server with checkpointing on): `restore` with it
+   * puts the call's file back (TaskSession.restore). The RFC dialect names it in the DataPart's
+   * metadata, gemini-cli's in `request.checkpoint`.
+   */
+  checkpoint?: string;
   /** The last ToolCall object received for it, as sent. */
   raw: JsonObject;
 }
@@ -83,7 +89,14 @@ function options(request: JsonObject | undefined): CardOption[] {
 }
 
 /** A card updated by a ToolCall in the RFC's proto field names. */
-export function rfcCard(prev: ToolCardView | undefined, call: JsonObject, at: string | undefined, reasonText?: string): ToolCardView {
+export function rfcCard(
+  prev: ToolCardView | undefined,
+  call: JsonObject,
+  at: string | undefined,
+  reasonText?: string,
+  partMetadata?: JsonObject,
+): ToolCardView {
+  const checkpoint = str(partMetadata?.checkpoint) ?? prev?.checkpoint;
   const status = (STATUSES.has(str(call.status) ?? '') ? call.status : 'PENDING') as ToolCallStatus;
   const request = isObject(call.confirmation_request) ? call.confirmation_request : undefined;
   const output = isObject(call.output) ? call.output : undefined;
@@ -114,6 +127,7 @@ export function rfcCard(prev: ToolCardView | undefined, call: JsonObject, at: st
     options: waiting ? options(request) : [],
     waiting,
     ...(mcpView !== undefined ? { mcp: mcpView } : {}),
+    ...(checkpoint !== undefined ? { checkpoint } : {}),
     raw: call,
   };
 }
@@ -201,6 +215,7 @@ export function legacyCard(prev: ToolCardView | undefined, call: JsonObject, at:
   const command = str(details?.command) ?? prev?.command;
   const description = str(tool.description) ?? prev?.description;
   const mcp = details?.type === 'mcp' ? { server: str(details.serverName) ?? '', tool: str(details.toolName) ?? '' } : prev?.mcp;
+  const checkpoint = str(request.checkpoint) ?? prev?.checkpoint;
   return {
     id: str(request.callId) ?? prev?.id ?? '',
     toolName: str(request.name) ?? prev?.toolName ?? '',
@@ -216,6 +231,7 @@ export function legacyCard(prev: ToolCardView | undefined, call: JsonObject, at:
     options: waiting ? (LEGACY_OPTIONS[str(details?.type) ?? ''] ?? LEGACY_OPTIONS.exec ?? []) : [],
     waiting,
     ...(mcp !== undefined ? { mcp } : {}),
+    ...(checkpoint !== undefined ? { checkpoint } : {}),
     raw: call,
   };
 }

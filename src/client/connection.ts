@@ -47,6 +47,16 @@ export interface TaskSummary {
   task: WireTask;
 }
 
+/** How `command/execute` answered (ExecuteSlashCommandResponse). */
+export interface CommandStart {
+  /** The task that runs the command (follow it with resubscribe); absent when it failed to start. */
+  executionId?: string;
+  /** `STARTED`, `AWAITING_ACTION_CONFIRMATION`, `AWAITING_SHELL_CONFIRMATION` or `FAILED_TO_START`. */
+  status: string;
+  /** Why it failed to start. */
+  message?: string;
+}
+
 export interface TaskList {
   tasks: TaskSummary[];
   /** Pass as `pageToken` for the next page; absent on the last page. */
@@ -181,6 +191,25 @@ export class A2AConnection {
     const token =
       isObject(result) && typeof result.nextPageToken === 'string' && result.nextPageToken !== '' ? result.nextPageToken : undefined;
     return { tasks: tasks.map(summary), ...(token !== undefined ? { nextPageToken: token } : {}) };
+  }
+
+  /**
+   * `command/execute`: starts a slash command (`['restore']` with args `<checkpoint>`, `['restore', 'list']`,
+   * `['memory', 'show']`, …) in `contextId`'s conversation (default: the command picks one).
+   */
+  async executeCommand(commandPath: string[], opts: { args?: string; contextId?: string } = {}): Promise<CommandStart> {
+    const params = {
+      command_path: commandPath,
+      ...(opts.args !== undefined ? { args: opts.args } : {}),
+      ...(opts.contextId !== undefined ? { context_id: opts.contextId } : {}),
+    };
+    const result = await this.call('command/execute', params);
+    if (!isObject(result)) throw new A2AClientError(-32603, 'command/execute answered no ExecuteSlashCommandResponse');
+    return {
+      status: typeof result.status === 'string' ? result.status : 'FAILED_TO_START',
+      ...(typeof result.execution_id === 'string' ? { executionId: result.execution_id } : {}),
+      ...(typeof result.message === 'string' ? { message: result.message } : {}),
+    };
   }
 
   /** `tasks/cancel`: the task after cancelling, v0.3 form. */

@@ -4,7 +4,7 @@
  * session that follows a task across dropped streams. No Node-only API: it runs in browsers.
  */
 export { A2AConnection, buildMessage } from './connection.js';
-export type { A2AConnectionOptions, OutgoingMessage, StreamOptions, TaskList, TaskSummary } from './connection.js';
+export type { A2AConnectionOptions, CommandStart, OutgoingMessage, StreamOptions, TaskList, TaskSummary } from './connection.js';
 export { A2AClientError, RpcCode, StreamDroppedError } from './errors.js';
 export { TaskSession } from './session.js';
 export type { AnswerOptions, SendOptions, TaskSessionOptions } from './session.js';

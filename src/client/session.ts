@@ -125,6 +125,28 @@ export class TaskSession {
     });
   }
 
+  /**
+   * Runs a slash command in the session's conversation (or `contextId`) and follows the task that
+   * runs it, like `attach`: its cards (a restore's, with the diff it will apply) are answered
+   * with `answer`. A command that failed to start throws an A2AClientError with its reason.
+   */
+  async command(commandPath: string[], args = '', opts: { contextId?: string } = {}): Promise<TaskView> {
+    const contextId = opts.contextId ?? (this.current.contextId !== '' ? this.current.contextId : undefined);
+    const started = await this.connection.executeCommand(commandPath, { args, ...(contextId !== undefined ? { contextId } : {}) });
+    if (started.executionId === undefined) {
+      throw new A2AClientError(RpcCode.invalidParams, started.message ?? `/${commandPath.join(' ')} did not start`);
+    }
+    return this.attach(started.executionId);
+  }
+
+  /**
+   * Puts back the file a checkpointed call changed (`checkpoint`: a card's `checkpoint`, or its id):
+   * the `restore` command, whose card shows the diff and waits for an answer like any edit.
+   */
+  restore(checkpoint: string, opts: { contextId?: string } = {}): Promise<TaskView> {
+    return this.command(['restore'], checkpoint, opts);
+  }
+
   /** Follows an existing task: replays its whole event log (Last-Event-ID 0), then live events. */
   attach(taskId: string): Promise<TaskView> {
     this.stop();

@@ -186,11 +186,17 @@ function upsertCard(view: TaskView, card: ToolCardView): TaskView {
   return { ...view, cards: [...view.cards, card], transcript: [...view.transcript, { role: 'agent', kind: 'card', cardId: card.id }] };
 }
 
-function foldToolCall(view: TaskView, data: JsonObject, at: string | undefined, reason: string | undefined): TaskView {
+function foldToolCall(
+  view: TaskView,
+  data: JsonObject,
+  at: string | undefined,
+  reason: string | undefined,
+  partMetadata?: JsonObject,
+): TaskView {
   const id = toolCallId(data);
   if (id === undefined) return view;
   const prev = view.cards.find((c) => c.id === id);
-  const card = typeof data.tool_call_id === 'string' ? rfcCard(prev, data, at, reason) : legacyCard(prev, data, at);
+  const card = typeof data.tool_call_id === 'string' ? rfcCard(prev, data, at, reason, partMetadata) : legacyCard(prev, data, at);
   return upsertCard(view, card);
 }
 
@@ -211,6 +217,13 @@ function textOf(message: WireMessage | undefined): string {
     .filter((p) => p.kind === 'text')
     .map((p) => p.text ?? '')
     .join('');
+}
+
+/** The DataParts of a message with their part metadata (a ToolCall's names its checkpoint). */
+function dataParts(message: WireMessage | undefined): Array<{ data: JsonObject; metadata?: JsonObject }> {
+  return (message?.parts ?? []).flatMap((p) =>
+    p.kind === 'data' && p.data !== undefined ? [{ data: p.data, ...(p.metadata ? { metadata: p.metadata } : {}) }] : [],
+  );
 }
 
 function dataOf(message: WireMessage | undefined): JsonObject[] {
@@ -268,7 +281,7 @@ function foldStatus(view: TaskView, update: WireStatusUpdate): TaskView {
     case 'tool-call-update':
     case 'tool-call-confirmation': {
       const reason = textOf(message) || undefined;
-      return dataOf(message).reduce((v, data) => foldToolCall(v, data, update.status.timestamp, reason), next);
+      return dataParts(message).reduce((v, p) => foldToolCall(v, p.data, update.status.timestamp, reason, p.metadata), next);
     }
     default:
       return foldStateChange(next, update, error);
@@ -369,8 +382,8 @@ function userGroups(transcript: TranscriptEntry[]): TranscriptEntry[][] {
 function foldHistoryMessage(view: TaskView, message: WireMessage, at: string | undefined): TaskView {
   if (message.role === 'user') return foldMessage(view, message);
   let next = appendAgentText(view, textOf(message));
-  for (const data of dataOf(message)) {
-    if (toolCallId(data) !== undefined) next = foldToolCall(next, data, at, undefined);
+  for (const { data, metadata } of dataParts(message)) {
+    if (toolCallId(data) !== undefined) next = foldToolCall(next, data, at, undefined, metadata);
     else if (typeof data.subject === 'string' && typeof data.description === 'string') next = addThought(next, data);
   }
   return next;

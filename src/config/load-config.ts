@@ -94,6 +94,11 @@ export interface Config {
    * (`coderAgent` agent-settings → legacy; AgentSettings under the extension URI → rfc).
    */
   wireDialect: 'rfc' | 'legacy';
+  /**
+   * Checkpoints before every approved file-modifying call, restorable with `restore` (gemini-cli's
+   * switch): CHECKPOINTING when it is set, else SETTINGS_FILE's `checkpointing.enabled`; off by default.
+   */
+  checkpointing: boolean;
 }
 
 export interface ShellConfig {
@@ -131,9 +136,11 @@ export interface ServerSettings {
   file?: string;
   /** Gemini CLI's `mcpServers`: servers every context can use. */
   mcpServers?: Record<string, Record<string, unknown>>;
+  /** Gemini CLI's `checkpointing.enabled` (CHECKPOINTING, when set, wins). */
+  checkpointing?: boolean;
 }
 
-/** Reads SETTINGS_FILE: `{"mcpServers": {...}}` (other Gemini CLI settings keys are ignored). */
+/** Reads SETTINGS_FILE: `{"mcpServers": {...}, "checkpointing": {"enabled": …}}` (other Gemini CLI settings keys are ignored). */
 function loadServerSettings(env: Env, cwd: string): ServerSettings {
   const raw = str(env, 'SETTINGS_FILE');
   if (raw === undefined) return {};
@@ -152,8 +159,9 @@ function loadServerSettings(env: Env, cwd: string): ServerSettings {
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw new ConfigError(`SETTINGS_FILE=${raw}: must hold a JSON object`);
+  const checkpointing = checkpointingSetting(raw, (json as Record<string, unknown>).checkpointing);
   const servers = (json as Record<string, unknown>).mcpServers;
-  if (servers === undefined) return { file };
+  if (servers === undefined) return { file, ...checkpointing };
   if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) {
     throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers must be an object mapping server names to their settings`);
   }
@@ -161,7 +169,21 @@ function loadServerSettings(env: Env, cwd: string): ServerSettings {
     if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg))
       throw new ConfigError(`SETTINGS_FILE=${raw}: mcpServers.${name} must be an object`);
   }
-  return { file, mcpServers: servers as Record<string, Record<string, unknown>> };
+  return { file, mcpServers: servers as Record<string, Record<string, unknown>>, ...checkpointing };
+}
+
+/** `checkpointing: {enabled: boolean}` as gemini-cli's settings.json has it; absent: nothing. */
+function checkpointingSetting(raw: string, value: unknown): { checkpointing?: boolean } {
+  if (value === undefined) return {};
+  const enabled = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>).enabled : value;
+  if (enabled === undefined) return {};
+  if (typeof enabled !== 'boolean') throw new ConfigError(`SETTINGS_FILE=${raw}: checkpointing.enabled must be true or false`);
+  return { checkpointing: enabled };
+}
+
+/** CHECKPOINTING when set (a boolean), else the settings file's `checkpointing.enabled`, else off. */
+function checkpointing(env: Env, settings: ServerSettings): boolean {
+  return str(env, 'CHECKPOINTING') !== undefined ? bool(env, 'CHECKPOINTING') : settings.checkpointing === true;
 }
 
 /**
@@ -442,6 +464,7 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
         'Set AUTH_CONFIG, bind 127.0.0.1, or set ALLOW_UNAUTHENTICATED_REMOTE=1 if something in front of the server authenticates',
     );
   }
+  const settings = Object.freeze(loadServerSettings(env, cwd));
   const config: Omit<Config, 'serverFiles'> = {
     host,
     port,
@@ -464,11 +487,12 @@ export function loadConfig(env: Env, cwd: string = process.cwd()): Readonly<Conf
     output: Object.freeze(loadOutputConfig(env)),
     store: Object.freeze(loadStoreConfig(env, cwd)),
     approvalTimeoutMs: duration(env, 'APPROVAL_TIMEOUT'),
-    settings: Object.freeze(loadServerSettings(env, cwd)),
+    settings,
     extensionsDir: extensionsDir(env, cwd),
     authConfigFile: authFile,
     push: Object.freeze(loadPushConfig(env)),
     wireDialect,
+    checkpointing: checkpointing(env, settings),
   };
   return Object.freeze({ ...config, serverFiles: Object.freeze(serverFiles(env, cwd, config)) });
 }

@@ -2,7 +2,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { ConsoleController, ConsoleState } from './controller.js';
-import { Answerable, ServerDown } from './card.js';
+import { Answerable, ServerDown, Undo } from './card.js';
 import { Composer } from './composer.js';
 import { Sidebar } from './sidebar.js';
 import { Transcript } from './transcript.js';
@@ -87,7 +87,9 @@ export function App({ controller }: { controller: ConsoleController }): JSX.Elem
         </div>
         <ServerDown.Provider value={!state.serverUp}>
           <Answerable.Provider value={view.state === 'input-required' || view.state === 'auth-required'}>
-            <Transcript view={view} answer={(card, option, opts) => controller.answer(card, option, opts)} />
+            <Undo.Provider value={(card) => controller.undo(card)}>
+              <Transcript view={view} answer={(card, option, opts) => controller.answer(card, option, opts)} />
+            </Undo.Provider>
           </Answerable.Provider>
         </ServerDown.Provider>
         <Composer

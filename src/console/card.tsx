@@ -2,7 +2,8 @@
  * One tool call as a live card: a status chip (PENDING → EXECUTING → SUCCEEDED / FAILED /
  * CANCELLED) with the statuses it went through, what it does (the command, the diff, the MCP
  * server and tool, or its arguments), its live output, its result or why it failed; while it
- * waits, a button per offered option, an editor for `modify_with_editor` and a feedback field.
+ * waits, a button per offered option, an editor for `modify_with_editor` and a feedback field;
+ * once an edit with a checkpoint succeeded, Undo (a restore of it, which asks with its own card).
  * Keyboard, on a focused card: `a` approves once, `d` declines (with the feedback typed).
  */
 import { createContext } from 'preact';
@@ -25,6 +26,23 @@ export const ServerDown = createContext(false);
  * options appear with the pause, which the server has committed before sending it.
  */
 export const Answerable = createContext(false);
+
+/** Restores a succeeded edit's checkpoint (the Undo action); absent: no Undo is offered. */
+export const Undo = createContext<((card: ToolCardView) => void) | undefined>(undefined);
+
+/** A succeeded call whose checkpoint can be restored: its Undo button (the restore shows its own card, with the diff). */
+function UndoButton({ card }: { card: ToolCardView }): JSX.Element | null {
+  const undo = useContext(Undo);
+  const down = useContext(ServerDown);
+  if (undo === undefined || card.status !== 'SUCCEEDED' || card.checkpoint === undefined) return null;
+  return (
+    <div class="options">
+      <button data-undo={card.checkpoint} disabled={down} title={`Restore checkpoint ${card.checkpoint}`} onClick={() => undo(card)}>
+        Undo
+      </button>
+    </div>
+  );
+}
 
 /** The option `a` picks: run it once (or the first that is not a decline). */
 export function approveOption(options: CardOption[]): CardOption | undefined {
@@ -222,6 +240,7 @@ export function Card({ card, answer, autoFocus }: CardProps): JSX.Element {
           <AnswerBox card={card} answer={answer} feedback={feedback} setFeedback={setFeedback} />
         )}
         {card.waiting && !answerable && <div class="hint">Proposed. You can answer once the agent has finished its turn and paused.</div>}
+        <UndoButton card={card} />
       </div>
     </section>
   );

@@ -10,7 +10,7 @@
  * console says it is reconnecting, and when it answers again the selected task is attached anew.
  */
 import { A2AClientError, A2AConnection, DEVTOOL_EXTENSION_URI, emptyView, TaskSession } from '../client/index.js';
-import type { AnswerOptions, TaskSummary, TaskView } from '../client/index.js';
+import type { AnswerOptions, TaskSummary, TaskView, ToolCardView } from '../client/index.js';
 import { saveCredential, savedCredential } from './credentials.js';
 
 export interface ConsoleState {
@@ -125,6 +125,17 @@ export class ConsoleController {
   answer(cardId: string, optionId: string, opts: AnswerOptions): void {
     this.update({ error: undefined });
     this.run(this.session.answer(cardId, optionId, opts));
+  }
+
+  /**
+   * Undo of a succeeded edit: restores its checkpoint in the same conversation. The restore is a
+   * task of its own, selected now: its card shows the diff it will apply and waits for an answer.
+   */
+  undo(card: ToolCardView): void {
+    const { contextId } = this.state.view;
+    this.session = this.newSession();
+    this.update({ view: emptyView(), error: undefined });
+    this.run(this.session.restore(card.checkpoint ?? card.id, contextId !== '' ? { contextId } : {}));
   }
 
   cancelTask(): void {

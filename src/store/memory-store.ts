@@ -18,6 +18,7 @@ import type {
   AuditEntry,
   AuditRecord,
   CallClaim,
+  Checkpoint,
   ClaimResult,
   ContextSettings,
   EventListener,
@@ -108,6 +109,8 @@ export class MemoryDatabase {
   /** By JSON `[taskId, id]`. */
   readonly pushConfigs = new Map<string, PushRow>();
   readonly signingKeys = new Map<string, StoredSigningKey>();
+  /** Checkpoints by call id, in the order they were stored. */
+  readonly checkpoints = new Map<string, Checkpoint>();
   /** Workspace claims: directory → principal. */
   readonly workspaceClaims = new Map<string, string>();
   /** The stores that listen (one entry per store, like one LISTEN per PgTaskStore). */
@@ -183,6 +186,29 @@ function callIn(c: StoredCall): StoredCall {
     leaseUntil: dateCopy(c.leaseUntil),
     processGroup: c.processGroup === undefined ? undefined : { ...c.processGroup },
   });
+}
+
+/** A checkpoint as its row stores it: known fields only, copies throughout. */
+function checkpointIn(c: Checkpoint): Checkpoint {
+  return defined({
+    callId: c.callId,
+    name: c.name,
+    taskId: c.taskId,
+    contextId: c.contextId,
+    workspace: c.workspace,
+    principal: c.principal,
+    toolName: c.toolName,
+    historyLength: c.historyLength,
+    messageId: c.messageId,
+    files: c.files.map((f) => defined({ path: f.path, content: f.content })),
+    restoreOf: c.restoreOf,
+    createdAt: dateCopy(c.createdAt)!,
+  });
+}
+
+/** Newest first, ties by call id (descending), as the database orders them. */
+function newestFirst(list: Checkpoint[]): Checkpoint[] {
+  return [...list].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || byCodeUnits(b.callId, a.callId));
 }
 
 function auditIn(e: AuditEntry, id: number, at: Date): AuditRecord {
@@ -764,6 +790,28 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     }
     if (!claims.has(dir)) claims.set(dir, principal);
     return { ok: true };
+  }
+
+  /** The first checkpoint of a call stays. */
+  async saveCheckpoint(checkpoint: Checkpoint): Promise<void> {
+    const db = this.use('saveCheckpoint');
+    if (db.checkpoints.has(checkpoint.callId)) return;
+    db.checkpoints.set(checkpoint.callId, checkpointIn(checkpoint));
+  }
+
+  async loadCheckpoint(callIdOrName: string): Promise<Checkpoint | undefined> {
+    const db = this.use('loadCheckpoint');
+    const found = db.checkpoints.get(callIdOrName) ?? newestFirst([...db.checkpoints.values()].filter((c) => c.name === callIdOrName))[0];
+    return found && checkpointIn(found);
+  }
+
+  async listCheckpoints(q: { workspace?: string; principal?: string; limit: number }): Promise<Checkpoint[]> {
+    const all = [...this.use('listCheckpoints').checkpoints.values()].filter(
+      (c) => (q.workspace === undefined || c.workspace === q.workspace) && (q.principal === undefined || c.principal === q.principal),
+    );
+    return newestFirst(all)
+      .slice(0, Math.max(0, Math.floor(q.limit)))
+      .map(checkpointIn);
   }
 
   async audit(entry: AuditEntry): Promise<void> {

@@ -13,6 +13,7 @@ import type {
   AuditEntry,
   AuditRecord,
   CallClaim,
+  Checkpoint,
   ClaimResult,
   EventListener,
   NewTaskOptions,
@@ -29,6 +30,7 @@ import type {
 import { claimWorkspace } from './workspace-claims.js';
 import { anyOf, rowsOf, type Database, type StoreDb } from './db.js';
 import * as calls_ from './call-queries.js';
+import * as checkpoints_ from './checkpoint-queries.js';
 import * as push_ from './push-queries.js';
 import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-store.js';
 import type { StoredSigningKey } from '../push/push-signer.js';
@@ -342,6 +344,18 @@ export class PgTaskStore implements TaskStore, PushStore {
   /** Append-only: nothing in the code updates or deletes audit rows. */
   async claimWorkspace(dir: string, principal: string): Promise<WorkspaceClaim> {
     return claimWorkspace(this.db, dir, principal);
+  }
+
+  saveCheckpoint(checkpoint: Checkpoint): Promise<void> {
+    return checkpoints_.saveCheckpoint(this.db, checkpoint);
+  }
+
+  loadCheckpoint(callIdOrName: string): Promise<Checkpoint | undefined> {
+    return checkpoints_.loadCheckpoint(this.db, callIdOrName);
+  }
+
+  listCheckpoints(q: { workspace?: string; principal?: string; limit: number }): Promise<Checkpoint[]> {
+    return checkpoints_.listCheckpoints(this.db, q);
   }
 
   async audit(entry: AuditEntry): Promise<void> {

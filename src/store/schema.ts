@@ -233,3 +233,33 @@ export const workspaceClaims = pgTable('workspace_claims', {
   principal: text('principal').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
+
+/**
+ * Checkpoints (CHECKPOINTING): before an approved file-modifying call runs, the files it will
+ * touch, as they were (base64 bytes, or absent: the file did not exist), named by the call's
+ * tool_call_id and by gemini-cli's `<ISO time>-<file>-<tool>`. In the store, not on a disk of
+ * one instance: a restore works after a restart and from every instance. No foreign key, like
+ * the audit log: a checkpoint is a record of what the workspace held, and outlives its task.
+ */
+export const checkpoints = pgTable(
+  'checkpoints',
+  {
+    callId: text('call_id').primaryKey(),
+    name: text('name').notNull(),
+    taskId: text('task_id').notNull(),
+    contextId: text('context_id').notNull(),
+    /** The real path of the workspace the files are relative to. */
+    workspace: text('workspace').notNull(),
+    principal: text('principal'),
+    toolName: text('tool_name').notNull(),
+    /** The conversation position: the context's history length and the task's last user message. */
+    historyLength: integer('history_length').notNull(),
+    messageId: text('message_id'),
+    /** CheckpointFile[]: `{path, content?}`, path relative to the workspace. */
+    files: jsonb('files').notNull(),
+    /** Set on the checkpoint a restore took of what it overwrote: the checkpoint it put back. */
+    restoreOf: text('restore_of'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('checkpoints_name_idx').on(t.name), index('checkpoints_workspace_idx').on(t.workspace, t.createdAt)],
+);

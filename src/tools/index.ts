@@ -4,6 +4,7 @@ import { ReadFileTool } from './file/read-file.js';
 import { ReadManyFilesTool } from './file/read-many-files.js';
 import { ReplaceTool } from './file/replace.js';
 import { WriteFileTool } from './file/write-file.js';
+import { RestoreFileTool } from './file/restore-file.js';
 import { GlobTool } from './search/glob.js';
 import { SearchFileContentTool } from './search/search-file-content.js';
 import { RunShellCommandTool, type RunShellCommandOptions } from './shell/run-shell-command.js';
@@ -23,6 +24,8 @@ export type { ShellCommand } from './shell/shell-line.js';
 export { createShellSandbox } from './shell/sandbox.js';
 export { killRecordedGroup } from './shell/process-group.js';
 export { ProtectedPaths, readRegularFile, type ResolveResult } from './workspace.js';
+/** The most an edit reads of the file it changes (a larger one is refused): what a checkpoint needs to keep. */
+export { MAX_READ_BYTES as MAX_EDIT_BYTES } from './file/read-file.js';
 
 /**
  * Workspace confinement for callers outside the tools (the agent's GEMINI.md reader): the
@@ -66,4 +69,14 @@ export function createDefaultTools(options: DefaultToolsOptions = {}): AnyTool[]
     new ReplaceTool({ protectedPaths }),
     new RunShellCommandTool({ ...options.shell, protectedPaths }),
   ];
+}
+
+/**
+ * The tools only the server's own commands propose, never the model: `restore_file` (the
+ * `restore` command puts a checkpoint's files back through it, one card per file).
+ */
+export function createCommandTools(options: Pick<DefaultToolsOptions, 'protectedPaths'> = {}): AnyTool[] {
+  const given = options.protectedPaths ?? [];
+  const protectedPaths = given instanceof ProtectedPaths ? given : new ProtectedPaths(given);
+  return [new RestoreFileTool({ protectedPaths })];
 }

@@ -60,6 +60,7 @@ const SCRIPT: ModelScript = {
         say('Wrote slow.txt.'),
       ],
     },
+    { when: '^undo me', steps: [write('undo.txt', 'changed\n'), say('Wrote undo.txt.')] },
     {
       when: '^colours',
       steps: [{ chunks: [[call('run_shell_command', { command: "printf '\\033[31mred\\033[0m <b>plain</b>\\n'" })]] }, say('Printed.')],
@@ -252,6 +253,35 @@ t.test('the web console in Chromium', { skip: skip ?? false }, async (t) => {
     await page.close();
   });
 });
+
+t.test(
+  'Undo on a succeeded edit (CHECKPOINTING): a restore with its own card and diff, approved like any edit',
+  { skip: skip ?? false },
+  async (t) => {
+    const browser = await launchBrowser(t);
+    const server = await startServer(t, { model: new RecordingModel(), env: { CHECKPOINTING: 'true' } });
+    const file = path.join(server.workspace, 'undo.txt');
+    writeFileSync(file, 'original\n');
+    const { page, trouble } = await watchedPage(browser);
+    await startTask(page, server.url, server.workspace, 'undo me');
+    t.equal(await page.locator('button[data-undo]').count(), 0, 'no Undo while the card waits');
+    await page.click(`${pendingCard} button[data-option="proceed_once"]`);
+    const undo = 'section.card[data-status="SUCCEEDED"] button[data-undo]';
+    await page.waitForSelector(undo, WAIT);
+    t.equal(readFileSync(file, 'utf8'), 'changed\n');
+    t.match(await page.getAttribute(undo, 'data-undo'), /-undo\.txt-write_file$/, 'Undo names the checkpoint');
+    await page.click(undo);
+    await page.waitForSelector(`${pendingCard} button[data-option="proceed_once"]`, WAIT);
+    t.match(await page.textContent(pendingCard), /restore_file/, 'the restore shows its own card');
+    t.match(await page.textContent(`${pendingCard} .diff`), /original/, 'with the diff it will apply');
+    t.equal(readFileSync(file, 'utf8'), 'changed\n', 'nothing restored before the answer');
+    await page.click(`${pendingCard} button[data-option="proceed_once"]`);
+    await page.waitForSelector('section.card[data-status="SUCCEEDED"] button[data-undo*="restore_file"]', WAIT);
+    t.equal(readFileSync(file, 'utf8'), 'original\n', 'restored; and the restore can be undone in turn');
+    t.same(trouble, { errors: [], dialogs: [] });
+    await page.close();
+  },
+);
 
 t.test('a server restart while a card waits: the console reconnects and the card can be approved', { skip: skip ?? false }, async (t) => {
   const browser = await launchBrowser(t);

@@ -187,6 +187,34 @@ t.test('devtool-a2a chat, in process', async (t) => {
   });
 });
 
+t.test('devtool-a2a chat: /restore undoes a checkpointed edit through its own card; /restore list', async (t) => {
+  const srv = await startServer(t, { script: CLIENT_SCRIPT, env: { CHECKPOINTING: 'true' } });
+  const file = path.join(srv.workspace, 'hello.txt');
+  writeFileSync(file, 'mine\n');
+  const input = new PassThrough();
+  const undoHint = outputMatching(/undo: \/restore (\S+)\)/);
+  let out = '';
+  const run = startChat(['chat', srv.url], input, {
+    onOutput: (text) => {
+      out = text;
+      undoHint.onOutput(text);
+    },
+  });
+  input.write('write a file\ny\n');
+  await undoHint.seen;
+  t.equal(readFileSync(file, 'utf8'), 'hello world\n');
+  const name = /undo: \/restore (\S+)\)/.exec(out)?.[1] ?? '';
+  t.match(name, /-hello\.txt-write_file$/, 'a succeeded edit names its checkpoint');
+  input.write(`/restore list\n/restore ${name}\ny\n`);
+  input.end();
+  const done = await run.done;
+  t.equal(done.code, 0);
+  t.match(done.out, new RegExp(`${name} \\(tool_call_id tc_\\S+\\): hello\\.txt`), '/restore list');
+  t.match(done.out, /Allow restore_file \(Restore hello\.txt from checkpoint/, 'the restore asks, with its card');
+  t.match(done.out, /\n {4}-hello world\n {4}\+mine\n/, 'and its diff');
+  t.equal(readFileSync(file, 'utf8'), 'mine\n', 'restored');
+});
+
 t.test('usage', async (t) => {
   const help = await chat(['--help'], '');
   t.equal(help.code, 0);

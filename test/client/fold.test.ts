@@ -239,6 +239,7 @@ t.test('the legacy coderAgent dialect, as gemini-cli’s own server sent it', as
   t.ok(card?.history.some((h) => h.status === 'PENDING'));
   t.equal(card?.history.at(-1)?.status, 'SUCCEEDED');
   t.ok(card?.diff?.unified.length, 'the edit’s diff');
+  t.equal(card?.checkpoint, '2026-11-25T10-54-49_822Z-hello.txt-write_file', 'request.checkpoint: what restore takes');
 
   const card2 = fold(fixture('two-calls'));
   const waiting = card2.cards.find((c) => c.waiting);

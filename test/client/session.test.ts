@@ -5,7 +5,7 @@
  * rebuilds a task from its log; detach leaves the task running; answers, errors, ListTasks.
  */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { A2AClientError, A2AConnection, StreamDroppedError, TaskSession } from '../../src/client/index.js';
 import type { TaskView } from '../../src/client/index.js';
@@ -242,4 +242,31 @@ t.test('authentication: X-API-Key, a bearer token, or HTTP 401 as A2AClientError
   t.match(err, { code: -32011, httpStatus: 401, message: /Unauthorized/ });
   await t.rejects(new TaskSession(anonymous).send('hi'), { code: -32011 });
   t.equal((await anonymous.getAgentCard()).name, 'devtool-a2a-server', 'the card is public');
+});
+
+t.test('restore: a succeeded edit’s checkpoint, through its own card; a command that does not start throws', async (t) => {
+  const srv = await startServer(t, { script: CLIENT_SCRIPT, env: { CHECKPOINTING: 'true' } });
+  const connection = new A2AConnection({ baseUrl: srv.url });
+  const file = path.join(srv.workspace, 'hello.txt');
+  writeFileSync(file, 'mine\n');
+  const session = new TaskSession(connection);
+  const paused = await session.send('write a file');
+  const written = await session.answer(paused.cards[0]?.id ?? '', 'proceed_once');
+  const card = written.cards[0];
+  t.equal(card?.status, 'SUCCEEDED');
+  t.match(card?.checkpoint, /^\d{4}-.*-hello\.txt-write_file$/, 'the card names its checkpoint');
+  t.equal(readFileSync(file, 'utf8'), 'hello world\n');
+  const asking = await session.restore(card?.checkpoint ?? '');
+  t.not(asking.taskId, written.taskId, 'the restore is a task of its own');
+  t.equal(asking.contextId, written.contextId, 'in the same conversation');
+  const restoring = asking.cards.find((c) => c.waiting);
+  t.equal(restoring?.toolName, 'restore_file');
+  t.match(restoring?.diff, { oldContent: 'hello world\n', newContent: 'mine\n' }, 'its card shows the diff it will apply');
+  const done = await session.answer(restoring?.id ?? '', 'proceed_once');
+  t.equal(done.state, 'completed');
+  t.equal(readFileSync(file, 'utf8'), 'mine\n', 'restored');
+  await t.rejects(session.restore('no-such-checkpoint'), { name: 'A2AClientError', message: /No checkpoint "no-such-checkpoint"/ });
+  const started = await connection.executeCommand(['restore', 'list'], { contextId: written.contextId });
+  t.equal(started.status, 'STARTED');
+  t.type(started.executionId, 'string');
 });

@@ -36,10 +36,23 @@ t.test('GET /listCommands: the recorded shape, subcommands named by their full p
   t.same(missingKeys(ours, theirs), [], 'a command has the recorded keys and types');
   t.same(
     ours.subCommands.map((c: any) => c.name),
-    ['memory show', 'memory add'],
+    ['memory show', 'memory refresh', 'memory list', 'memory add'],
+    'the original’s memory subcommands, in its order',
   );
-  t.match(ours.subCommands[1].arguments, [{ name: 'fact', isRequired: true }]);
-  t.equal(ours.subCommands[1].arguments.length, 1, 'one argument');
+  t.match(ours.subCommands[3].arguments, [{ name: 'fact', isRequired: true }]);
+  t.equal(ours.subCommands[3].arguments.length, 1, 'one argument');
+  const originals = rest.listCommands.commands
+    .map((c: any) => c.name)
+    .filter((n: string) => res.body.commands.some((c: any) => c.name === n));
+  t.same(
+    res.body.commands.slice(0, originals.length).map((c: any) => c.name),
+    originals,
+    'the original’s commands first, in its order',
+  );
+  t.notOk(
+    res.body.commands.some((c: any) => c.name === 'init'),
+    'init runs but is not listed, as in the original',
+  );
 });
 
 t.test('POST /executeCommand: an answer at once, a started task, and the original refusals', async (t) => {

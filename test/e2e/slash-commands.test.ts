@@ -78,7 +78,7 @@ function invalid(t: Test, res: PostResult, ...patterns: RegExp[]): void {
   for (const p of patterns) t.match(res.json?.error?.message, p);
 }
 
-t.test('commands/get lists tools, mcp, memory (show, add <fact>), init and extensions (list)', async (t) => {
+t.test('commands/get lists tools, mcp, memory (show, refresh, list, add <fact>), init, extensions (list) and restore (<checkpoint>, list)', async (t) => {
   const srv = await startServer(t);
   for (const version of ['0.3', '1.0'] as const) {
     await t.test(`A2A-Version ${version}`, async (t) => {
@@ -87,15 +87,16 @@ t.test('commands/get lists tools, mcp, memory (show, add <fact>), init and exten
       const { commands } = res.json.result;
       t.same(
         commands.map((c: any) => c.name),
-        ['tools', 'mcp', 'memory', 'init', 'extensions'],
+        ['tools', 'mcp', 'memory', 'init', 'extensions', 'restore'],
       );
       for (const c of commands) t.type(c.description, 'string', `${c.name} has a description`);
       const memory = commands[2];
       t.same(
         memory.sub_commands.map((c: any) => c.name),
-        ['show', 'add'],
+        ['show', 'refresh', 'list', 'add'],
       );
-      t.same(memory.sub_commands[1].arguments, [{ name: 'fact', description: 'The text to remember', is_required: true }]);
+      t.same(memory.sub_commands[3].arguments, [{ name: 'fact', description: 'The text to remember', is_required: true }]);
+      t.match(commands[4], { arguments: [{ name: 'checkpoint', is_required: true }], sub_commands: [{ name: 'list' }] });
       t.notOk('arguments' in memory.sub_commands[0], 'show takes no arguments');
       t.notOk('sub_commands' in commands[0]);
       t.same(Object.keys(res.json.result), ['commands'], 'GetAllSlashCommandsResponse JSON, nothing else');
@@ -418,11 +419,17 @@ t.test('command/execute errors', async (t) => {
   await t.test('unknown command: FAILED_TO_START listing the commands', async (t) => {
     await failsToStart(t, srv, { command_path: ['nope'] }, /Unknown command "nope"/, /\/tools, \/mcp, \/memory, \/init, \/extensions/);
   });
-  await t.test('/memory without a subcommand: FAILED_TO_START naming show, add', async (t) => {
-    await failsToStart(t, srv, { command_path: ['memory'] }, /\/memory needs a subcommand: show, add/);
+  await t.test('/memory without a subcommand: FAILED_TO_START naming show, refresh, list, add', async (t) => {
+    await failsToStart(t, srv, { command_path: ['memory'] }, /\/memory needs a subcommand: show, refresh, list, add/);
   });
   await t.test('unknown subcommand', async (t) => {
-    await failsToStart(t, srv, { command_path: ['memory', 'forget'] }, /Unknown subcommand of \/memory "forget"/, /show, add/);
+    await failsToStart(
+      t,
+      srv,
+      { command_path: ['memory', 'forget'] },
+      /Unknown subcommand of \/memory "forget"/,
+      /show, refresh, list, add/,
+    );
   });
   await t.test('/memory add without args: FAILED_TO_START naming <fact>', async (t) => {
     await failsToStart(t, srv, { command_path: ['memory', 'add'] }, /\/memory add needs <fact>/);
@@ -466,4 +473,17 @@ t.test('command/execute errors', async (t) => {
     );
     t.equal(res.json.error.code, -32600);
   });
+});
+
+t.test('/memory refresh and /memory list: what the next model step reads', async (t) => {
+  const srv = await startServer(t);
+  const text = async (path_: string[]) => said((await replay(srv, (await started(t, srv, { command_path: path_ })).execution_id)).events);
+  t.match(await text(['memory', 'refresh']), /there is no GEMINI\.md in /);
+  t.equal(await text(['memory', 'list']), 'No GEMINI.md file is in use.');
+  writeFileSync(path.join(srv.workspace, 'GEMINI.md'), 'use pnpm\n');
+  t.equal(
+    await text(['memory', 'refresh']),
+    'Memory refreshed: 9 characters from 1 file (GEMINI.md), read afresh before every model step.',
+  );
+  t.equal(await text(['memory', 'list']), `There is 1 GEMINI.md file in use:\n${path.join(srv.workspace, 'GEMINI.md')}`);
 });

@@ -90,6 +90,23 @@ t.test('close: every method of the closed store rejects; the data stays for the 
     ['advancePush', () => closed.advancePush(task.id, 'p', 'o', 1, {})],
     ['deferPush', () => closed.deferPush(task.id, 'p', 'o', 1, now, undefined)],
     ['loadSigningKeys', () => closed.loadSigningKeys()],
+    [
+      'saveCheckpoint',
+      () =>
+        closed.saveCheckpoint({
+          callId: 'c',
+          name: 'n',
+          taskId: task.id,
+          contextId: task.contextId,
+          workspace: '/',
+          toolName: 'write_file',
+          historyLength: 0,
+          files: [],
+          createdAt: now,
+        }),
+    ],
+    ['loadCheckpoint', () => closed.loadCheckpoint('c')],
+    ['listCheckpoints', () => closed.listCheckpoints({ limit: 1 })],
     ['saveSigningKey', () => closed.saveSigningKey({ kid: 'k', alg: 'ES256', privateJwk: {}, publicJwk: {}, createdAt: now })],
   ];
   for (const [name, call] of calls) {

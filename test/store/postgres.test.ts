@@ -37,6 +37,7 @@ if (url === undefined || url === '') {
       [
         '__drizzle_migrations',
         'audit_log',
+        'checkpoints',
         'closed_turns',
         'context_history',
         'contexts',

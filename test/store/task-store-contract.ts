@@ -7,6 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Task } from '@a2a-js/sdk';
 import { callContract } from './fixtures/call-contract.js';
+import { checkpointContract } from './fixtures/checkpoint-contract.js';
 import { commitContract } from './fixtures/commit-contract.js';
 import { compactionContract } from './fixtures/compaction-contract.js';
 import { copyContract } from './fixtures/copy-contract.js';
@@ -33,6 +34,7 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
   compactionContract(t, makeStore);
   copyContract(t, makeStore);
   detailContract(t, makeStore);
+  checkpointContract(t, makeStore);
 }
 
 /** Unknown ids, contexts and their history. */

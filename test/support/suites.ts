@@ -19,6 +19,7 @@ export const TEST_DIR = fileURLToPath(new URL('../', import.meta.url));
 /** End-to-end tests that need real server processes (SIGKILL, SIGTERM, restarts, two instances, the exactly-once stress test, the log). */
 export const OWN_PROCESS = [
   'e2e/restart.test.ts',
+  'e2e/restore-restart.test.ts',
   'e2e/push-restart.test.ts',
   'e2e/instances.test.ts',
   'e2e/orphans.test.ts',

@@ -14,10 +14,12 @@ import type { Access } from '../policy/access.js';
 import { readLegacySettings } from '../policy/settings.js';
 import type { RequestedSettings, WorkspacePolicy } from '../policy/settings.js';
 import type { TaskCache } from '../runtime/task-cache.js';
+import type { EventHub } from '../runtime/event-hub.js';
 import type { TaskStore } from '../task-store.js';
 import type { Encoders } from '../wire/wire-encoder.js';
 import type { TaskFactory } from './task-factory.js';
 import type { SlashCommands } from './slash-commands.js';
+import type { RestoreCommands } from './restore-commands.js';
 import { isObject } from '../../lib/is-object.js';
 
 export interface LegacyRestOptions {
@@ -29,7 +31,14 @@ export interface LegacyRestOptions {
   encoders: Encoders;
   model: string;
   workspacePolicy?: WorkspacePolicy;
+  /** `restore` and `restore list`, answered in gemini-cli's shapes (absent: as any other command). */
+  restore?: RestoreCommands;
+  /** Follows a restore that runs without asking to its end, so the answer says how it went. */
+  hub?: EventHub;
 }
+
+/** How long `restore <name>` waits for a restore that runs without asking before it answers with the task. */
+const RESTORE_WAIT_MS = 10_000;
 
 export interface RestAnswer {
   status: number;
@@ -45,6 +54,16 @@ interface LegacyCommand {
 }
 
 type CommandJson = GetAllSlashCommandsResponseJson['commands'][number];
+
+/** gemini-cli's listed commands, in its order; this server's others follow, and `init` runs unlisted as there. */
+const ORIGINAL_LISTED = ['extensions', 'restore', 'memory'];
+const UNLISTED = new Set(['init']);
+
+/** The original's listed commands first, in its order, then this server's own. */
+function legacyListed(commands: CommandJson[]): CommandJson[] {
+  const rank = (c: CommandJson) => (ORIGINAL_LISTED.includes(c.name) ? ORIGINAL_LISTED.indexOf(c.name) : ORIGINAL_LISTED.length);
+  return commands.filter((c) => !UNLISTED.has(c.name)).sort((a, b) => rank(a) - rank(b));
+}
 
 function legacyCommand(c: CommandJson, parent?: string): LegacyCommand {
   const name = parent === undefined ? c.name : `${parent} ${c.name}`;
@@ -84,7 +103,7 @@ export class LegacyRest {
 
   /** GET /listCommands. */
   listCommands(): RestAnswer {
-    return { status: 200, body: { commands: this.opts.commands.list().commands.map((c) => legacyCommand(c)) } };
+    return { status: 200, body: { commands: legacyListed(this.opts.commands.list().commands).map((c) => legacyCommand(c)) } };
   }
 
   /**
@@ -99,6 +118,7 @@ export class LegacyRest {
       return { status: 400, body: { error: '"args" field must be an array.' } };
     }
     const path = command.trim().replace(/^\//, '').split(/\s+/);
+    if (path[0] === 'restore' && this.opts.restore !== undefined) return this.restore(path, (args ?? []) as string[], caller);
     const answer = this.opts.commands.legacyAnswer(path);
     if (answer !== undefined) return { status: 200, body: answer };
     const res = await this.opts.commands.execute({ command_path: path, args: ((args ?? []) as string[]).join(' ') }, caller, 'legacy');
@@ -113,6 +133,39 @@ export class LegacyRest {
       return { status: 200, body: { name: command.trim(), data: last ? messageText(last) : '' } };
     }
     return { status: 200, body: { name: command.trim(), data: { taskId: res.execution_id, status: res.status } } };
+  }
+
+  /**
+   * `restore list` → `{name: "restore list", data: {type: "message", messageType: "info", content: "[{messageId, checkpoint}]"}}`;
+   * `restore <name>` → `{name: "restore", data: [{…"info", content}]}` once restored (a mode that lets edits
+   * run), or the task that waits for its approval `{name: "restore", data: {taskId, status}}`; no name or an
+   * unknown one → `{name: "restore", data: {…"error", content}}`. As gemini-cli's, always 200.
+   */
+  private async restore(path: string[], args: string[], caller: Caller | undefined): Promise<RestAnswer> {
+    const restore = this.opts.restore as RestoreCommands;
+    if (path[1] === 'list' && path.length === 2)
+      return { status: 200, body: { name: 'restore list', data: await restore.legacyList(caller) } };
+    const key = [...path.slice(1), ...args].join(' ').trim();
+    const error = (content: string) => ({
+      status: 200,
+      body: { name: 'restore', data: { type: 'message', messageType: 'error', content } },
+    });
+    if (key === '') return error('Please provide a checkpoint name to restore (restore list shows them).');
+    const res = await this.opts.commands.execute({ command_path: ['restore'], args: key }, caller, 'legacy');
+    const taskId = res.execution_id;
+    if (taskId === undefined) return error(res.message ?? `No checkpoint "${key}".`);
+    if (res.status === 'STARTED' && this.opts.hub !== undefined) {
+      for await (const ev of this.opts.hub.follow(taskId, 0, { signal: AbortSignal.timeout(RESTORE_WAIT_MS) })) if (ev.final) break;
+    }
+    const stored = await this.opts.store.loadTask(taskId);
+    if (stored === undefined || stateName(stored.task.status?.state) !== 'completed') {
+      return { status: 200, body: { name: 'restore', data: { taskId, status: res.status } } };
+    }
+    const last = [...stored.task.history].reverse().find((m) => messageText(m) !== '');
+    const content = last ? messageText(last) : 'Restored.';
+    const failed = (await this.opts.store.loadTurn(taskId)).some((c) => c.snapshot.status !== 'SUCCEEDED');
+    if (failed) return error(content);
+    return { status: 200, body: { name: 'restore', data: [{ type: 'message', messageType: 'info', content }] } };
   }
 
   /** GET /tasks/:taskId/metadata → `{metadata}`; 404 `{error: "Task not found"}`. */

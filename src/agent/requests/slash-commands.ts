@@ -6,9 +6,10 @@
  *
  * - /tools: the tools and the rule each is approved by.
  * - /mcp: the MCP servers, their status and tools.
- * - /memory show | add <fact>: the workspace's context file (GEMINI.md); adding asks like any edit.
+ * - /memory show | refresh | list | add <fact>: the workspace's context file (GEMINI.md); adding asks like any edit.
  * - /init: the model drafts GEMINI.md for the project, asking before it writes.
  * - /extensions [list]: the gemini-cli extensions loaded from EXTENSIONS_DIR (extensions-command.ts).
+ * - /restore <checkpoint> | list: put back the files of a checkpointed call (restore-commands.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type {
@@ -26,6 +27,8 @@ import type { ProtectedPaths } from '../../tools/index.js';
 import { autoApproval, serverGrant } from '../policy/approval-policy.js';
 import type { ContextState, LiveTask } from '../runtime/live-task.js';
 import { MEMORY_FILE, readMemory, withMemory } from '../runtime/memory.js';
+import { memorySubcommands } from './memory-commands.js';
+import type { RestoreCommands } from './restore-commands.js';
 import { endTurn } from '../runtime/task-lifecycle.js';
 import type { TaskFactory } from './task-factory.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
@@ -41,6 +44,8 @@ export interface SlashCommandsOptions {
   loop: TurnLoop;
   /** The extensions loaded at start, and EXTENSIONS_DIR (undefined when off). */
   extensions?: { list: readonly ExtensionInfo[]; dir?: string };
+  /** `restore` and `restore list` (absent: not offered). */
+  restore?: RestoreCommands;
 }
 
 interface CommandRun {
@@ -52,6 +57,10 @@ interface CommandRun {
 
 interface CommandSpec extends SlashCommandJson {
   sub_commands?: CommandSpec[];
+  /** What a missing argument's message shows after the command (default: a fact to remember). */
+  example?: string;
+  /** The conversation the command runs in when the request names none (default: a new one). */
+  contextFor?: (args: string, caller: Caller | undefined) => Promise<string | undefined>;
   /** Absent on a command that only groups subcommands. */
   run?: (run: CommandRun) => Promise<Started>;
   /** The legacy dialect's whole `/executeCommand` answer, where the original gives data rather than text. */
@@ -61,7 +70,9 @@ interface CommandSpec extends SlashCommandJson {
 type Started =
   | { kind: 'text'; text: string }
   | { kind: 'calls'; calls: Array<{ name: string; args: Record<string, unknown> }> }
-  | { kind: 'model'; prompt: string };
+  | { kind: 'model'; prompt: string }
+  /** The command cannot run as asked (FAILED_TO_START with this message). */
+  | { kind: 'failed'; message: string };
 
 export const INIT_PROMPT = `You are setting up the context file ${MEMORY_FILE} for this project. Explore the workspace with your read-only tools (list_directory, glob, read_file, read_many_files, search_file_content) to learn what the project is, how it is built, tested and run, its layout, and its conventions. Then write ${MEMORY_FILE} at the workspace root with write_file: a concise Markdown document with the sections "Project overview", "Building and running", "Testing", "Layout" and "Conventions". State only what you found in the files; where something is unknown, say so. Write the file once, then reply with a one-paragraph summary.`;
 
@@ -89,6 +100,7 @@ export class SlashCommands {
             description: `Show ${MEMORY_FILE}`,
             run: async (r) => ({ kind: 'text', text: await memoryText(r.context, this.opts.loop.protectedPaths) }),
           },
+          ...memorySubcommands(this.opts.loop.protectedPaths),
           {
             name: 'add',
             description: `Add a fact to ${MEMORY_FILE} (asks before writing, like any edit)`,
@@ -123,6 +135,7 @@ export class SlashCommands {
         },
       },
       this.extensionsCommand(),
+      ...(opts.restore ? [opts.restore.spec()] : []),
     ];
   }
 
@@ -175,7 +188,7 @@ export class SlashCommands {
     const required = (spec.arguments ?? []).filter((a) => a.is_required);
     if (required.length > 0 && args.trim() === '') {
       return failed(
-        `${label} needs ${required.map((a) => `<${a.name}>`).join(' ')}: ${required.map((a) => a.description).join('; ')}. Example: ${label} use pnpm, not npm`,
+        `${label} needs ${required.map((a) => `<${a.name}>`).join(' ')}: ${required.map((a) => a.description).join('; ')}. Example: ${label} ${spec.example ?? 'use pnpm, not npm'}`,
       );
     }
     if (required.length === 0 && (spec.arguments ?? []).length === 0 && args.trim() !== '') {
@@ -183,8 +196,10 @@ export class SlashCommands {
     }
     const at = `params.metadata["${DEVTOOL_EXTENSION_URI}"]`;
     const requested = this.opts.decoders.rfc.settings(metadata as Record<string, unknown> | undefined, at);
-    const context = await factory.openContext(contextId ?? randomUUID(), requested, caller, contextId === undefined);
+    const own = contextId ?? (await spec.contextFor?.(args, caller));
+    const context = await factory.openContext(own ?? randomUUID(), requested, caller, own === undefined);
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
+    if (started.kind === 'failed') return failed(started.message);
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;
     const message = userMessage(context.id, [textPart(text)]);
     const direct = started.kind !== 'model';
@@ -203,7 +218,7 @@ export class SlashCommands {
     return schema.executeSlashCommandResponse({ execution_id: task.id, status });
   }
 
-  private async run(task: LiveTask, started: Started): Promise<CommandExecutionStatusName> {
+  private async run(task: LiveTask, started: Exclude<Started, { kind: 'failed' }>): Promise<CommandExecutionStatusName> {
     const { loop } = this.opts;
     switch (started.kind) {
       case 'text':

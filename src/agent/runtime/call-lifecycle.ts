@@ -21,9 +21,10 @@ import type { AnyTool, ToolProposal, ToolResult } from '../../tools/tool.js';
 import { grantsFor, needsApproval, optionsFor } from '../policy/approval-policy.js';
 import { isToolConfigTarget } from '../policy/tool-config.js';
 import { LiveOutputFeed } from './live-output.js';
+import { CheckpointError } from './checkpoints.js';
 import type { CallPhase, LiveTask, TurnCall } from './live-task.js';
 import type { ModelFunctionCall, ModelPart } from '../model/model-client.js';
-import type { ToolSet } from './toolbox.js';
+import { callTool, type ToolSet } from './toolbox.js';
 import type { ToolCallSnapshot } from '../wire/agent-events.js';
 
 function move(call: TurnCall, to: CallPhase): void {
@@ -45,8 +46,9 @@ function responsePart(call: TurnCall, response: Record<string, unknown>): ModelP
 /**
  * A new call of the model's turn, PENDING; unknown tools and invalid arguments carry their error
  * already. A valid one is published as being validated (`call-step`) until its first card.
+ * `byCommand`: the server's own command proposed it, and may name a command's own tool (ToolSet.commandTools).
  */
-export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: number, set: ToolSet): TurnCall {
+export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: number, set: ToolSet, byCommand = false): TurnCall {
   const input = fc.args ?? {};
   const call: TurnCall = {
     snapshot: { id: `tc_${randomUUID()}`, toolName: fc.name, status: 'PENDING', input },
@@ -56,7 +58,7 @@ export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: num
     modelCallId: fc.id,
     proposedAt: new Date(),
   };
-  const tool = set.byName.get(fc.name);
+  const tool = byCommand ? callTool(set, fc.name) : set.byName.get(fc.name);
   if (tool === undefined) {
     const available = [...set.byName.keys()].join(', ');
     call.snapshot.error = { message: `Unknown tool "${fc.name}". Available tools: ${available}`, type: 'unknown_tool' };
@@ -334,6 +336,13 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
   // one that runs without a person's answer for its card was judged, and is computed, now.
   const shown = call.approvedCard !== undefined ? snap.confirmation?.proposal : undefined;
   const expectedBase = shown?.type === 'edit' ? shown.change.baseHash : undefined;
+  // Awaited only when a checkpoint is due: otherwise the call moves on in the same tick, as it always did.
+  let kept: { name?: string; error?: string } = {};
+  if (checkpointDue(task, call)) {
+    kept = await keepFiles(task, call);
+    if (task.halted || call.phase !== 'ready') return; // closed while its files were read: it does not run
+    if (kept.name !== undefined) snap.checkpoint = kept.name;
+  }
   move(call, 'executing');
   snap.status = 'EXECUTING';
   delete snap.confirmation;
@@ -342,6 +351,10 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
   if (call.tool === undefined || call.args === undefined) {
     // Unknown tool or invalid arguments: the error was recorded when the call was proposed.
     finishCall(task, call, { isError: true, error: snap.error ?? { message: 'Tool call could not be run', type: 'invalid_call' } });
+    return;
+  }
+  if (kept.error !== undefined) {
+    finishCall(task, call, { isError: true, error: { message: `Nothing was written: ${kept.error}`, type: 'checkpoint_failed' } });
     return;
   }
   // The EXECUTING card and the `executed` audit row are committed before the tool starts: a
@@ -377,6 +390,24 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     task.metrics.toolRan(call.tool.name, (performance.now() - started) / 1000);
   }
   finishCall(task, call, result);
+}
+
+/**
+ * The checkpoint of a file-modifying call, taken right before it runs when checkpointing is on:
+ * its name, or why it could not be taken (the call then fails, writing nothing).
+ */
+async function keepFiles(task: LiveTask, call: TurnCall): Promise<{ name?: string; error?: string }> {
+  try {
+    const name = await task.checkpoints?.take(task, call);
+    return name === undefined ? {} : { name };
+  } catch (err) {
+    return { error: err instanceof CheckpointError ? err.message : `the checkpoint could not be taken (${(err as Error).message})` };
+  }
+}
+
+/** The call gets a checkpoint before it runs (an edit with valid arguments, checkpointing on, or a restore). */
+function checkpointDue(task: LiveTask, call: TurnCall): boolean {
+  return task.checkpoints?.covers(call) === true;
 }
 
 /**

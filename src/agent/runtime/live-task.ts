@@ -89,6 +89,16 @@ export interface TurnCall {
   elsewhere?: boolean;
 }
 
+/**
+ * Takes the checkpoint of a file-modifying call right before it runs (runtime/checkpoints.ts):
+ * its name, undefined when the call edits no named file; throws when the files cannot be kept.
+ */
+export interface CallCheckpoints {
+  /** Whether `call` gets a checkpoint before it runs. */
+  covers(call: TurnCall): boolean;
+  take(task: LiveTask, call: TurnCall): Promise<string | undefined>;
+}
+
 /** What a LiveTask needs from its surroundings. */
 export interface LiveTaskDeps {
   store: TaskStore;
@@ -105,6 +115,8 @@ export interface LiveTaskDeps {
   liveOutput?: LiveOutputOptions;
   /** What the task's calls and ends are counted in (default: nothing). */
   metrics?: Metrics;
+  /** Takes a checkpoint before each file-modifying call runs (CHECKPOINTING); absent: none are taken. */
+  checkpoints?: CallCheckpoints;
   /** Called once a pause or end of the task is committed. */
   onFinal?: (task: LiveTask) => void;
   /** Called once, when a write of the task could not be committed (the task must fail). */
@@ -211,6 +223,11 @@ export class LiveTask {
   /** Where the task's calls are counted (call-lifecycle.ts tells it). */
   get metrics(): Metrics {
     return this.deps.metrics ?? NO_METRICS;
+  }
+
+  /** Takes the checkpoints of the task's edits (undefined: checkpointing is off). */
+  get checkpoints(): CallCheckpoints | undefined {
+    return this.deps.checkpoints;
   }
 
   /** Bounds of a running call's live output. */

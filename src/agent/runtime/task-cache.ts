@@ -11,7 +11,7 @@ import { LiveTask } from './live-task.js';
 import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
 import type { StoredCall, StoredContext, TaskVersion } from '../task-store.js';
 import type { TaskRuns } from './task-runs.js';
-import type { Toolbox } from './toolbox.js';
+import { callTool, type Toolbox } from './toolbox.js';
 import { PAUSED, PAUSE_OR_TERMINAL } from '../wire/agent-events.js';
 import { FINISHED } from '../../protocol/task-states.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
@@ -225,7 +225,7 @@ export class TaskCache {
       turn: c.turn,
       position: c.position,
       modelCallId: c.modelCallId,
-      tool: context.tools.byName.get(c.toolName),
+      tool: callTool(context.tools, c.toolName),
       args: c.args,
       answer: c.answer,
       response: c.response,

@@ -59,6 +59,8 @@ export interface ToolboxOptions {
    * an exclusion is never weaker than written.
    */
   excludeTools?: readonly string[];
+  /** Tools only the server's own commands propose (restore_file): never declared to the model, never run for it. */
+  commandTools?: readonly AnyTool[];
 }
 
 /** What one context can call right now. */
@@ -67,6 +69,13 @@ export interface ToolSet {
   declarations: FunctionDeclaration[];
   /** Every MCP server the context sees: the operator's, then its own. */
   servers: McpServerStatus[];
+  /** The tools only the server's own commands propose (not in byName: the model neither sees nor calls them). */
+  commandTools?: ReadonlyMap<string, AnyTool>;
+}
+
+/** The tool a stored or proposed call of `name` runs: the context's, else a command's own. */
+export function callTool(set: ToolSet, name: string): AnyTool | undefined {
+  return set.byName.get(name) ?? set.commandTools?.get(name);
 }
 
 interface ContextServers {
@@ -90,10 +99,13 @@ export class Toolbox {
   /** Idle stops and replaced connections closing in the background. */
   private readonly background: Background;
 
+  private readonly commandTools: ReadonlyMap<string, AnyTool>;
+
   constructor(private readonly opts: ToolboxOptions) {
     this.excluded = new Set((opts.excludeTools ?? []).map((e) => e.replace(/\(.*\)$/s, '').trim()));
     this.builtinTools = opts.builtin.filter((t) => !this.excluded.has(t.name));
     this.builtinDeclarations = this.builtinTools.map(declaration);
+    this.commandTools = new Map((opts.commandTools ?? []).map((t) => [t.name, t]));
     this.background = new Background((err, what) => opts.logger.warn({ err }, `${what} failed`));
   }
 
@@ -142,7 +154,7 @@ export class Toolbox {
     for (const t of own?.connection.tools() ?? []) add(t);
     for (const t of this.global?.tools() ?? []) if (!ownNames.has(t.mcp?.serverName ?? '')) add(t);
     const servers = [...(this.global?.status() ?? []).filter((s) => !ownNames.has(s.name)), ...(own?.connection.status() ?? [])];
-    return { byName: tools, declarations, servers };
+    return { byName: tools, declarations, servers, commandTools: this.commandTools };
   }
 
   /** Failed servers this context has not been told about yet; marks them told. */

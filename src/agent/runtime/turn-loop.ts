@@ -16,7 +16,7 @@ import type { TaskRuns } from './task-runs.js';
 import type { TokenUsage } from '../wire/agent-events.js';
 import type { TaskStore } from '../task-store.js';
 import type { ProtectedPaths } from '../../tools/index.js';
-import type { Toolbox, ToolSet } from './toolbox.js';
+import { callTool, type Toolbox, type ToolSet } from './toolbox.js';
 
 export interface TurnLoopOptions {
   model: ModelClient;
@@ -82,7 +82,7 @@ export class TurnLoop {
     task.modelRunning = true;
     await this.opts.runs.guard(task, "opening the command's tool calls", async () => {
       await this.refreshTools(task);
-      await this.openTurn(task, calls);
+      await this.openTurn(task, calls, true);
     });
     if (task.halted) return; // failTask stopped the model flag too
     this.opts.runs.detach(task, 'running tool calls', async () => {
@@ -119,7 +119,7 @@ export class TurnLoop {
     const set = await this.opts.toolbox.forContext(task.context);
     task.context.tools = set;
     for (const call of task.turn) {
-      if (call.tool !== undefined) call.tool = set.byName.get(call.snapshot.toolName) ?? call.tool;
+      if (call.tool !== undefined) call.tool = callTool(set, call.snapshot.toolName) ?? call.tool;
     }
     return set;
   }
@@ -280,16 +280,17 @@ export class TurnLoop {
   }
 
   /**
-   * Creates a PENDING card per call (with its confirmation request when it must wait). When none
-   * runs without asking and some wait, the task pauses on them in the same synchronous step, so
-   * the cards and their pause share one commit, and the turn need not be read back: nobody can
-   * answer a card before it is committed (settle reads the turn because a call of a turn whose
-   * cards are out may be answered on another instance meanwhile). True when it paused.
+   * Creates a PENDING card per call (with its confirmation request when it must wait); `byCommand`:
+   * a slash command's own calls. When none runs without asking and some wait, the task pauses on
+   * them in the same synchronous step, so the cards and their pause share one commit, and the turn
+   * need not be read back: nobody can answer a card before it is committed (settle reads the turn
+   * because a call of a turn whose cards are out may be answered on another instance meanwhile).
+   * True when it paused.
    */
-  private async openTurn(task: LiveTask, calls: ModelFunctionCall[]): Promise<boolean> {
+  private async openTurn(task: LiveTask, calls: ModelFunctionCall[], byCommand = false): Promise<boolean> {
     task.turnNo += 1;
     task.publish({ type: 'turn-step', step: 'calls' });
-    task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools));
+    task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools, byCommand));
     for (const call of task.turn) await requestApproval(task, call, this.opts.approvalTimeoutMs);
     for (const call of task.turn) showCall(task, call);
     const waiting = task.awaiting();

@@ -26,6 +26,8 @@ export interface ToolCallSnapshot {
   error?: ToolError;
   /** Present while PENDING when the call waits for the user. */
   confirmation?: { options: OfferedOption[]; proposal: ToolProposal };
+  /** The name of the checkpoint taken before the call ran (CHECKPOINTING; `restore <name>` puts its files back). */
+  checkpoint?: string;
 }
 
 /** One part of an artifact: text, structured data, or a file (inline base64 bytes or a URL). */

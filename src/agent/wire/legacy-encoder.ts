@@ -168,7 +168,14 @@ export class LegacyEncoder implements WireEncoder {
     const info = this.toolInfo(call.toolName);
     const known = GEMINI_TOOLS[call.toolName];
     const json: JsonObject = {
-      request: { callId: call.id, name: call.toolName, args: call.input, isClientInitiated: false, prompt_id: ctx.taskId },
+      request: {
+        callId: call.id,
+        name: call.toolName,
+        args: call.input,
+        isClientInitiated: false,
+        prompt_id: ctx.taskId,
+        ...(call.checkpoint !== undefined ? { checkpoint: call.checkpoint } : {}),
+      },
       status,
     };
     if (call.confirmation !== undefined) json.confirmationDetails = confirmationDetails(call.toolName, call.confirmation.proposal);

@@ -134,7 +134,10 @@ export class RfcEncoder implements WireEncoder {
         return statusUpdate(taskId, contextId, STATE_TO_V1[event.state], msg, metadata);
       }
       case 'tool-call': {
-        const parts = [dataPart(this.schema.toolCall(toolCallJson(event.call)))];
+        const card = dataPart(this.schema.toolCall(toolCallJson(event.call)));
+        // ToolCall has no field for it: the checkpoint taken before the call ran is named in its part's metadata.
+        if (event.call.checkpoint !== undefined) card.metadata = { checkpoint: event.call.checkpoint };
+        const parts = [card];
         // A failure's reason must reach text-only clients too, not only the DataPart.
         if (event.call.status === 'FAILED' && event.call.error !== undefined) {
           parts.push(textPart(`${event.call.toolName} failed: ${event.call.error.message}`));

@@ -165,8 +165,8 @@ export interface WriteGuard {
   refuse?: ((realPath: string) => string | undefined) | undefined;
 }
 
-/** Writes the file; only when its directory is missing, creates it and writes again (replace uses it too). */
-export async function writeCreatingParents(filePath: string, content: string, guard?: WriteGuard): Promise<void> {
+/** Writes the file (text as UTF-8, bytes as they are); only when its directory is missing, creates it and writes again (replace and restore_file use it too). */
+export async function writeCreatingParents(filePath: string, content: string | Uint8Array, guard?: WriteGuard): Promise<void> {
   try {
     await writeRegular(filePath, content, guard);
   } catch (err) {
@@ -205,7 +205,7 @@ const realWorkspacePath = (workspace: string): string => {
  * descriptor, with the guard applied to where it really is, and truncated only then. A file this
  * call created for a refused write is removed again.
  */
-async function writeRegular(filePath: string, content: string, guard?: WriteGuard): Promise<void> {
+async function writeRegular(filePath: string, content: string | Uint8Array, guard?: WriteGuard): Promise<void> {
   let handle: fs.FileHandle;
   let created = false;
   try {
@@ -226,7 +226,7 @@ async function writeRegular(filePath: string, content: string, guard?: WriteGuar
       }
     }
     await handle.truncate(0);
-    await handle.writeFile(content, 'utf8');
+    await (typeof content === 'string' ? handle.writeFile(content, 'utf8') : handle.writeFile(content));
   } finally {
     await handle.close();
   }

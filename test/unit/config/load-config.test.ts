@@ -229,3 +229,21 @@ t.test('DURABILITY: relaxed by default, strict on request, nothing else', async 
   t.equal(loadConfig({ DURABILITY: 'relaxed' }, dir).store.durability, 'relaxed');
   refuses(t, { DURABILITY: 'fsync' }, 'DURABILITY', dir, /relaxed, strict/);
 });
+
+t.test('CHECKPOINTING: off by default; the settings file’s checkpointing.enabled; the variable, when set, wins', async (t) => {
+  const dir = realpathSync(
+    t.testdir({
+      'on.json': JSON.stringify({ checkpointing: { enabled: true } }),
+      'off.json': JSON.stringify({ checkpointing: { enabled: false }, mcpServers: {} }),
+      'bad.json': JSON.stringify({ checkpointing: { enabled: 'yes' } }),
+    }),
+  );
+  t.equal(loadConfig({}, dir).checkpointing, false, 'off by default, as in gemini-cli');
+  t.equal(loadConfig({ CHECKPOINTING: 'true' }, dir).checkpointing, true);
+  t.equal(loadConfig({ SETTINGS_FILE: 'on.json' }, dir).checkpointing, true, 'checkpointing.enabled in settings');
+  t.equal(loadConfig({ SETTINGS_FILE: 'off.json' }, dir).checkpointing, false);
+  t.equal(loadConfig({ SETTINGS_FILE: 'on.json', CHECKPOINTING: 'false' }, dir).checkpointing, false, 'the variable wins');
+  t.equal(loadConfig({ SETTINGS_FILE: 'off.json', CHECKPOINTING: '1' }, dir).checkpointing, true);
+  refuses(t, { CHECKPOINTING: 'maybe' }, 'CHECKPOINTING', dir);
+  refuses(t, { SETTINGS_FILE: 'bad.json' }, 'SETTINGS_FILE', dir, /checkpointing\.enabled/);
+});
