@@ -96,7 +96,8 @@ t.test('commands/get lists tools, mcp, memory (show, refresh, list, add <fact>),
         ['show', 'refresh', 'list', 'add'],
       );
       t.same(memory.sub_commands[3].arguments, [{ name: 'fact', description: 'The text to remember', is_required: true }]);
-      t.match(commands[4], { arguments: [{ name: 'checkpoint', is_required: true }], sub_commands: [{ name: 'list' }] });
+      t.match(commands[4], { sub_commands: [{ name: 'list' }] });
+      t.match(commands[5], { arguments: [{ name: 'checkpoint', is_required: true }], sub_commands: [{ name: 'list' }] });
       t.notOk('arguments' in memory.sub_commands[0], 'show takes no arguments');
       t.notOk('sub_commands' in commands[0]);
       t.same(Object.keys(res.json.result), ['commands'], 'GetAllSlashCommandsResponse JSON, nothing else');
@@ -106,7 +107,7 @@ t.test('commands/get lists tools, mcp, memory (show, refresh, list, add <fact>),
   await t.test('without params', async (t) => {
     const res = await rpc(srv.url, 'commands/get', undefined, { body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'commands/get' }) });
     t.equal(res.json.id, 9);
-    t.equal(res.json.result.commands.length, 5);
+    t.equal(res.json.result.commands.length, 6);
   });
 });
 
