@@ -459,7 +459,7 @@ async function npmStartLeg(kind: StoreKind, args: Args, scriptFile: string): Pro
     return await npmStartToReady(REPO, newStore, scriptFile, args.startRuns, log);
   } catch (err) {
     log(`npm start to ready: ${(err as Error).message}`);
-    const none = { ms: [], summary: summarize([]) };
+    const none = { ms: [], summary: summarize([]), cpuMs: [], machineCores: [] };
     return { npmStart: none, node: none, builtBefore: false, error: (err as Error).message.slice(0, 500) };
   }
 }

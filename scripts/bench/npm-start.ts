@@ -7,14 +7,14 @@
  * what npm and the stamp check cost.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { stampIsFresh } from '../build-inputs.mjs';
-import { freePort, serverEnv } from './server-process.js';
+import { freePort, machineBusySeconds, serverEnv } from './server-process.js';
 import { summarize } from './stats.js';
 import type { Summary } from './stats.js';
 
@@ -22,6 +22,14 @@ export interface StartRuns {
   /** Spawn → first 200 from GET /readyz, per run, ms. */
   ms: number[];
   summary: Summary;
+  /**
+   * CPU time the start used until ready, per run, ms: every process of its group (npm, the shell,
+   * node and its threads) and the children they waited for. Robust where wall time is not: other
+   * processes on the machine stretch the wall time, hardly the CPU time.
+   */
+  cpuMs: number[];
+  /** Cores busy on the whole machine during each run (this start included). */
+  machineCores: number[];
 }
 
 export interface NpmStartResult {
@@ -50,6 +58,23 @@ function status(url: string): Promise<number> {
   });
 }
 
+/** user+system CPU ms of every process in group `pgid`, with the children each has waited for (CLK_TCK = 100). */
+function groupCpuMs(pgid: number): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // f[2] is pgrp (field 5); utime, stime, cutime, cstime are fields 14–17.
+      if (Number(f[2]) === pgid) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    } catch {
+      /* gone */
+    }
+  }
+  return ticks * 10;
+}
+
 /** Whether any process of group `pgid` is left. */
 function groupAlive(pgid: number): boolean {
   try {
@@ -64,10 +89,17 @@ function groupAlive(pgid: number): boolean {
  * Runs `command` in a process group of its own on `store`, times spawn → GET /readyz 200, then
  * ends the whole group (SIGTERM; SIGKILL after 10 s): npm, its shell and the server.
  */
-async function timeStart(repo: string, command: string[], store: OneStore, scriptFile: string, timeoutMs: number): Promise<number> {
+async function timeStart(
+  repo: string,
+  command: string[],
+  store: OneStore,
+  scriptFile: string,
+  timeoutMs: number,
+): Promise<{ ms: number; cpuMs: number; machineCores: number }> {
   const port = await freePort();
   const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'devtool-bench-start-ws-')));
   const env = serverEnv({ scriptFile, env: store.env }, port, workspace);
+  const busy0 = machineBusySeconds();
   const t0 = performance.now();
   const child = spawn(command[0], command.slice(1), { cwd: repo, env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -78,7 +110,10 @@ async function timeStart(repo: string, command: string[], store: OneStore, scrip
     if (pgid === undefined) throw new Error(`${command.join(' ')}: spawn failed`);
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode} before ready: ${stderr}`);
-      if ((await status(`http://127.0.0.1:${port}/readyz`)) === 200) return performance.now() - t0;
+      if ((await status(`http://127.0.0.1:${port}/readyz`)) === 200) {
+        const ms = performance.now() - t0;
+        return { ms, cpuMs: groupCpuMs(pgid), machineCores: (machineBusySeconds() - busy0) / (ms / 1000) };
+      }
       if (performance.now() - t0 > timeoutMs) throw new Error(`${command.join(' ')}: not ready after ${timeoutMs} ms: ${stderr}`);
       await delay(5);
     }
@@ -105,14 +140,14 @@ export async function npmStartToReady(
   runs: number,
   log: (line: string) => void,
 ): Promise<NpmStartResult> {
-  const npmMs: number[] = [];
-  const nodeMs: number[] = [];
+  const npmRuns: Array<{ ms: number; cpuMs: number; machineCores: number }> = [];
+  const nodeRuns: Array<{ ms: number; cpuMs: number; machineCores: number }> = [];
   let builtBefore = true;
   for (let i = 0; i < runs; i++) {
     builtBefore &&= stampIsFresh(repo);
     for (const [list, command] of [
-      [npmMs, ['npm', 'start']],
-      [nodeMs, [process.execPath, 'dist/main.js']],
+      [npmRuns, ['npm', 'start']],
+      [nodeRuns, [process.execPath, 'dist/main.js']],
     ] as const) {
       const store = await newStore();
       try {
@@ -121,7 +156,15 @@ export async function npmStartToReady(
         await store.dispose();
       }
     }
-    log(`start to ready, run ${i + 1}/${runs}: npm start ${npmMs[i].toFixed(0)} ms, node dist/main.js ${nodeMs[i].toFixed(0)} ms`);
+    const line = (r: { ms: number; cpuMs: number; machineCores: number }) =>
+      `${r.ms.toFixed(0)} ms (CPU ${r.cpuMs.toFixed(0)} ms, machine ${r.machineCores.toFixed(2)} cores busy)`;
+    log(`start to ready, run ${i + 1}/${runs}: npm start ${line(npmRuns[i])}, node dist/main.js ${line(nodeRuns[i])}`);
   }
-  return { npmStart: { ms: npmMs, summary: summarize(npmMs) }, node: { ms: nodeMs, summary: summarize(nodeMs) }, builtBefore };
+  const startRuns = (list: typeof npmRuns): StartRuns => ({
+    ms: list.map((r) => r.ms),
+    summary: summarize(list.map((r) => r.ms)),
+    cpuMs: list.map((r) => r.cpuMs),
+    machineCores: list.map((r) => r.machineCores),
+  });
+  return { npmStart: startRuns(npmRuns), node: startRuns(nodeRuns), builtBefore };
 }

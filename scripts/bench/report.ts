@@ -219,7 +219,8 @@ function startCells(f: Figures): Cell[] {
 /** `npm start` (and `node dist/main.js`) to GET /readyz 200 on new stores. */
 function npmStartCells(n: NpmStartResult | undefined, t: StoreTargets): Cell[] {
   if (!n) return [];
-  const runs = (r: StartRuns) => `${fmt(r.summary.p50, 0)} ms (${r.ms.map((x) => fmt(x, 0)).join(', ')})`;
+  const runs = (r: StartRuns) =>
+    `${fmt(r.summary.p50, 0)} ms (${r.ms.map((x) => fmt(x, 0)).join(', ')}); CPU ${r.cpuMs.map((x) => fmt(x, 0)).join(', ')} ms; machine ${r.machineCores.map((x) => fmt(x, 1)).join(', ')} cores`;
   if (n.error) return [{ key: 'npm-ready', label: 'npm start to ready', value: `failed: ${n.error.slice(0, 60)}`, ok: false }];
   return [
     {
@@ -587,7 +588,12 @@ function runJson(r: ThroughputResult) {
 }
 
 function startRunsJson(r: StartRuns) {
-  return { runs: r.ms.map((x) => round(x, 1)), ...summaryJson(r.summary) };
+  return {
+    runs: r.ms.map((x) => round(x, 1)),
+    ...summaryJson(r.summary),
+    cpu_ms: r.cpuMs,
+    machine_cores: r.machineCores.map((x) => round(x, 2)),
+  };
 }
 
 function npmStartJson(n: NpmStartResult | undefined) {
