@@ -1,5 +1,5 @@
 /**
- * Benchmark of the real server (a figure printer, never an assertion): builds it and spawns
+ * Benchmark of the real server (a figure printer, never an assertion): builds it (when dist/ does not match its stamp) and spawns
  * `node dist/main.js` (what `npm start` runs; `--from-source`: `node --import tsx src/main.ts`)
  * with a scripted model and drives RFC Appendix A flows over loopback HTTP+SSE
  * (v0.3 `message/stream`), once per store:
@@ -95,7 +95,7 @@ const USAGE =
   '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe] [--from-source] [--anchor|--anchor-only]\n' +
   '                        [--start-runs n]\n' +
   '--start-runs: per store, npm start (and node dist/main.js) to the first 200 of GET /readyz on n new stores (default 3, 0: none).\n' +
-  '--from-source: run the server under tsx from src/ (default: `npm run build`, then node dist/main.js, what npm start runs).\n' +
+  '--from-source: run the server under tsx from src/ (default: `npm run build` when dist/ is stale, then node dist/main.js, what npm start runs).\n' +
   '--anchor: also the same phases over the legacy coderAgent wire against @google/gemini-cli-a2a-server@0.25.2 and this server\n' +
   '          (PGlite), both on one fake Gemini API, with the ratios ours/anchor (the anchor is npm-installed into the OS temp dir once).\n' +
   'PostgreSQL runs when BENCH_DATABASE_URL or TEST_DATABASE_URL is set (an admin URL; a fresh bench_<random> database is created and dropped).\n';
