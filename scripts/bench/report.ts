@@ -219,8 +219,7 @@ function startCells(f: Figures): Cell[] {
 /** `npm start` (and `node dist/main.js`) to GET /readyz 200 on new stores. */
 function npmStartCells(n: NpmStartResult | undefined, t: StoreTargets): Cell[] {
   if (!n) return [];
-  const runs = (r: StartRuns) =>
-    `${fmt(r.summary.p50, 0)} ms (${r.ms.map((x) => fmt(x, 0)).join(', ')}); CPU ${r.cpuMs.map((x) => fmt(x, 0)).join(', ')} ms; machine ${r.machineCores.map((x) => fmt(x, 1)).join(', ')} cores`;
+  const runs = (r: StartRuns) => `${fmt(r.summary.p50, 0)} ms (${r.ms.map((x) => fmt(x, 0)).join(', ')})`;
   if (n.error) return [{ key: 'npm-ready', label: 'npm start to ready', value: `failed: ${n.error.slice(0, 60)}`, ok: false }];
   return [
     {
@@ -459,6 +458,11 @@ function storeDetails(f: Figures, flowCeiling: FlowCeilingResult | undefined): s
     out.push(`  server log, warn and above: ${f.serverWarnings.total} line(s); first ones:`);
     for (const w of f.serverWarnings.lines.slice(0, 5)) out.push(`    ${w.slice(0, 400)}`);
   } else out.push('  server log, warn and above: none');
+  if (f.npmStart && !f.npmStart.error) {
+    const cpu = (r: StartRuns) =>
+      `CPU to ready ${r.cpuMs.map((x) => fmt(x, 0)).join(', ')} ms, machine busy ${r.machineCores.map((x) => fmt(x, 2)).join(', ')} cores`;
+    out.push(`  npm start to ready, per run: ${cpu(f.npmStart.npmStart)}; node dist/main.js: ${cpu(f.npmStart.node)}`);
+  }
   out.push(...ceilingLines(f, flowCeiling));
   out.push(
     ...breakdownLines(f.store, f.flow.samples.p50, [
