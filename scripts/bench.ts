@@ -1,5 +1,5 @@
 /**
- * Benchmark of the real server (a figure printer, never an assertion): builds it and spawns
+ * Benchmark of the real server (a figure printer, never an assertion): builds it (when dist/ does not match its stamp) and spawns
  * `node dist/main.js` (what `npm start` runs; `--from-source`: `node --import tsx src/main.ts`)
  * with a scripted model and drives RFC Appendix A flows over loopback HTTP+SSE
  * (v0.3 `message/stream`), once per store:
@@ -10,13 +10,20 @@
  *
  * Per store: start-to-ready, idle RSS, first-event and confirm-flow latency, flows/s and
  * p50/p99 at 50 and 200 clients, RSS after ≥ 1,000 tasks, and the long stream (ONE task
- * streaming 10,000 text chunks: events/s, MB/s), compared with a raw SSE write loop.
+ * streaming 10,000 text chunks: events/s, MB/s), compared with a raw SSE write loop; then
+ * `npm start` to ready on new stores (scripts/bench/npm-start.ts, --start-runs).
  * With --memory, RSS after 100 and after 10,000 tasks on a fresh server, per store.
+ *
+ * The ceiling of a flow (scripts/bench/flow-ceiling.ts): after the store legs, bare Fastify in a
+ * process of its own serves the 9 frames captured from the server's confirm flow, with no store,
+ * through the same client and phases; every latency and throughput figure is printed as a share
+ * of it.
  *
  *   npm run bench -- [--stores pglite,postgres] [--duration 4] [--warmup 1] [--clients 50,200]
  *                    [--samples 60] [--warmup-samples 10] [--min-tasks 300]
  *                    [--long-chunks 10000] [--long-chunk-chars 40] [--no-long]
  *                    [--memory] [--memory-only] [--memory-tasks 10000] [--memory-clients 50] [--profile] [--no-probe]
+ *                    [--start-runs 3]
  *                    [--from-source] [--anchor|--anchor-only]
  *
  * Where the time goes: the measured server runs with scripts/bench/probe.ts preloaded
@@ -43,11 +50,16 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { serverEntry } from './bench/compiled.js';
 import type { ServerEntry } from './bench/compiled.js';
 import { summarizeProfile } from './bench/cpu-profile.js';
+import type { ChildProcess } from 'node:child_process';
+import { captureFlow, flowCeiling } from './bench/flow-ceiling.js';
+import type { FlowCeilingResult, FlowFrames } from './bench/flow-ceiling.js';
 import { ceiling, longStream, writeCombinedScript } from './bench/long-stream.js';
 import type { CapturedFrames, CeilingResult } from './bench/long-stream.js';
 import { formatComparison, installAnchor, startAnchor, startFakeGemini, tempDir, wirePhases } from './bench/anchor.js';
 import type { AnchorComparison, WireFigures } from './bench/anchor.js';
 import { memoryPhase, SETTLE_WINDOW_MS } from './bench/memory.js';
+import { npmStartToReady } from './bench/npm-start.js';
+import type { NpmStartResult } from './bench/npm-start.js';
 import { perFlow } from './bench/phase-tally.js';
 import { sequential, Tally, throughput } from './bench/phases.js';
 import type { ThroughputResult } from './bench/phases.js';
@@ -69,7 +81,7 @@ import {
 } from './bench/server-process.js';
 import type { RunningServer } from './bench/server-process.js';
 import { BenchClient } from './bench/sse-client.js';
-import { mb } from './bench/stats.js';
+import { mb, summarize } from './bench/stats.js';
 import { parseStores, pgliteStore, postgresAdminUrl, postgresStore, STORE_KINDS, STORE_LABEL } from './bench/stores.js';
 import type { BenchStore, StoreKind } from './bench/stores.js';
 
@@ -81,7 +93,9 @@ const USAGE =
   'usage: npm run bench -- [--stores pglite,postgres] [--duration s] [--warmup s] [--clients 50,200] [--samples n] [--warmup-samples n]\n' +
   '                        [--min-tasks n] [--long-chunks n] [--long-chunk-chars n] [--no-long] [--memory] [--memory-tasks n]\n' +
   '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe] [--from-source] [--anchor|--anchor-only]\n' +
-  '--from-source: run the server under tsx from src/ (default: `npm run build`, then node dist/main.js, what npm start runs).\n' +
+  '                        [--start-runs n]\n' +
+  '--start-runs: per store, npm start (and node dist/main.js) to the first 200 of GET /readyz on n new stores (default 3, 0: none).\n' +
+  '--from-source: run the server under tsx from src/ (default: `npm run build` when dist/ is stale, then node dist/main.js, what npm start runs).\n' +
   '--anchor: also the same phases over the legacy coderAgent wire against @google/gemini-cli-a2a-server@0.25.2 and this server\n' +
   '          (PGlite), both on one fake Gemini API, with the ratios ours/anchor (the anchor is npm-installed into the OS temp dir once).\n' +
   'PostgreSQL runs when BENCH_DATABASE_URL or TEST_DATABASE_URL is set (an admin URL; a fresh bench_<random> database is created and dropped).\n';
@@ -114,6 +128,8 @@ interface Args {
   anchorOnly: boolean;
   /** Run src/main.ts under tsx instead of the compiled dist/main.js. */
   fromSource: boolean;
+  /** Per store: `npm start` (and `node dist/main.js`) to ready on this many new stores. */
+  startRuns: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -139,6 +155,7 @@ function parseArgs(argv: string[]): Args {
     anchor: false,
     anchorOnly: false,
     fromSource: false,
+    startRuns: 3,
   };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -175,6 +192,7 @@ function parseArgs(argv: string[]): Args {
     else if (name === '--anchor') args.anchor = true;
     else if (name === '--anchor-only') args.anchor = args.anchorOnly = true;
     else if (name === '--from-source') args.fromSource = true;
+    else if (name === '--start-runs') args.startRuns = Math.floor(num(name, value(), 0));
     else if (name === '--help' || name === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -186,6 +204,8 @@ function parseArgs(argv: string[]): Args {
 // ---- what must be cleaned up, whatever happens ----------------------------------
 
 let server: RunningServer | undefined;
+/** The flow ceiling's server while it runs. */
+let ceilingChild: ChildProcess | undefined;
 const liveStores = new Set<BenchStore>();
 let tmpRoot: string | undefined;
 /** How the measured server is started (set once in main(), before any leg). */
@@ -197,6 +217,7 @@ function entry(): ServerEntry {
 
 function cleanupSync(): void {
   killNow(server);
+  if (ceilingChild?.exitCode === null && ceilingChild.signalCode === null) ceilingChild.kill('SIGKILL');
   for (const s of liveStores) s.disposeSync();
   if (tmpRoot) rmSync(tmpRoot, { recursive: true, force: true });
   if (server) rmSync(server.workspace, { recursive: true, force: true });
@@ -254,6 +275,9 @@ async function measure(srv: RunningServer, args: Args) {
   const probeAfter = await probeSnapshot(srv);
   const flowBreakdown = probeBefore && probeAfter ? perFlow(probeBefore, probeAfter, args.samples - flow.errors) : undefined;
   snap('confirm-flow');
+  // One more flow, its frames kept: what the flow ceiling replays.
+  const captured = await captureFlow(seqClient);
+  tally.record(captured.result);
   const seqOtherCores = otherCores(seqStart, cpuMark(srv.pid));
   const runs: ThroughputResult[] = [];
   for (const n of args.clients) {
@@ -291,6 +315,7 @@ async function measure(srv: RunningServer, args: Args) {
     examples: tally.examples,
     firstTaskId: tally.firstTaskId,
     firstTaskStillHeld: held === undefined ? undefined : Boolean(held.result),
+    flowFrames: captured.frames,
   };
 }
 
@@ -382,6 +407,7 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
     const restart = { readyMs: again.readyMs, rssIdleMb: restartRssMb, rssSettledMb: mb(rssBytes(again.srv.pid)), firstTaskFound };
     const restartWarnings = again.srv.warnings();
     await finishServer(again.srv);
+    const npmStart = args.startRuns > 0 && !args.fromSource ? await npmStartLeg(kind, args, scriptFile) : undefined;
     // One file per thread (CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile): the main thread is 0.
     const files = profDir ? readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')) : [];
     const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
@@ -413,11 +439,28 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
       profile,
       long,
       legSeconds: (performance.now() - t0) / 1000,
+      npmStart,
       ...m,
       serverWarnings: { lines: [...w.lines, ...restartWarnings.lines], total: w.total + restartWarnings.total },
     };
   } finally {
     await closeStore(store);
+  }
+}
+
+/** `npm start` and `node dist/main.js` to ready, each on new stores of this kind (the first start a user makes). */
+async function npmStartLeg(kind: StoreKind, args: Args, scriptFile: string): Promise<NpmStartResult> {
+  log(`${STORE_LABEL[kind]}: npm start to ready (GET /readyz 200), ${args.startRuns} runs, each on a new store, beside node dist/main.js`);
+  const newStore = async () => {
+    const store = await openStore(kind);
+    return { env: store.env, dispose: () => closeStore(store) };
+  };
+  try {
+    return await npmStartToReady(REPO, newStore, scriptFile, args.startRuns, log);
+  } catch (err) {
+    log(`npm start to ready: ${(err as Error).message}`);
+    const none = { ms: [], summary: summarize([]), cpuMs: [], machineCores: [] };
+    return { npmStart: none, node: none, builtBefore: false, error: (err as Error).message.slice(0, 500) };
   }
 }
 
@@ -505,6 +548,7 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const perLeg =
     60 +
+    args.startRuns * 2 * 20 +
     SETTLE_WINDOW_MS / 1000 +
     args.clients.length * (args.warmupS + args.durationS + 40) +
     (args.long ? longTimeoutMs(args) / 1000 : 0);
@@ -513,7 +557,8 @@ async function main(): Promise<void> {
     60 +
     (args.memoryOnly ? 0 : args.stores.length * perLeg) +
     (args.memory ? args.stores.length * (60 + args.memoryTasks * 0.25) : 0) +
-    anchorS;
+    anchorS +
+    (args.memoryOnly || args.anchorOnly ? 0 : 30 + args.clients.length * (args.warmupS + args.durationS + 20));
   setTimeout(() => {
     log(`watchdog: still running after ${watchdogS} s, giving up`);
     void cleanupAsync().finally(() => process.exit(1));
@@ -529,6 +574,13 @@ async function main(): Promise<void> {
 
   const stores: Figures[] = [];
   for (const kind of kinds) stores.push(await leg(kind, args, scriptFile));
+
+  const flowFrames: FlowFrames | undefined = stores.find((f) => f.flowFrames)?.flowFrames;
+  let flowCeilingResult: FlowCeilingResult | undefined;
+  if (flowFrames) {
+    flowCeilingResult = await flowCeiling(flowFrames, { ...args, log, onSpawn: (child) => (ceilingChild = child) });
+    ceilingChild = undefined;
+  }
 
   let ceilingResult: CeilingResult | undefined;
   const frames: CapturedFrames | undefined = stores.find((f) => f.long?.frames)?.long?.frames;
@@ -555,6 +607,7 @@ async function main(): Promise<void> {
     stores,
     skipped,
     ceiling: ceilingResult,
+    flowCeiling: flowCeilingResult,
     memory,
     memoryNote,
     longChunks: args.longChunks,

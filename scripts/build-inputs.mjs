@@ -2,7 +2,7 @@
 // the TypeScript configurations and the lock file (a dependency's new version can change the
 // emitted code and the PGlite template), and the Node.js version that runs the build.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** Where scripts/build.ts records what it built from (relative to the repository). */
@@ -30,4 +30,19 @@ export function buildInputsHash(root) {
     hash.update(readFileSync(file));
   }
   return hash.digest('hex');
+}
+
+/**
+ * Whether dist/ under `root` is what the build would make now: dist/main.js and the stamp exist,
+ * the stamp's hash is the inputs' hash, and the PGlite template it names is still there (`npm ci`
+ * empties node_modules/, where the template lives). An unreadable stamp is not fresh.
+ */
+export function stampIsFresh(root) {
+  if (!existsSync(path.join(root, 'dist', 'main.js'))) return false;
+  try {
+    const stamp = JSON.parse(readFileSync(path.join(root, STAMP), 'utf8'));
+    return stamp.hash === buildInputsHash(root) && typeof stamp.template === 'string' && existsSync(stamp.template);
+  } catch {
+    return false;
+  }
 }

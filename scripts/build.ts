@@ -5,7 +5,7 @@
  * its modules (the demo model script), bundles the web console (src/console/, browser code)
  * into dist/console/ with esbuild, and makes the PGlite data-directory template a first start
  * copies, migrated (once per PGlite version and set of migrations; see src/store/pglite-template.ts). `npm start` runs the result,
- * building first only when the sources changed (scripts/prestart.mjs, the stamp written last here).
+ * building first only when the sources changed (scripts/start.mjs, the stamp written last here).
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,5 +29,5 @@ chmodSync(cli, 0o755);
 for (const asset of ASSETS) cpSync(`${root}src/${asset}`, `${root}dist/${asset}`);
 await bundleConsole(`${root}src/console`, `${root}dist/console`);
 const template = await ensureTemplate(undefined, pgliteTemplateRecipe());
-// Last: `npm start` (scripts/prestart.mjs) skips the build while this matches.
+// Last: `npm start` (scripts/start.mjs) skips the build while this matches.
 writeFileSync(`${root}${STAMP}`, JSON.stringify({ hash, template }) + '\n');

@@ -14,6 +14,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { stampIsFresh } from '../build-inputs.mjs';
 
 export interface ServerEntry {
   /** node arguments after any flags: the preloads and the main module. */
@@ -27,10 +28,14 @@ const SOURCE_ENTRY: ServerEntry = {
   describe: 'from source: node --import tsx src/main.ts',
 };
 
-/** `npm run build` (dist/, the console bundle, the PGlite template), then the probe bundled against dist/. */
+/** `npm run build` (dist/, the console bundle, the PGlite template) unless dist/ is fresh, then the probe bundled against dist/. */
 async function compiledEntry(repo: string, log: (line: string) => void): Promise<ServerEntry> {
-  log('building the server (npm run build) so the bench runs what npm start runs');
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: repo, stdio: ['ignore', 'ignore', 'inherit'] });
+  // As `npm start` does: build only when dist/ is not what the sources make now (its stamp).
+  if (stampIsFresh(repo)) log('dist/ matches its build stamp (the sources did not change since it was built): not rebuilt');
+  else {
+    log('building the server (npm run build) so the bench runs what npm start runs');
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: repo, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   const outDir = path.join(repo, 'node_modules', '.cache', 'devtool-bench');
   mkdirSync(outDir, { recursive: true });
   const probeFile = path.join(outDir, 'probe.mjs');

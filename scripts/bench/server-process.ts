@@ -61,9 +61,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
-  const port = opts.port ?? (await freePort());
-  const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'devtool-bench-ws-')));
+/**
+ * The environment of a measured server: this process's, without any model key, NODE_OPTIONS or
+ * store of the caller's, then loopback on `port`, `workspace`, the log level, the model script and
+ * `opts.env` (the store, which it must name).
+ */
+export function serverEnv(
+  opts: Pick<ServerOptions, 'scriptFile' | 'logLevel' | 'env'>,
+  port: number,
+  workspace: string,
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: String(port),
@@ -77,11 +84,26 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
   delete env.GOOGLE_GENAI_USE_VERTEXAI;
   delete env.NODE_OPTIONS;
   // The store comes from opts.env only: never the caller's ./.data or DATABASE_URL.
-  for (const name of ['DATABASE_URL', 'DATA_DIR', 'TEST_DATABASE_URL', 'BENCH_DATABASE_URL', 'INSTANCE_ID', 'APPROVAL_TIMEOUT'])
+  for (const name of [
+    'DATABASE_URL',
+    'DATA_DIR',
+    'TEST_DATABASE_URL',
+    'BENCH_DATABASE_URL',
+    'INSTANCE_ID',
+    'APPROVAL_TIMEOUT',
+    'FORCE_BUILD',
+  ])
     delete env[name];
   Object.assign(env, opts.env ?? {});
   if (env.DATABASE_URL === undefined && env.DATA_DIR === undefined)
     throw new Error('spawnServer: no store (DATA_DIR or DATABASE_URL) given');
+  return env;
+}
+
+export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
+  const port = opts.port ?? (await freePort());
+  const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'devtool-bench-ws-')));
+  const env = serverEnv(opts, port, workspace);
   const tail: string[] = [];
   const warnLines: string[] = [];
   let warnTotal = 0;

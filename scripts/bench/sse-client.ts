@@ -241,15 +241,18 @@ export class BenchClient {
     return false;
   }
 
-  /** One Appendix A flow: new task → input-required → proceed_once → completed. */
-  async flow(): Promise<FlowResult> {
+  /**
+   * One Appendix A flow: new task → input-required → proceed_once → completed. `capture` sees
+   * each data frame's raw SSE block, by stream (the flow ceiling replays them).
+   */
+  async flow(capture?: (stream: 'first' | 'confirm', raw: string) => void): Promise<FlowResult> {
     const t0 = performance.now();
     const first = await this.stream(
       'message/stream',
       {
         message: { kind: 'message', role: 'user', messageId: messageId(), parts: [{ kind: 'text', text: 'bench: write the file' }] },
       },
-      { ids: true },
+      { ids: true, ...(capture ? { onFrame: (raw: string) => capture('first', raw) } : {}) },
     );
     const fail = (error: string, detail?: string): FlowResult => ({
       ok: false,
@@ -279,7 +282,7 @@ export class BenchClient {
           parts: [{ kind: 'data', data: { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' } }],
         },
       },
-      { ids: true },
+      { ids: true, ...(capture ? { onFrame: (raw: string) => capture('confirm', raw) } : {}) },
     );
     if (second.error) return fail(second.error);
     const sig2 = second.results.map(signature).join(' | ');
