@@ -87,7 +87,7 @@ export default defineConfig(
   },
 
   {
-    // Plain Node.js scripts (scripts/prestart.mjs runs before anything is built or loaded).
+    // Plain Node.js scripts (scripts/start.mjs runs before anything is built or loaded).
     files: ['scripts/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', URL: 'readonly' } },
   },

@@ -528,14 +528,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     checkpointing: config.checkpointing,
     ownerFor: (caller) => security.access.ownerFor(caller),
   });
-  const commands = new SlashCommands({
-    schema,
-    factory,
-    decoders,
-    loop,
-    restore,
-    extensions: { list: extensions.list, dir: extensions.dir },
-  });
+  const commands = new SlashCommands({ schema, factory, decoders, loop, restore, extensions: extensionsSlice(extensions) });
   const legacyRest = new LegacyRest({
     factory,
     commands,
@@ -549,6 +542,11 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     hub,
   });
   return { loop, cache, router, handler, commands, legacyRest, supervisor, runs, writes };
+}
+
+/** What the slash commands show of the extensions loaded at start. */
+function extensionsSlice(extensions: AgentParts['extensions']) {
+  return { list: extensions.list, dir: extensions.dir };
 }
 
 /** The task factory's slice of the config. */

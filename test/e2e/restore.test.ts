@@ -154,7 +154,11 @@ t.test('gemini-cli dialect: the original command list, request.checkpoint, and r
       })
     ).json();
   const listed = (await get('/listCommands')).commands;
-  t.same(listed.map((c: any) => c.name).slice(0, 3), ['extensions', 'restore', 'memory'], 'the original’s commands first, in its order (init unlisted)');
+  t.same(
+    listed.map((c: any) => c.name).slice(0, 3),
+    ['extensions', 'restore', 'memory'],
+    'the original’s commands first, in its order (init unlisted)',
+  );
   t.notOk(listed.some((c: any) => c.name === 'init'));
   t.same(
     listed.find((c: any) => c.name === 'restore').subCommands.map((c: any) => c.name),

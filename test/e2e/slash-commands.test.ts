@@ -78,38 +78,43 @@ function invalid(t: Test, res: PostResult, ...patterns: RegExp[]): void {
   for (const p of patterns) t.match(res.json?.error?.message, p);
 }
 
-t.test('commands/get lists tools, mcp, memory (show, refresh, list, add <fact>), init, extensions (list) and restore (<checkpoint>, list)', async (t) => {
-  const srv = await startServer(t);
-  for (const version of ['0.3', '1.0'] as const) {
-    await t.test(`A2A-Version ${version}`, async (t) => {
-      const res = await rpc(srv.url, 'commands/get', {}, { version });
-      t.equal(res.json.error, undefined);
-      const { commands } = res.json.result;
-      t.same(
-        commands.map((c: any) => c.name),
-        ['tools', 'mcp', 'memory', 'init', 'extensions', 'restore'],
-      );
-      for (const c of commands) t.type(c.description, 'string', `${c.name} has a description`);
-      const memory = commands[2];
-      t.same(
-        memory.sub_commands.map((c: any) => c.name),
-        ['show', 'refresh', 'list', 'add'],
-      );
-      t.same(memory.sub_commands[3].arguments, [{ name: 'fact', description: 'The text to remember', is_required: true }]);
-      t.match(commands[4], { sub_commands: [{ name: 'list' }] });
-      t.match(commands[5], { arguments: [{ name: 'checkpoint', is_required: true }], sub_commands: [{ name: 'list' }] });
-      t.notOk('arguments' in memory.sub_commands[0], 'show takes no arguments');
-      t.notOk('sub_commands' in commands[0]);
-      t.same(Object.keys(res.json.result), ['commands'], 'GetAllSlashCommandsResponse JSON, nothing else');
-      t.notMatch(res.raw, /"run"/, 'no internals leak');
+t.test(
+  'commands/get lists tools, mcp, memory (show, refresh, list, add <fact>), init, extensions (list) and restore (<checkpoint>, list)',
+  async (t) => {
+    const srv = await startServer(t);
+    for (const version of ['0.3', '1.0'] as const) {
+      await t.test(`A2A-Version ${version}`, async (t) => {
+        const res = await rpc(srv.url, 'commands/get', {}, { version });
+        t.equal(res.json.error, undefined);
+        const { commands } = res.json.result;
+        t.same(
+          commands.map((c: any) => c.name),
+          ['tools', 'mcp', 'memory', 'init', 'extensions', 'restore'],
+        );
+        for (const c of commands) t.type(c.description, 'string', `${c.name} has a description`);
+        const memory = commands[2];
+        t.same(
+          memory.sub_commands.map((c: any) => c.name),
+          ['show', 'refresh', 'list', 'add'],
+        );
+        t.same(memory.sub_commands[3].arguments, [{ name: 'fact', description: 'The text to remember', is_required: true }]);
+        t.match(commands[4], { sub_commands: [{ name: 'list' }] });
+        t.match(commands[5], { arguments: [{ name: 'checkpoint', is_required: true }], sub_commands: [{ name: 'list' }] });
+        t.notOk('arguments' in memory.sub_commands[0], 'show takes no arguments');
+        t.notOk('sub_commands' in commands[0]);
+        t.same(Object.keys(res.json.result), ['commands'], 'GetAllSlashCommandsResponse JSON, nothing else');
+        t.notMatch(res.raw, /"run"/, 'no internals leak');
+      });
+    }
+    await t.test('without params', async (t) => {
+      const res = await rpc(srv.url, 'commands/get', undefined, {
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'commands/get' }),
+      });
+      t.equal(res.json.id, 9);
+      t.equal(res.json.result.commands.length, 6);
     });
-  }
-  await t.test('without params', async (t) => {
-    const res = await rpc(srv.url, 'commands/get', undefined, { body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'commands/get' }) });
-    t.equal(res.json.id, 9);
-    t.equal(res.json.result.commands.length, 6);
-  });
-});
+  },
+);
 
 t.test('/tools: STARTED, then the task replays from the start', async (t) => {
   const srv = await startServer(t);
