@@ -11,7 +11,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { BenchClient, signature } from './sse-client.js';
+import { BenchClient, signature, WRITE_SLOTS, writePrompt } from './sse-client.js';
 import type { RpcEnvelope, StreamResult, V03Result } from './sse-client.js';
 import { commCpuSeconds, cpuSeconds, rssBytes } from './server-process.js';
 import { monotonicUs } from './cpu-profile.js';
@@ -34,12 +34,20 @@ export function chunkText(i: number, size: number): string {
  * scripted model plays the first entry whose `when` matches the latest user text.
  */
 export function writeCombinedScript(dir: string, baseScript: string, chunks: number, chunkChars: number): string {
-  const base = JSON.parse(readFileSync(baseScript, 'utf8')) as { model?: string; scripts: unknown[] };
+  const base = JSON.parse(readFileSync(baseScript, 'utf8')) as { model?: string; scripts: Array<{ steps: unknown }> };
   const long = { when: '^long', steps: [{ chunks: Array.from({ length: chunks }, (_, i) => [{ text: chunkText(i, chunkChars) }]) }] };
+  // One entry per file slot (WRITE_SLOTS): the write flow's steps with bench.txt → bench-<slot>.txt.
+  const steps = JSON.stringify(base.scripts[0]?.steps ?? []);
+  const slots = Array.from({ length: WRITE_SLOTS }, (_, k) => ({
+    when: `^${escapeRegExp(writePrompt(k))}$`,
+    steps: JSON.parse(steps.replaceAll('bench.txt', `bench-${k}.txt`)) as unknown,
+  }));
   const file = path.join(dir, 'bench-script.combined.json');
-  writeFileSync(file, JSON.stringify({ model: base.model ?? 'bench-scripted', scripts: [long, ...base.scripts] }));
+  writeFileSync(file, JSON.stringify({ model: base.model ?? 'bench-scripted', scripts: [long, ...slots, ...base.scripts] }));
   return file;
 }
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Raw SSE blocks captured from a real long stream, to replay in the ceiling writer. */
 export interface CapturedFrames {

@@ -112,6 +112,16 @@ let seq = 0;
 const runId = randomUUID().slice(0, 8);
 const messageId = () => `bench-${runId}-${++seq}`;
 
+/**
+ * The write flow's file slots: flow n writes `bench-<n mod WRITE_SLOTS>.txt` (the model script has
+ * an entry per slot, writeCombinedScript). One shared file made concurrent flows collide: an
+ * approved edit whose file another flow wrote meanwhile is asked again or refused (the edit
+ * guards), which the bench counted as failed flows. More slots than clients keep flows apart.
+ */
+export const WRITE_SLOTS = 256;
+export const writePrompt = (slot: number) => `bench: write the file #${slot}`;
+let flows = 0;
+
 export class BenchClient {
   readonly agent: http.Agent;
   private nextId = 1;
@@ -250,7 +260,12 @@ export class BenchClient {
     const first = await this.stream(
       'message/stream',
       {
-        message: { kind: 'message', role: 'user', messageId: messageId(), parts: [{ kind: 'text', text: 'bench: write the file' }] },
+        message: {
+          kind: 'message',
+          role: 'user',
+          messageId: messageId(),
+          parts: [{ kind: 'text', text: writePrompt(flows++ % WRITE_SLOTS) }],
+        },
       },
       { ids: true, ...(capture ? { onFrame: (raw: string) => capture('first', raw) } : {}) },
     );

@@ -16,38 +16,25 @@ interface Spec {
 }
 
 export function memorySubcommands(protectedPaths: ProtectedPaths): Spec[] {
-  const loaded = async (ctx: ContextState) => {
-    const text = await readMemory(ctx.workspace, protectedPaths);
-    return text === undefined || text.trim() === '' ? undefined : text;
-  };
+  /** A subcommand that answers with text about the workspace's context file (undefined: none, or empty). */
+  const about = (name: string, description: string, answer: (text: string | undefined, workspace: string) => string): Spec => ({
+    name,
+    description,
+    run: async ({ context }) => {
+      const text = await readMemory(context.workspace, protectedPaths);
+      return { kind: 'text', text: answer(text === undefined || text.trim() === '' ? undefined : text, context.workspace) };
+    },
+  });
   return [
-    {
-      name: 'refresh',
-      description: `Reload ${MEMORY_FILE} (it is read afresh before every model step)`,
-      run: async (r) => {
-        const text = await loaded(r.context);
-        return {
-          kind: 'text',
-          text:
-            text === undefined
-              ? `Memory refreshed: there is no ${MEMORY_FILE} in ${r.context.workspace}.`
-              : `Memory refreshed: ${text.length} characters from 1 file (${MEMORY_FILE}), read afresh before every model step.`,
-        };
-      },
-    },
-    {
-      name: 'list',
-      description: `List the context files in use (${MEMORY_FILE})`,
-      run: async (r) => {
-        const text = await loaded(r.context);
-        return {
-          kind: 'text',
-          text:
-            text === undefined
-              ? `No ${MEMORY_FILE} file is in use.`
-              : `There is 1 ${MEMORY_FILE} file in use:\n${path.join(r.context.workspace, MEMORY_FILE)}`,
-        };
-      },
-    },
+    about('refresh', `Reload ${MEMORY_FILE} (it is read afresh before every model step)`, (text, workspace) =>
+      text === undefined
+        ? `Memory refreshed: there is no ${MEMORY_FILE} in ${workspace}.`
+        : `Memory refreshed: ${text.length} characters from 1 file (${MEMORY_FILE}), read afresh before every model step.`,
+    ),
+    about('list', `List the context files in use (${MEMORY_FILE})`, (text, workspace) =>
+      text === undefined
+        ? `No ${MEMORY_FILE} file is in use.`
+        : `There is 1 ${MEMORY_FILE} file in use:\n${path.join(workspace, MEMORY_FILE)}`,
+    ),
   ];
 }
