@@ -109,3 +109,20 @@ t.test('run: only over the content the card showed; the caller refuses where it 
   t.match(refused, { isError: true, error: { type: 'write_error', message: /refused: not this one/ } });
   t.ok(fs.existsSync(path.join(ws, 'src/b.txt')), 'a refused removal removes nothing');
 });
+
+t.test('bytes that are not UTF-8: the card never shows a lossy decoding, and a change to them after the card is stale', async (t) => {
+  const { ws, ctx } = setup(t);
+  // Invalid UTF-8 decodes to U+FFFD: shown as text, two different files would look (and hash) alike.
+  fs.writeFileSync(path.join(ws, 'a.txt'), Buffer.from([0x68, 0x69, 0xff, 0x0a]));
+  const planted = Buffer.from([0x68, 0x69, 0xc0, 0xaf, 0x0a]);
+  const card = await tool.propose({ file_path: 'a.txt', content: b64(planted), checkpoint: 'cp' }, { workspace: ws });
+  const change = card.type === 'edit' ? card.change : undefined;
+  t.notMatch(change?.newContent ?? '', /\uFFFD/, 'the new content is not shown as a lossy decoding');
+  t.notMatch(change?.oldContent ?? '', /\uFFFD/, 'nor the old');
+  t.match(change?.newContent, /binary: 5 bytes, sha256:[0-9a-f]{64}/, 'what is written is named exactly: its size and hash');
+  // The file changes after the card to other bytes that decode the same: the card no longer shows it.
+  fs.writeFileSync(path.join(ws, 'a.txt'), Buffer.from([0x68, 0x69, 0xfe, 0x0a]));
+  const run = await tool.run({ file_path: 'a.txt', content: b64(planted), checkpoint: 'cp' }, { ...ctx, expectedBase: change?.baseHash });
+  t.match(run, { isError: true, error: { type: 'stale_proposal' } });
+  t.same(fs.readFileSync(path.join(ws, 'a.txt')), Buffer.from([0x68, 0x69, 0xfe, 0x0a]), 'nothing written');
+});
