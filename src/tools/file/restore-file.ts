@@ -134,7 +134,7 @@ export class RestoreFileTool implements Tool<RestoreFileArgs> {
       fileName: path.basename(filePath),
       filePath,
       newContent,
-      formattedDiff: unifiedDiff(rel, oldContent, newContent),
+      formattedDiff: unifiedDiff(rel, oldContent, args.content === undefined ? undefined : newContent),
       // Of the bytes, not of what the card shows: bytes that are not UTF-8 changed after the card are stale.
       baseHash: current === undefined ? 'absent' : sha256(current),
     };

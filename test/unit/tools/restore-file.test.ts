@@ -126,3 +126,23 @@ t.test('bytes that are not UTF-8: the card never shows a lossy decoding, and a c
   t.match(run, { isError: true, error: { type: 'stale_proposal' } });
   t.same(fs.readFileSync(path.join(ws, 'a.txt')), Buffer.from([0x68, 0x69, 0xfe, 0x0a]), 'nothing written');
 });
+
+t.test('a removal is shown as one (the new side /dev/null), not as emptying the file, even when the file is empty', async (t) => {
+  const { ws } = setup(t);
+  const diffOf = async (args: { file_path: string; content?: string; checkpoint: string }) => {
+    const p = await tool.propose(args, { workspace: ws });
+    return p.type === 'edit' ? p.change.formattedDiff : '';
+  };
+  t.match(await diffOf({ file_path: 'src/b.txt', checkpoint: 'cp' }), /^--- a\/src\/b\.txt\n\+\+\+ \/dev\/null\n[^]*-b\n/);
+  t.match(
+    await diffOf({ file_path: 'src/b.txt', content: '', checkpoint: 'cp' }),
+    /^--- a\/src\/b\.txt\n\+\+\+ b\/src\/b\.txt\n/,
+    'emptying is not',
+  );
+  fs.writeFileSync(path.join(ws, 'empty.txt'), '');
+  t.match(
+    await diffOf({ file_path: 'empty.txt', checkpoint: 'cp' }),
+    /^--- a\/empty\.txt\n\+\+\+ \/dev\/null\n/,
+    'an empty file removed: not "no change"',
+  );
+});
