@@ -146,3 +146,24 @@ t.test('a removal is shown as one (the new side /dev/null), not as emptying the 
     'an empty file removed: not "no change"',
   );
 });
+
+t.test('a folder swapped for a link after the card: never written through (into .git, or elsewhere than the card showed)', async (t) => {
+  const { ws, ctx } = setup(t);
+  fs.mkdirSync(path.join(ws, '.git/hooks'));
+  const card = await tool.propose({ file_path: 'src/b.txt', content: b64('#!/bin/sh\nevil\n'), checkpoint: 'cp' }, { workspace: ws });
+  const shownPath = card.type === 'edit' ? card.change.filePath : '';
+  fs.rmSync(path.join(ws, 'src'), { recursive: true });
+  fs.symlinkSync('.git/hooks', path.join(ws, 'src'));
+  // As a mode that needs no card runs it (no refusal of the caller's): the .git rule alone holds.
+  const yolo = await tool.run({ file_path: 'src/b.txt', content: b64('#!/bin/sh\nevil\n'), checkpoint: 'cp' }, ctx);
+  t.match(yolo, { isError: true, error: { type: 'path_protected' } });
+  fs.unlinkSync(path.join(ws, 'src'));
+  fs.mkdirSync(path.join(ws, 'other'));
+  fs.symlinkSync('other', path.join(ws, 'src'));
+  // As an approved card runs it (call-lifecycle's writeGuard: only the path its card showed).
+  const refuseWrite = (real: string) => (real === shownPath ? undefined : `not ${shownPath}`);
+  const approved = await tool.run({ file_path: 'src/b.txt', content: b64('x'), checkpoint: 'cp' }, { ...ctx, refuseWrite });
+  t.match(approved, { isError: true, error: { type: 'write_error', message: /refused/ } });
+  t.notOk(fs.existsSync(path.join(ws, '.git/hooks/b.txt')), 'no hook planted');
+  t.notOk(fs.existsSync(path.join(ws, 'other/b.txt')), 'nothing written where the card did not show');
+});
