@@ -380,7 +380,10 @@ export interface TaskStore {
   saveCheckpoint(checkpoint: Checkpoint): Promise<void>;
   /** The checkpoint of this call id, else the newest of this name; undefined when none. */
   loadCheckpoint(callIdOrName: string): Promise<Checkpoint | undefined>;
-  /** Newest first (ties by call id), at most `limit`; the filters combine. */
+  /**
+   * Newest first (ties by call id), at most `limit`; the filters combine. Each file by its path
+   * only, never its content (up to 2 MiB each): a list only names checkpoints.
+   */
   listCheckpoints(q: { workspace?: string; principal?: string; limit: number }): Promise<Checkpoint[]>;
 
   audit(entry: AuditEntry): Promise<void>;

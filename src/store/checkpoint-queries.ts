@@ -2,7 +2,7 @@
  * Checkpoint queries of PgTaskStore (see schema.checkpoints): one row per call, written once,
  * found by call id or by name, listed newest first.
  */
-import { and, desc, eq, type SQL } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { Checkpoint, CheckpointFile } from '../agent/task-store.js';
 import type { StoreDb } from './db.js';
 import { checkpoints } from './schema.js';
@@ -59,12 +59,16 @@ export async function loadCheckpoint(db: StoreDb, key: string): Promise<Checkpoi
   return byName && fromRow(byName);
 }
 
+/** Newest first; each file by its path only (a list names checkpoints, loadCheckpoint restores one). */
 export async function listCheckpoints(db: StoreDb, q: { workspace?: string; principal?: string; limit: number }): Promise<Checkpoint[]> {
   const filters: SQL[] = [];
   if (q.workspace !== undefined) filters.push(eq(checkpoints.workspace, q.workspace));
   if (q.principal !== undefined) filters.push(eq(checkpoints.principal, q.principal));
+  // The files' paths only: a file's content is up to 2 MiB, and a list of 100 would carry them all.
+  const files = sql<CheckpointFile[]>`(select coalesce(jsonb_agg(jsonb_build_object('path', f->'path') order by n), '[]'::jsonb)
+    from jsonb_array_elements(${checkpoints.files}) with ordinality as e(f, n))`;
   const rows = await db
-    .select()
+    .select({ ...getTableColumns(checkpoints), files })
     .from(checkpoints)
     .where(filters.length ? and(...filters) : undefined)
     .orderBy(desc(checkpoints.createdAt), desc(checkpoints.callId))

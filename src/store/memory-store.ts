@@ -811,7 +811,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     );
     return newestFirst(all)
       .slice(0, Math.max(0, Math.floor(q.limit)))
-      .map(checkpointIn);
+      .map((c) => ({ ...checkpointIn(c), files: c.files.map((f) => ({ path: f.path })) }));
   }
 
   async audit(entry: AuditEntry): Promise<void> {

@@ -47,21 +47,21 @@ function wholeFileDiff(oldName: string, newName: string, oldText: string, newTex
 /**
  * A unified diff of `oldContent` → `newContent` with `a/<relPath>` / `b/<relPath>`
  * headers. When `oldContent` is undefined (the file does not exist yet) the old
- * side is `/dev/null`. Returns '' when nothing changes. Bounded by {@link DIFF_LIMITS}.
+ * side is `/dev/null`; when `newContent` is (the file is removed) the new side is, so a
+ * removal never reads as emptying the file (or, for an empty file, as no change). Returns '' when nothing changes. Bounded by {@link DIFF_LIMITS}.
  *
  * @param relPath the file's path relative to the workspace, with forward slashes
  */
-export function unifiedDiff(relPath: string, oldContent: string | undefined, newContent: string): string {
-  if (oldContent !== undefined && oldContent === newContent) return '';
+export function unifiedDiff(relPath: string, oldContent: string | undefined, newContent: string | undefined): string {
+  if (oldContent === newContent) return '';
   const oldName = oldContent === undefined ? '/dev/null' : `a/${relPath}`;
-  const newName = `b/${relPath}`;
-  if ((oldContent?.length ?? 0) + newContent.length > DIFF_LIMITS.maxSearchedChars) {
-    return wholeFileDiff(oldName, newName, oldContent ?? '', newContent);
-  }
-  const diff = createTwoFilesPatch(oldName, newName, oldContent ?? '', newContent, undefined, undefined, {
+  const newName = newContent === undefined ? '/dev/null' : `b/${relPath}`;
+  const [oldText, newText] = [oldContent ?? '', newContent ?? ''];
+  if (oldText.length + newText.length > DIFF_LIMITS.maxSearchedChars) return wholeFileDiff(oldName, newName, oldText, newText);
+  const diff = createTwoFilesPatch(oldName, newName, oldText, newText, undefined, undefined, {
     headerOptions: FILE_HEADERS_ONLY,
     maxEditLength: DIFF_LIMITS.maxEditLength,
     timeout: DIFF_LIMITS.timeoutMs,
   });
-  return diff ?? wholeFileDiff(oldName, newName, oldContent ?? '', newContent);
+  return diff ?? wholeFileDiff(oldName, newName, oldText, newText);
 }

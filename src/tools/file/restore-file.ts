@@ -6,11 +6,12 @@
  * `write_file` (inside the workspace, never through a link, never the server's own files), and
  * refuses any path under a `.git` folder: a restore never touches a repository's internals.
  */
+import { createHash } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
-import { contentHash, staleProposal, ToolFailure } from '../tool.js';
+import { staleProposal, ToolFailure } from '../tool.js';
 import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
 import {
   errorReason,
@@ -127,18 +128,32 @@ export class RestoreFileTool implements Tool<RestoreFileArgs> {
       return { ok: false, error: { type: 'write_error', message: `Cannot restore ${args.file_path}: it ${read.message}` } };
     }
     const current = read.ok ? read.bytes : undefined;
-    const oldContent = current?.toString('utf8');
-    const newContent = args.content === undefined ? '' : Buffer.from(args.content, 'base64').toString('utf8');
+    const oldContent = current !== undefined ? shown(current) : undefined;
+    const newContent = args.content === undefined ? '' : shown(Buffer.from(args.content, 'base64'));
     const change: FileChange = {
       fileName: path.basename(filePath),
       filePath,
       newContent,
-      formattedDiff: unifiedDiff(rel, oldContent, newContent),
-      baseHash: contentHash(oldContent),
+      formattedDiff: unifiedDiff(rel, oldContent, args.content === undefined ? undefined : newContent),
+      // Of the bytes, not of what the card shows: bytes that are not UTF-8 changed after the card are stale.
+      baseHash: current === undefined ? 'absent' : sha256(current),
     };
     if (oldContent !== undefined) change.oldContent = oldContent;
     return { ok: true, change, ...(current !== undefined ? { current } : {}) };
   }
+}
+
+/** Same as contentHash (tool.ts) for text, and exact for any bytes. */
+const sha256 = (bytes: Buffer): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+
+/**
+ * The bytes as a card shows them: as text when they are UTF-8, else by size and hash. A lossy
+ * decoding (U+FFFD for each invalid byte) would show different bytes as the same text, and the
+ * card must show exactly what is there and what is written.
+ */
+function shown(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
+  return Buffer.from(text, 'utf8').equals(bytes) ? text : `(binary: ${bytes.length} bytes, ${sha256(bytes)})\n`;
 }
 
 /**

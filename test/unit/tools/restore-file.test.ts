@@ -109,3 +109,61 @@ t.test('run: only over the content the card showed; the caller refuses where it 
   t.match(refused, { isError: true, error: { type: 'write_error', message: /refused: not this one/ } });
   t.ok(fs.existsSync(path.join(ws, 'src/b.txt')), 'a refused removal removes nothing');
 });
+
+t.test('bytes that are not UTF-8: the card never shows a lossy decoding, and a change to them after the card is stale', async (t) => {
+  const { ws, ctx } = setup(t);
+  // Invalid UTF-8 decodes to U+FFFD: shown as text, two different files would look (and hash) alike.
+  fs.writeFileSync(path.join(ws, 'a.txt'), Buffer.from([0x68, 0x69, 0xff, 0x0a]));
+  const planted = Buffer.from([0x68, 0x69, 0xc0, 0xaf, 0x0a]);
+  const card = await tool.propose({ file_path: 'a.txt', content: b64(planted), checkpoint: 'cp' }, { workspace: ws });
+  const change = card.type === 'edit' ? card.change : undefined;
+  t.notMatch(change?.newContent ?? '', /\uFFFD/, 'the new content is not shown as a lossy decoding');
+  t.notMatch(change?.oldContent ?? '', /\uFFFD/, 'nor the old');
+  t.match(change?.newContent, /binary: 5 bytes, sha256:[0-9a-f]{64}/, 'what is written is named exactly: its size and hash');
+  // The file changes after the card to other bytes that decode the same: the card no longer shows it.
+  fs.writeFileSync(path.join(ws, 'a.txt'), Buffer.from([0x68, 0x69, 0xfe, 0x0a]));
+  const run = await tool.run({ file_path: 'a.txt', content: b64(planted), checkpoint: 'cp' }, { ...ctx, expectedBase: change?.baseHash });
+  t.match(run, { isError: true, error: { type: 'stale_proposal' } });
+  t.same(fs.readFileSync(path.join(ws, 'a.txt')), Buffer.from([0x68, 0x69, 0xfe, 0x0a]), 'nothing written');
+});
+
+t.test('a removal is shown as one (the new side /dev/null), not as emptying the file, even when the file is empty', async (t) => {
+  const { ws } = setup(t);
+  const diffOf = async (args: { file_path: string; content?: string; checkpoint: string }) => {
+    const p = await tool.propose(args, { workspace: ws });
+    return p.type === 'edit' ? p.change.formattedDiff : '';
+  };
+  t.match(await diffOf({ file_path: 'src/b.txt', checkpoint: 'cp' }), /^--- a\/src\/b\.txt\n\+\+\+ \/dev\/null\n[^]*-b\n/);
+  t.match(
+    await diffOf({ file_path: 'src/b.txt', content: '', checkpoint: 'cp' }),
+    /^--- a\/src\/b\.txt\n\+\+\+ b\/src\/b\.txt\n/,
+    'emptying is not',
+  );
+  fs.writeFileSync(path.join(ws, 'empty.txt'), '');
+  t.match(
+    await diffOf({ file_path: 'empty.txt', checkpoint: 'cp' }),
+    /^--- a\/empty\.txt\n\+\+\+ \/dev\/null\n/,
+    'an empty file removed: not "no change"',
+  );
+});
+
+t.test('a folder swapped for a link after the card: never written through (into .git, or elsewhere than the card showed)', async (t) => {
+  const { ws, ctx } = setup(t);
+  fs.mkdirSync(path.join(ws, '.git/hooks'));
+  const card = await tool.propose({ file_path: 'src/b.txt', content: b64('#!/bin/sh\nevil\n'), checkpoint: 'cp' }, { workspace: ws });
+  const shownPath = card.type === 'edit' ? card.change.filePath : '';
+  fs.rmSync(path.join(ws, 'src'), { recursive: true });
+  fs.symlinkSync('.git/hooks', path.join(ws, 'src'));
+  // As a mode that needs no card runs it (no refusal of the caller's): the .git rule alone holds.
+  const yolo = await tool.run({ file_path: 'src/b.txt', content: b64('#!/bin/sh\nevil\n'), checkpoint: 'cp' }, ctx);
+  t.match(yolo, { isError: true, error: { type: 'path_protected' } });
+  fs.unlinkSync(path.join(ws, 'src'));
+  fs.mkdirSync(path.join(ws, 'other'));
+  fs.symlinkSync('other', path.join(ws, 'src'));
+  // As an approved card runs it (call-lifecycle's writeGuard: only the path its card showed).
+  const refuseWrite = (real: string) => (real === shownPath ? undefined : `not ${shownPath}`);
+  const approved = await tool.run({ file_path: 'src/b.txt', content: b64('x'), checkpoint: 'cp' }, { ...ctx, refuseWrite });
+  t.match(approved, { isError: true, error: { type: 'write_error', message: /refused/ } });
+  t.notOk(fs.existsSync(path.join(ws, '.git/hooks/b.txt')), 'no hook planted');
+  t.notOk(fs.existsSync(path.join(ws, 'other/b.txt')), 'nothing written where the card did not show');
+});
