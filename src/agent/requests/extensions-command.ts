@@ -3,7 +3,8 @@
  * EXTENSIONS_DIR at start. The legacy dialect answers as gemini-cli's a2a-server does,
  * `{name: "extensions list", data: [extension, …]}` (or `data: "No extensions installed."`), for
  * both names; the RFC dialect's command answers with text. Unlike the original, the values of
- * an MCP server's `env` and `headers` are not shown (they hold tokens); their names are.
+ * an MCP server's `env` and `headers` are not shown (they hold tokens), their names are; nor are
+ * the user and password of a URL (an install `source` cloned with a token, a server's URL).
  */
 import { REDACTED } from '../../lib/redact.js';
 
@@ -26,10 +27,27 @@ export const NO_EXTENSIONS = 'No extensions installed.';
 const hideValues = (map: unknown) =>
   typeof map === 'object' && map !== null ? Object.fromEntries(Object.keys(map).map((k) => [k, REDACTED])) : map;
 
+/** A URL's user and password (`https://x-access-token:ghp_…@github.com/…`), replaced; anything else as written. */
+const hideUrlCredentials = (value: unknown): unknown =>
+  typeof value === 'string'
+    ? value.replace(
+        /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#@]*)@/,
+        (_m, scheme: string, userinfo: string) =>
+          `${scheme}${userinfo
+            .split(':')
+            .map(() => REDACTED)
+            .join(':')}@`,
+      )
+    : Array.isArray(value)
+      ? value.map(hideUrlCredentials)
+      : value;
+
+const hideInValues = (map: Record<string, unknown>) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, hideUrlCredentials(v)]));
+
 /** A server entry without its secrets' values. */
 function shownServer(config: Record<string, unknown>): Record<string, unknown> {
   return {
-    ...config,
+    ...hideInValues(config),
     ...(config.env !== undefined ? { env: hideValues(config.env) } : {}),
     ...(config.headers !== undefined ? { headers: hideValues(config.headers) } : {}),
   };
@@ -42,7 +60,7 @@ function listed(ext: ExtensionInfo): Record<string, unknown> {
     version: ext.version,
     path: ext.path,
     contextFiles: ext.contextFiles,
-    ...(ext.installMetadata !== undefined ? { installMetadata: ext.installMetadata } : {}),
+    ...(ext.installMetadata !== undefined ? { installMetadata: hideInValues(ext.installMetadata) } : {}),
     ...(ext.mcpServers !== undefined
       ? { mcpServers: Object.fromEntries(Object.entries(ext.mcpServers).map(([k, v]) => [k, shownServer(v)])) }
       : {}),

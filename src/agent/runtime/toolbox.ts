@@ -55,8 +55,8 @@ export interface ToolboxOptions {
   protectedPaths?: ProtectedPaths;
   /**
    * Tools no context is offered (the extensions' `excludeTools`): a name as the model sees it
-   * (`read_file`, `github__create_issue`). `run_shell_command(rm -rf)` excludes the whole tool:
-   * an exclusion is never weaker than written.
+   * (`read_file`, `github__create_issue`) or gemini-cli's class name (`ShellTool`).
+   * `run_shell_command(rm -rf)` excludes the whole tool: an exclusion is never weaker than written.
    */
   excludeTools?: readonly string[];
   /** Tools only the server's own commands propose (restore_file): never declared to the model, never run for it. */
@@ -85,6 +85,34 @@ interface ContextServers {
   lastUsed: number;
 }
 
+/**
+ * gemini-cli's class names for its built-in tools, which its `excludeTools` accepts beside the
+ * tool names (`ShellTool(rm -rf)`): an extension written for it must exclude the same tools here.
+ */
+const GEMINI_CLI_TOOL_CLASSES: Readonly<Record<string, string>> = {
+  ReadFileTool: 'read_file',
+  ReadManyFilesTool: 'read_many_files',
+  LSTool: 'list_directory',
+  GlobTool: 'glob',
+  GrepTool: 'search_file_content',
+  RipGrepTool: 'search_file_content',
+  WriteFileTool: 'write_file',
+  EditTool: 'replace',
+  SmartEditTool: 'replace',
+  ShellTool: 'run_shell_command',
+};
+
+/**
+ * The tool an `excludeTools` entry names: spaces and a per-command `(…)` part dropped, a class
+ * name mapped. No regex: `/\(.*\)$/` on an entry of many `(` takes quadratic time (minutes at start).
+ */
+function excludedName(entry: string): string {
+  let name = entry.trim();
+  const open = name.indexOf('(');
+  if (open >= 0 && name.endsWith(')')) name = name.slice(0, open).trim();
+  return Object.hasOwn(GEMINI_CLI_TOOL_CLASSES, name) ? (GEMINI_CLI_TOOL_CLASSES[name] as string) : name;
+}
+
 const declaration = (t: AnyTool): FunctionDeclaration => ({ name: t.name, description: t.description, parameters: { ...t.parameters } });
 
 export class Toolbox {
@@ -102,7 +130,7 @@ export class Toolbox {
   private readonly commandTools: ReadonlyMap<string, AnyTool>;
 
   constructor(private readonly opts: ToolboxOptions) {
-    this.excluded = new Set((opts.excludeTools ?? []).map((e) => e.replace(/\(.*\)$/s, '').trim()));
+    this.excluded = new Set((opts.excludeTools ?? []).map(excludedName));
     this.builtinTools = opts.builtin.filter((t) => !this.excluded.has(t.name));
     this.builtinDeclarations = this.builtinTools.map(declaration);
     this.commandTools = new Map((opts.commandTools ?? []).map((t) => [t.name, t]));

@@ -38,6 +38,9 @@ export const TOOL_CONFIG_NAMES: ReadonlySet<string> = new Set([
   '.devcontainer',
   '.githooks',
   '.cargo',
+  // gemini-cli: settings.json (MCP servers, hooks, tool discovery commands it runs), extensions/,
+  // commands/; and where a home directory lies in the workspace, this server's default EXTENSIONS_DIR
+  '.gemini',
   // hook managers, runtimes, build wrappers and debuggers that run what their file names
   '.lefthook.yml',
   'lefthook.yml',
@@ -99,6 +102,7 @@ const ABSENT_AT_ROOT: ReadonlyMap<string, ConfigPath['kind']> = new Map([
   ['.yarnrc.yml', 'file'],
   ['.pnpmfile.cjs', 'file'],
   ['.vscode', 'dir'],
+  ['.gemini', 'dir'],
 ] as const);
 
 /** In a git directory (`.git`, a bare repository, a submodule's under `.git/modules`): what git loads as configuration or runs. */

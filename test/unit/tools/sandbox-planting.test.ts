@@ -263,3 +263,31 @@ t.test('tool-configuration entries that are links: what they lead to inside the 
   t.notOk(fs.existsSync(path.join(ws, 'config/npmrc')), 'the npmrc the link names could not be created (and its placeholder is gone)');
   t.notOk(fs.existsSync(path.join(ws, 'editor/tasks.json')), "the linked .vscode's directory is read-only");
 });
+
+t.test(
+  "gemini-cli's workspace .gemini (settings.json: MCP servers and hooks it runs; extensions/) cannot be planted or changed",
+  BWRAP,
+  async (t) => {
+    if (typeof sandbox === 'string') return;
+    const { ws } = repo(t);
+    // Absent: the command would create it, and gemini-cli — or this server, with GEMINI_CLI_HOME or HOME
+    // at the workspace, where the default EXTENSIONS_DIR lies — would start the planted server.
+    const plant =
+      'mkdir -p .gemini/extensions/evil && echo {} > .gemini/extensions/evil/gemini-extension.json; ' +
+      'echo {} > .gemini/settings.json; echo end';
+    t.match(text(await run(sandbox, ws, plant)), /end/);
+    t.notOk(fs.existsSync(path.join(ws, '.gemini/extensions')), 'no .gemini/extensions was created');
+    t.notOk(fs.existsSync(path.join(ws, '.gemini/settings.json')), 'no .gemini/settings.json was created');
+    t.notOk(fs.existsSync(path.join(ws, '.gemini')), 'no placeholder left behind');
+    // Present, at the root or deeper: read-only.
+    for (const dir of ['.gemini', 'sub/.gemini']) {
+      fs.mkdirSync(path.join(ws, dir), { recursive: true });
+      fs.writeFileSync(path.join(ws, dir, 'GEMINI.md'), 'notes\n');
+    }
+    t.match(text(await run(sandbox, ws, plant.replaceAll('.gemini', 'sub/.gemini'))), /end/);
+    t.match(text(await run(sandbox, ws, plant)), /end/);
+    for (const dir of ['.gemini', 'sub/.gemini']) {
+      t.same(fs.readdirSync(path.join(ws, dir)), ['GEMINI.md'], `${dir}: nothing planted`);
+    }
+  },
+);
