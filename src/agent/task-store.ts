@@ -378,8 +378,12 @@ export interface TaskStore {
    * one holds what the files were before the call ran).
    */
   saveCheckpoint(checkpoint: Checkpoint): Promise<void>;
-  /** The checkpoint of this call id, else the newest of this name; undefined when none. */
-  loadCheckpoint(callIdOrName: string): Promise<Checkpoint | undefined>;
+  /**
+   * The checkpoint of this call id, else the newest of this name — with `of`, the newest of this
+   * name among that principal's (`undefined`: those made without authentication), so another
+   * principal's checkpoint of the same name never hides the caller's own; undefined when none.
+   */
+  loadCheckpoint(callIdOrName: string, of?: { principal: string | undefined }): Promise<Checkpoint | undefined>;
   /**
    * Newest first (ties by call id), at most `limit`; the filters combine. Each file by its path
    * only, never its content (up to 2 MiB each): a list only names checkpoints.

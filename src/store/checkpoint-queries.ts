@@ -2,7 +2,7 @@
  * Checkpoint queries of PgTaskStore (see schema.checkpoints): one row per call, written once,
  * found by call id or by name, listed newest first.
  */
-import { and, desc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Checkpoint, CheckpointFile } from '../agent/task-store.js';
 import type { StoreDb } from './db.js';
 import { checkpoints } from './schema.js';
@@ -47,13 +47,15 @@ export async function saveCheckpoint(db: StoreDb, c: Checkpoint): Promise<void> 
     .onConflictDoNothing();
 }
 
-export async function loadCheckpoint(db: StoreDb, key: string): Promise<Checkpoint | undefined> {
+export async function loadCheckpoint(db: StoreDb, key: string, of?: { principal: string | undefined }): Promise<Checkpoint | undefined> {
   const [byId] = await db.select().from(checkpoints).where(eq(checkpoints.callId, key));
   if (byId) return fromRow(byId);
+  const owner =
+    of === undefined ? undefined : of.principal === undefined ? isNull(checkpoints.principal) : eq(checkpoints.principal, of.principal);
   const [byName] = await db
     .select()
     .from(checkpoints)
-    .where(eq(checkpoints.name, key))
+    .where(and(eq(checkpoints.name, key), owner))
     .orderBy(desc(checkpoints.createdAt), desc(checkpoints.callId))
     .limit(1);
   return byName && fromRow(byName);

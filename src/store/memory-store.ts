@@ -799,9 +799,10 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     db.checkpoints.set(checkpoint.callId, checkpointIn(checkpoint));
   }
 
-  async loadCheckpoint(callIdOrName: string): Promise<Checkpoint | undefined> {
+  async loadCheckpoint(callIdOrName: string, of?: { principal: string | undefined }): Promise<Checkpoint | undefined> {
     const db = this.use('loadCheckpoint');
-    const found = db.checkpoints.get(callIdOrName) ?? newestFirst([...db.checkpoints.values()].filter((c) => c.name === callIdOrName))[0];
+    const named = [...db.checkpoints.values()].filter((c) => c.name === callIdOrName && (of === undefined || c.principal === of.principal));
+    const found = db.checkpoints.get(callIdOrName) ?? newestFirst(named)[0];
     return found && checkpointIn(found);
   }
 

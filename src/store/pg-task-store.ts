@@ -350,8 +350,8 @@ export class PgTaskStore implements TaskStore, PushStore {
     return checkpoints_.saveCheckpoint(this.db, checkpoint);
   }
 
-  loadCheckpoint(callIdOrName: string): Promise<Checkpoint | undefined> {
-    return checkpoints_.loadCheckpoint(this.db, callIdOrName);
+  loadCheckpoint(callIdOrName: string, of?: { principal: string | undefined }): Promise<Checkpoint | undefined> {
+    return checkpoints_.loadCheckpoint(this.db, callIdOrName, of);
   }
 
   listCheckpoints(q: { workspace?: string; principal?: string; limit: number }): Promise<Checkpoint[]> {

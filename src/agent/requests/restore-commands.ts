@@ -81,7 +81,7 @@ export class RestoreCommands {
   /** The checkpoint named `key` when `owner` may restore it (its task's principal), else undefined. */
   async find(key: string, owner: string | undefined): Promise<Checkpoint | undefined> {
     if (key === '') return undefined;
-    const cp = await this.opts.store.loadCheckpoint(key);
+    const cp = await this.opts.store.loadCheckpoint(key, { principal: owner });
     return cp !== undefined && cp.principal === owner ? cp : undefined;
   }
 
