@@ -8,13 +8,12 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { stampIsFresh } from '../build-inputs.mjs';
-import { freePort, machineBusySeconds, serverEnv } from './server-process.js';
+import { freePort, getOnce, machineBusySeconds, serverEnv } from './server-process.js';
 import { summarize } from './stats.js';
 import type { Summary } from './stats.js';
 
@@ -44,18 +43,6 @@ export interface NpmStartResult {
 interface OneStore {
   env: Record<string, string>;
   dispose: () => Promise<void>;
-}
-
-function status(url: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = http.get(url, { agent: false, timeout: 1000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', () => resolve(0));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(0));
-  });
 }
 
 /** user+system CPU ms of every process in group `pgid`, with the children each has waited for (CLK_TCK = 100). */
@@ -110,7 +97,7 @@ async function timeStart(
     if (pgid === undefined) throw new Error(`${command.join(' ')}: spawn failed`);
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode} before ready: ${stderr}`);
-      if ((await status(`http://127.0.0.1:${port}/readyz`)) === 200) {
+      if ((await getOnce(`http://127.0.0.1:${port}/readyz`)) === 200) {
         const ms = performance.now() - t0;
         return { ms, cpuMs: groupCpuMs(pgid), machineCores: (machineBusySeconds() - busy0) / (ms / 1000) };
       }

@@ -144,7 +144,8 @@ export async function spawnServer(opts: ServerOptions): Promise<RunningServer> {
   };
 }
 
-function getOnce(url: string): Promise<number> {
+/** One GET without keep-alive: its HTTP status, 0 when it failed or took over a second. */
+export function getOnce(url: string): Promise<number> {
   return new Promise((resolve) => {
     const req = http.get(url, { agent: false, timeout: 1000 }, (res) => {
       res.resume();
