@@ -63,7 +63,7 @@ export class TaskCache {
   /** A pause or end of a task was committed by some process: if this one works on it, check whether it ended there. */
   private finalElsewhere(taskId: string, seq: number): void {
     const live = this.active.get(taskId);
-    if (live && !live.isCanceled && seq > live.lastSeq) void this.checkCanceledElsewhere(live);
+    if (live && !live.halted && seq > live.lastSeq) void this.checkEndedElsewhere(live);
   }
 
   /**
@@ -71,7 +71,7 @@ export class TaskCache {
    * its supervisor failed it): stop here too — abort the running tool and the model, publish
    * nothing more (the store would refuse it: nothing follows a FINISHED state).
    */
-  private async checkCanceledElsewhere(live: LiveTask): Promise<void> {
+  private async checkEndedElsewhere(live: LiveTask): Promise<void> {
     const stored = await this.opts.store.loadTask(live.id).catch(() => undefined);
     const state = stored?.task.status ? stateName(stored.task.status.state) : undefined;
     if (stored?.task.status && (FINISHED as ReadonlySet<string | undefined>).has(state) && !live.halted) {
