@@ -1,6 +1,6 @@
 -- The group commit as one statement (src/store/commit.ts commitBatch): a whole WriteBatch in one
 -- call, its own transaction, no BEGIN/COMMIT round trips. `p` is the plan (src/store/batch-plan.ts
--- planJson): tasks to bump with what the writer expects, event rows, compaction keys, history,
+-- planJson): contexts and tasks to create, tasks to bump with what the writer expects, event rows, compaction keys, history,
 -- call rows, grants, audit rows, the finished states and the call-phase order (both from
 -- src/protocol/task-states.ts, so they are written once).
 --
@@ -23,7 +23,20 @@ DECLARE
   missing text;
   seqs jsonb := '{}'::jsonb;
   notified bigint;
+  refusal jsonb;
 BEGIN
+  -- A task's start: its context (one that exists stays as it is) and the task, before its first events.
+  IF jsonb_array_length(p->'new_contexts') > 0 THEN
+    INSERT INTO contexts (id, workspace, settings, principal)
+    SELECT r.id, r.workspace, r.settings, r.principal FROM jsonb_populate_recordset(NULL::contexts, p->'new_contexts') AS r
+    ON CONFLICT DO NOTHING;
+  END IF;
+  IF jsonb_array_length(p->'new_tasks') > 0 THEN
+    INSERT INTO tasks (id, context_id, state, principal, task, dialect, lease_owner, lease_until)
+    SELECT r.id, r.context_id, r.state, r.principal, r.task, r.dialect, r.lease_owner, r.lease_until
+    FROM jsonb_populate_recordset(NULL::tasks, p->'new_tasks') AS r;
+  END IF;
+
   IF jsonb_array_length(p->'tasks') > 0 THEN
     WITH locked AS (
       SELECT t.id, t.last_seq, t.state FROM tasks t
@@ -41,14 +54,13 @@ BEGIN
                 AND (w.state = ANY(finished) OR (w.e IS NOT NULL AND w.last_seq <> w.e) OR (w.s IS NOT NULL AND w.state <> w.s)))
       INTO missing, stale;
     IF missing IS NOT NULL THEN
-      RETURN jsonb_build_object('unknown_task', missing);
-    END IF;
-    IF stale IS NOT NULL THEN
-      RETURN jsonb_build_object('stale', stale);
+      refusal := jsonb_build_object('unknown_task', missing);
+    ELSIF stale IS NOT NULL THEN
+      refusal := jsonb_build_object('stale', stale);
     END IF;
   END IF;
 
-  IF jsonb_array_length(p->'contexts') > 0 THEN
+  IF refusal IS NULL AND jsonb_array_length(p->'contexts') > 0 THEN
     WITH wanted AS (SELECT jsonb_array_elements_text(p->'contexts') AS id),
     locked AS (
       SELECT c.id FROM contexts c WHERE c.id = ANY(ARRAY(SELECT id FROM wanted))
@@ -56,8 +68,18 @@ BEGIN
     )
     SELECT w.id INTO missing FROM wanted w LEFT JOIN locked l ON l.id = w.id WHERE l.id IS NULL LIMIT 1;
     IF missing IS NOT NULL THEN
-      RETURN jsonb_build_object('unknown_context', missing);
+      refusal := jsonb_build_object('unknown_context', missing);
     END IF;
+  END IF;
+  IF refusal IS NOT NULL THEN
+    -- Nothing may stay written: what this call created goes with an error (its own SQLSTATE,
+    -- the refusal as the message), and without creations the answer alone says it.
+    IF jsonb_array_length(p->'new_contexts') + jsonb_array_length(p->'new_tasks') > 0 THEN
+      RAISE EXCEPTION '%', refusal::text USING ERRCODE = 'DVCM1';
+    END IF;
+    RETURN refusal;
+  END IF;
+  IF jsonb_array_length(p->'contexts') > 0 THEN
     -- A changed row version is what TaskStore.loadVersion's context part reads.
     UPDATE contexts SET updated_at = now()
       WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'contexts')));
@@ -127,5 +149,25 @@ BEGIN
   END IF;
 
   RETURN jsonb_build_object('seqs', coalesce(seqs, '{}'::jsonb));
+END
+$$;
+--> statement-breakpoint
+-- The claim of an answer with what the claiming copy knows (src/store/call-queries.ts claimCalls):
+-- as devtool_claim_calls/4, and when `p_expect` is given and the task's last seq is another, the
+-- copy is behind the store (it kept the task in memory while another process moved it on):
+-- nothing is claimed and the answer says so ({ok:false, behind: last_seq}), so it reloads and
+-- decides again. The 4-argument function stays for instances of the previous version.
+CREATE OR REPLACE FUNCTION devtool_claim_calls(p_task text, p_claims jsonb, p_owner text, p_until timestamptz, p_expect integer)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  seq integer;
+BEGIN
+  SELECT last_seq INTO seq FROM tasks WHERE id = p_task FOR NO KEY UPDATE;
+  IF FOUND AND p_expect IS NOT NULL AND seq <> p_expect THEN
+    RETURN jsonb_build_object('ok', false, 'behind', seq, 'lost', '[]'::jsonb);
+  END IF;
+  RETURN devtool_claim_calls(p_task, p_claims, p_owner, p_until);
 END
 $$;

@@ -10,12 +10,14 @@
  * behind the store (StaleWriteError), an unknown task or context (a refusal).
  */
 import { getTableColumns, sql } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { WriteBatch } from '../agent/task-store.js';
 import { planBatch, seqsOf, type BatchPlan } from './batch-plan.js';
 import { rowsOf, type StoreDb } from './db.js';
-import { callToRow } from './mappers.js';
+import { callToRow, taskToJson } from './mappers.js';
+import { stateName } from '../protocol/a2a.js';
 import { CALL_PHASE_ORDER, FINISHED } from '../protocol/task-states.js';
-import { StaleWriteError } from '../protocol/errors.js';
+import { sqlStateOf, StaleWriteError } from '../protocol/errors.js';
 import { auditLog, toolCalls } from './schema.js';
 
 /**
@@ -35,7 +37,8 @@ export interface NotifyTo {
 
 /** Field name → column name of a table (the function reads rows by column name). */
 function columnNames(table: typeof toolCalls | typeof auditLog): Array<[string, string]> {
-  return Object.entries(getTableColumns(table)).map(([field, column]) => [field, column.name]);
+  const columns: Record<string, PgColumn> = getTableColumns(table);
+  return Object.entries(columns).map(([field, column]) => [field, column.name]);
 }
 const CALL_COLUMNS = columnNames(toolCalls);
 const AUDIT_COLUMNS = columnNames(auditLog);
@@ -57,6 +60,22 @@ function planJson(plan: BatchPlan): string {
   return JSON.stringify({
     finished: FINISHED_LIST,
     phases: CALL_PHASE_ORDER,
+    new_contexts: plan.create.contexts.map((c) => ({
+      id: c.id,
+      workspace: c.workspace,
+      settings: c.settings ?? {},
+      principal: c.principal,
+    })),
+    new_tasks: plan.create.tasks.map(({ task, principal, opts = {} }) => ({
+      id: task.id,
+      context_id: task.contextId,
+      state: stateName(task.status?.state),
+      principal,
+      task: taskToJson(task),
+      dialect: opts.dialect ?? 'rfc',
+      lease_owner: opts.lease?.owner,
+      lease_until: opts.lease?.until,
+    })),
     tasks: plan.tasks.map((t) => ({
       id: t.id,
       n: t.count,
@@ -78,6 +97,17 @@ function planJson(plan: BatchPlan): string {
   });
 }
 
+/** The SQLSTATE devtool_commit raises a refusal with when the batch created rows (they must roll back). */
+const REFUSED_AFTER_CREATING = 'DVCM1';
+
+/** The message of the database's own error in `err` (drizzle wraps the driver's error as its cause). */
+function messageOf(err: unknown): string {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if ((e as { code?: unknown }).code === REFUSED_AFTER_CREATING) return e.message;
+  }
+  throw err;
+}
+
 /** What devtool_commit answers. */
 interface CommitAnswer {
   seqs?: Record<string, number>;
@@ -94,11 +124,19 @@ interface CommitAnswer {
 export async function commitBatch(db: StoreDb, notify: NotifyTo, batch: WriteBatch): Promise<number[]> {
   const plan = planBatch(batch);
   if (plan.empty) return [];
-  const result = await db.execute(
-    sql`select devtool_commit(${planJson(plan)}::jsonb, ${notify.channel}::text, ${notify.origin}::text) as r`,
-  );
-  const answer = rowsOf<{ r: CommitAnswer | string }>(result)[0]?.r;
-  const r: CommitAnswer = typeof answer === 'string' ? (JSON.parse(answer) as CommitAnswer) : (answer ?? {});
+  const r = await db
+    .execute(sql`select devtool_commit(${planJson(plan)}::jsonb, ${notify.channel}::text, ${notify.origin}::text) as r`)
+    .then(
+      (result) => {
+        const answer = rowsOf<{ r: CommitAnswer | string }>(result)[0]?.r;
+        return typeof answer === 'string' ? (JSON.parse(answer) as CommitAnswer) : (answer ?? {});
+      },
+      (err: unknown) => {
+        // A refusal after creations: raised, so that they roll back; its message is the answer.
+        if (sqlStateOf(err) !== REFUSED_AFTER_CREATING) throw err;
+        return JSON.parse(messageOf(err)) as CommitAnswer;
+      },
+    );
   if (r.unknown_task !== undefined) throw rejected(`commit: unknown task ${r.unknown_task}`);
   if (r.unknown_context !== undefined) throw rejected(`commit: unknown context ${r.unknown_context}`);
   if (r.stale !== undefined) {

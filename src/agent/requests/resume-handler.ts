@@ -17,6 +17,7 @@ import { attachTextFeedback } from '../../protocol/answer-feedback.js';
 import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
+import type { ClaimResult } from '../task-store.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
 import { applyEdit, approveCall, declineCall } from '../runtime/call-lifecycle.js';
 import { pausing, resumeWorking } from '../runtime/task-lifecycle.js';
@@ -171,8 +172,10 @@ export async function applyResume(
       message,
     );
     if (seqs === undefined) {
-      throw unsupported(
-        `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
+      throw new CopyBehind(
+        unsupported(
+          `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
+        ),
       );
     }
     return (seqs[0] ?? 1) - 1;
@@ -187,6 +190,9 @@ export async function applyResume(
       return { id: call.snapshot.id, answer: option, args: e?.args ?? call.args, snapshot: e?.snapshot ?? call.snapshot, ...shown };
     }),
   );
+  if (!result.ok && result.behind !== undefined) {
+    throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
+  }
   if (!result.ok) {
     throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
   }
@@ -228,6 +234,18 @@ function startApproved(
   loop.runApproved(task, toRun);
 }
 
+/**
+ * This process's copy of the task was behind the store (it was kept in memory while another
+ * process moved the task on), so nothing of the message was applied: the router reads the task
+ * afresh and decides once more. `answer` is what the client is told if the fresh copy is behind too.
+ */
+export class CopyBehind extends Error {
+  constructor(readonly answer: Error) {
+    super(`the task's copy in memory was behind the store: ${answer.message}`);
+    this.name = 'CopyBehind';
+  }
+}
+
 export type ClaimFn = (
   claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot']; shownHash?: string }>,
-) => Promise<{ ok: true; lastSeq: number } | { ok: false; notAwaiting: string[] }>;
+) => Promise<ClaimResult>;

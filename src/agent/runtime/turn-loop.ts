@@ -10,7 +10,7 @@ import { memoryInstruction } from './memory.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
 import { ModelError } from '../model/model-client.js';
-import type { ModelClient, ModelFunctionCall, ModelOutcome, ModelPart, ModelRequest } from '../model/model-client.js';
+import type { ModelClient, ModelContent, ModelFunctionCall, ModelOutcome, ModelPart, ModelRequest } from '../model/model-client.js';
 import { Role } from '@a2a-js/sdk';
 import type { TaskRuns } from './task-runs.js';
 import type { TokenUsage } from '../wire/agent-events.js';
@@ -53,6 +53,9 @@ const sleep = (ms: number, signal: AbortSignal) =>
 /** Gives the event loop a turn when a model streams faster than I/O runs (other clients, commits, this answer's writes). */
 const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** The history entry of a user's message to the model. */
+export const userTurn = (parts: ModelPart[]): ModelContent => ({ role: 'user', parts });
+
 export class TurnLoop {
   constructor(private readonly opts: TurnLoopOptions) {}
 
@@ -68,7 +71,13 @@ export class TurnLoop {
   /** Starts the model on a new user message. Returns at once; the run is detached. */
   startTurn(task: LiveTask, userParts: ModelPart[]): void {
     if (task.halted) return; // its start could not be stored, and it was failed for that
-    task.appendHistory({ role: 'user', parts: userParts });
+    task.appendHistory(userTurn(userParts));
+    this.runTurn(task);
+  }
+
+  /** Starts the model on the user's turn already in the task's history (TaskFactory.createTask's `history`). Returns at once. */
+  runTurn(task: LiveTask): void {
+    if (task.halted) return;
     task.steps = 0;
     this.opts.runs.detach(task, 'running the model', () => this.step(task));
   }

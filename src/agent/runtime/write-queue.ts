@@ -6,13 +6,14 @@
  */
 import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../model/model-client.js';
-import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
+import type { AuditEntry, NewContext, NewTask, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
 import { isStoreUnavailable, sqlStateOf } from '../../protocol/errors.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import { NO_METRICS, type Metrics } from '../../lib/metrics.js';
 
 export type WriteOp =
+  | { kind: 'create'; context?: NewContext; task: NewTask }
   | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean; key?: string }
   | { kind: 'call'; call: StoredCall }
   | { kind: 'history'; contextId: string; contents: ModelContent[] }
@@ -52,7 +53,11 @@ function toBatch(items: Queued[]): WriteBatch {
       expected.add(owner);
       expect.push({ taskId: owner.id, ...owner.expectation() });
     }
-    if (op.kind === 'event')
+    if (op.kind === 'create') {
+      batch.create ??= { contexts: [], tasks: [] };
+      if (op.context !== undefined) batch.create.contexts.push(op.context);
+      batch.create.tasks.push(op.task);
+    } else if (op.kind === 'event')
       batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final, key: op.key });
     else if (op.kind === 'call') batch.calls.push(op.call);
     else if (op.kind === 'history') batch.history.push({ contextId: op.contextId, contents: op.contents });
