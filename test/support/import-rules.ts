@@ -116,10 +116,13 @@ export const RULES: ReadonlyArray<readonly [string, (s: Source) => string[]]> = 
   ['metrics/ imports only lib/', (s) => (s.area === 'metrics' ? outsideAreas(s, ['lib']) : [])],
   ['only metrics/ imports prom-client', (s) => (s.area !== 'metrics' ? packages(s, (p) => /^prom-client(\/|$)/.test(p)) : [])],
   [
-    'client/ runs in browsers: it imports only itself, eventsource-parser and protocol/extension.ts (no node:)',
+    'client/ runs in browsers: it imports only itself, eventsource-parser, protocol/extension.ts and lib/is-object.ts (no node:)',
     (s) =>
       s.area === 'client'
-        ? [...otherAreas(s).filter((m) => m !== 'protocol/extension'), ...packages(s, (p) => p !== 'eventsource-parser')]
+        ? [
+            ...otherAreas(s).filter((m) => m !== 'protocol/extension' && m !== 'lib/is-object'),
+            ...packages(s, (p) => p !== 'eventsource-parser'),
+          ]
         : [],
   ],
   [

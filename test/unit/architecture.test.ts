@@ -32,6 +32,15 @@ t.test('the source tree keeps every rule', async (t) => {
   for (const [name, found] of violations(tree)) t.strictSame(found, [], name);
 });
 
+t.test('isObject is defined once, in lib/ (the server and the browser client share it)', async (t) => {
+  const defines = (text: string) => /\b(?:function\s+isObject\b|(?:const|let|var)\s+isObject\s*[=:])/.test(text);
+  t.ok(defines('export const isObject = (v: unknown) => true;') && !defines('isObject(x)'), 'the check sees a definition, not a use');
+  t.strictSame(
+    tree.filter((s) => defines(s.text)).map((s) => s.rel),
+    ['lib/is-object.ts'],
+  );
+});
+
 /** For each rule, files that break it (and only it, where the rule allows). */
 const PLANTED: Record<string, Array<[rel: string, text: string]>> = {
   'lib/ is the bottom: it imports nothing of src/': [
@@ -62,9 +71,10 @@ const PLANTED: Record<string, Array<[rel: string, text: string]>> = {
   'only mcp/ imports the MCP SDK': [['tools/x.ts', `const sdk = await import('@modelcontextprotocol/sdk/client/index.js');`]],
   'metrics/ imports only lib/': [['metrics/x.ts', `import type { Task } from '../agent/task-store.js';`]],
   'only metrics/ imports prom-client': [['agent/runtime/x.ts', `import { Counter } from 'prom-client';`]],
-  'client/ runs in browsers: it imports only itself, eventsource-parser and protocol/extension.ts (no node:)': [
+  'client/ runs in browsers: it imports only itself, eventsource-parser, protocol/extension.ts and lib/is-object.ts (no node:)': [
     ['client/x.ts', `import { a } from '../protocol/a2a.js';`],
     ['client/y.ts', `import { readFile } from 'node:fs/promises';`],
+    ['client/z.ts', `import { Background } from '../lib/background.js';`],
   ],
   'cli/ is a client of the server: it imports client/ and node:, nothing else of src/': [
     ['cli/x.ts', `import { y } from '../protocol/extension.js';`],
@@ -98,6 +108,7 @@ t.test('what the rules allow', async (t) => {
     ['main.ts', `import { buildApp } from './app.js';`],
     ['console/main.tsx', `import { App } from './app.js';`], // the console's own app.tsx, not src/app.ts
     ['client/x.ts', `import { EXT } from '../protocol/extension.js'; import { createParser } from 'eventsource-parser';`],
+    ['client/y.ts', `import { isObject } from '../lib/is-object.js';`],
     ['lib/x.ts', `import { y } from './y.js'; import { join } from 'node:path';`],
     ['protocol/x.ts', `import { isObject } from '../lib/is-object.js';`],
     ['auth/x.ts', `import { isObject } from '../lib/is-object.js';`],
