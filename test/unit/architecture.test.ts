@@ -89,6 +89,13 @@ const PLANTED: Record<string, Array<[rel: string, text: string]>> = {
     ['app.ts', `import { main } from './main.js';`],
   ],
   'only main.ts calls listen()': [['transport/http/x.ts', `await app.listen({ port: 0 });`]],
+  "a task's state changes only in agent/runtime/task-lifecycle.ts (the one writer, checked against its table)": [
+    ['agent/requests/x.ts', `task.setState('working');`],
+    ['agent/runtime/x.ts', `task.publish({ type: 'state', state: 'completed' });`],
+    ['agent/requests/y.ts', `import { pauseEvent } from '../runtime/pause.js';\ntask.publish(pauseEvent(task, []));`],
+    ['agent/requests/z.ts', `const t = newTask(id, contextId, message);`],
+    ['agent/requests/w.ts', `events.push(pausing(task, waiting, reason));`],
+  ],
 };
 
 t.test('every rule fires on a planted violation', async (t) => {
@@ -112,6 +119,9 @@ t.test('what the rules allow', async (t) => {
     ['lib/x.ts', `import { y } from './y.js'; import { join } from 'node:path';`],
     ['protocol/x.ts', `import { isObject } from '../lib/is-object.js';`],
     ['auth/x.ts', `import { isObject } from '../lib/is-object.js';`],
+    // Reading a state event, its type, and words in comments and strings change nothing.
+    ['agent/runtime/x.ts', `if (event.type === 'state') log('setState()'); type E = { type: 'state' }; // task.setState('x')`],
+    ['agent/runtime/task-lifecycle.ts', `task.setState('working'); move(task, { type: 'state', state: 'working' });`],
   ];
   for (const [rel, text] of allowed) {
     const found = [...violations([parseSource(rel, text)])].filter(([, v]) => v.length > 0);
