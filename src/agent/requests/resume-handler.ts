@@ -20,9 +20,8 @@ import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import type { ClaimResult } from '../task-store.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
 import { applyEdit, approveCall, declineCall } from '../runtime/call-lifecycle.js';
-import { pausing, resumeWorking } from '../runtime/task-lifecycle.js';
+import { repromptTask, resumeWorking } from '../runtime/task-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
-import type { AgentEvent } from '../wire/agent-events.js';
 import type { Answer, TaskIntent } from '../wire/wire-decoder.js';
 
 export interface Decision {
@@ -163,14 +162,7 @@ export async function applyResume(
   claim: ClaimFn,
 ): Promise<number> {
   if (plan.kind === 'reprompt') {
-    const waiting = task.awaiting();
-    const events: AgentEvent[] = waiting.map((call) => ({ type: 'tool-call', call: structuredClone(call.snapshot) }));
-    events.push(pausing(task, waiting, plan.reason));
-    const seqs = await task.publishWhileAwaiting(
-      waiting.map((c) => c.snapshot.id),
-      events,
-      message,
-    );
+    const seqs = await repromptTask(task, plan.reason, message);
     if (seqs === undefined) {
       throw new CopyBehind(
         unsupported(

@@ -401,12 +401,14 @@ t.test('an expiry that lost to an answer does nothing', async (t) => {
   );
   // An answer lands on another instance between the find and the claim: simulated by a store whose find is stale.
   await peer.claimCalls(task.id, [{ id: waiting.id, answer: 'proceed_once' }], 'peer', new Date(Date.now() + 30_000));
+  let staleFinds = 0;
   const stale = new Proxy(core.store, {
-    get: (target, prop, receiver) => (prop === 'findExpired' ? async () => expired : Reflect.get(target, prop, receiver)),
+    get: (target, prop, receiver) => (prop === 'findExpired' ? async () => (staleFinds++, expired) : Reflect.get(target, prop, receiver)),
   });
   const sup = new Supervisor({ store: stale, cache: core.cache, loop: core.loop, logger: core.logger, instanceId: 'A', leaseMs: LEASE_MS });
   const before = (await logOf(core.store, task.id)).length;
   await sup.sweep();
+  t.equal(staleFinds, 1, 'the sweep read the stale find');
   await supervisor.sweep(); // the real find no longer lists it
   t.equal((await logOf(core.store, task.id)).length, before, 'nothing published');
   t.match(await core.store.loadCall(waiting.id), { phase: 'ready', answer: 'proceed_once', leaseOwner: 'peer' }, 'the answer stands');
