@@ -148,6 +148,22 @@ BEGIN
     ORDER BY a.i;
   END IF;
 
+  -- Turns closed by this batch (settle without a read): every call done, not closed before. After
+  -- the calls were saved, so the batch's own results count; a refusal rolls everything back.
+  IF jsonb_array_length(p->'close_turns') > 0 THEN
+    SELECT jsonb_build_array(jsonb_build_object('id', t.id, 'last_seq', t.last_seq, 'state', t.state, 'e', NULL, 's', NULL, 'turn', x.turn))
+      INTO stale
+      FROM jsonb_to_recordset(p->'close_turns') AS x(task_id text, turn integer) JOIN tasks t ON t.id = x.task_id
+      WHERE EXISTS (SELECT 1 FROM tool_calls c WHERE c.task_id = x.task_id AND c.turn = x.turn AND c.phase <> 'done')
+         OR EXISTS (SELECT 1 FROM closed_turns k WHERE k.task_id = x.task_id AND k.turn = x.turn)
+      LIMIT 1;
+    IF stale IS NOT NULL THEN
+      RAISE EXCEPTION '%', jsonb_build_object('stale', stale)::text USING ERRCODE = 'DVCM1';
+    END IF;
+    INSERT INTO closed_turns (task_id, turn)
+    SELECT x.task_id, x.turn FROM jsonb_to_recordset(p->'close_turns') AS x(task_id text, turn integer);
+  END IF;
+
   RETURN jsonb_build_object('seqs', coalesce(seqs, '{}'::jsonb));
 END
 $$;

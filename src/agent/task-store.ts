@@ -259,6 +259,11 @@ export interface WriteBatch {
   history: Array<{ contextId: string; contents: ModelContent[] }>;
   trust: Array<{ contextId: string; toolName: string; principal?: string }>;
   audit: AuditEntry[];
+  /**
+   * Turns to close (as closeTurn), after the batch's calls are saved: each must have every call
+   * done and not be closed already, or the whole batch is refused (StaleWriteError naming the turn).
+   */
+  closeTurns?: Array<{ taskId: string; turn: number }>;
 }
 
 /**

@@ -64,6 +64,8 @@ export interface BatchPlan {
   /** Distinct (context, tool) pairs, the first grant of each, in key order. */
   trust: Array<{ contextId: string; toolName: string; principal?: string }>;
   audit: AuditEntry[];
+  /** WriteBatch.closeTurns, in batch order. */
+  closeTurns: Array<{ taskId: string; turn: number }>;
 }
 
 /**
@@ -183,8 +185,9 @@ export function planBatch(batch: WriteBatch): BatchPlan {
   const trust = planTrust(batch.trust);
   const create = batch.create ?? { contexts: [], tasks: [] };
   const created = create.contexts.length + create.tasks.length;
-  const empty = created + rows.length + calls.length + history.length + trust.length + batch.audit.length === 0;
-  return { empty, create, tasks, events: rows, stored: storedRows(rows), calls, history, trust, audit: batch.audit };
+  const closeTurns = batch.closeTurns ?? [];
+  const empty = created + rows.length + calls.length + history.length + trust.length + batch.audit.length + closeTurns.length === 0;
+  return { empty, create, closeTurns, tasks, events: rows, stored: storedRows(rows), calls, history, trust, audit: batch.audit };
 }
 
 /** The seqs of the batch's events, in batch order, from each task's new last_seq. */

@@ -94,6 +94,7 @@ function planJson(plan: BatchPlan): string {
     calls: plan.calls.map((c) => byColumn(callToRow(c), CALL_COLUMNS)),
     trust: plan.trust.map((g) => ({ context_id: g.contextId, tool_name: g.toolName, principal: g.principal })),
     audit: plan.audit.map((a) => byColumn(a, AUDIT_COLUMNS)),
+    close_turns: plan.closeTurns.map((c) => ({ task_id: c.taskId, turn: c.turn })),
   });
 }
 
@@ -111,7 +112,7 @@ function messageOf(err: unknown): string {
 /** What devtool_commit answers. */
 interface CommitAnswer {
   seqs?: Record<string, number>;
-  stale?: Array<{ id: string; last_seq: number; state: string; e: number | null; s: string | null }>;
+  stale?: Array<{ id: string; last_seq: number; state: string; e: number | null; s: string | null; turn?: number }>;
   unknown_task?: string;
   unknown_context?: string;
 }
@@ -145,6 +146,7 @@ export async function commitBatch(db: StoreDb, notify: NotifyTo, batch: WriteBat
         taskId: s.id,
         expected: { ...(s.e === null ? {} : { lastSeq: s.e }), ...(s.s === null ? {} : { state: s.s }) },
         stored: { lastSeq: s.last_seq, state: s.state },
+        ...(s.turn !== undefined ? { turn: s.turn } : {}),
       })),
     );
   }

@@ -18,6 +18,7 @@ import type {
   AuditEntry,
   AuditRecord,
   CallClaim,
+  CallPhase,
   Checkpoint,
   ClaimResult,
   ContextSettings,
@@ -253,6 +254,28 @@ function checkKeys(db: MemoryDatabase, plan: BatchPlan): void {
     return (FINISHED as ReadonlySet<string>).has(state) || seq !== lastSeq || expected !== state;
   });
   if (stale.length > 0) throw new StaleWriteError(stale.map((t) => ({ taskId: t.id, expected: t.expect ?? {}, stored: storedOf(t) })));
+  checkTurnsToClose(db, plan);
+}
+
+/** Each turn the plan closes has every call done once the plan's calls are saved, and is not closed yet (WriteBatch.closeTurns). */
+function checkTurnsToClose(db: MemoryDatabase, plan: BatchPlan): void {
+  for (const { taskId, turn } of plan.closeTurns) {
+    const row = db.tasks.get(taskId);
+    if (!row) throw refused(`commit: closing a turn of unknown task ${taskId}`, '23503');
+    const phases = new Map<string, string>();
+    for (const id of row.calls) {
+      const { call } = db.calls.get(id)!;
+      if (call.turn === turn) phases.set(id, call.phase);
+    }
+    for (const c of plan.calls) {
+      const before = phases.get(c.id) ?? db.calls.get(c.id)?.call.phase;
+      if (c.taskId === taskId && c.turn === turn && (before === undefined || storedPhaseMoves(before as CallPhase, c.phase)))
+        phases.set(c.id, c.phase);
+    }
+    if (row.closedTurns.has(turn) || [...phases.values()].some((p) => p !== 'done')) {
+      throw new StaleWriteError([{ taskId, expected: {}, stored: { lastSeq: row.lastSeq, state: row.state }, turn }]);
+    }
+  }
 }
 
 function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
@@ -365,6 +388,7 @@ function commitBatch(db: MemoryDatabase, batch: WriteBatch): number[] {
     if (!trust.has(g.toolName)) trust.set(g.toolName, { ...(g.principal !== undefined ? { principal: g.principal } : {}), at: now });
   }
   db.audit.push(...staged.audit);
+  for (const { taskId, turn } of plan.closeTurns) db.tasks.get(taskId)!.closedTurns.add(turn);
   db.notify(plan.tasks.map((t) => ({ taskId: t.id, seq: lastSeq.get(t.id)!, final: t.final })));
   return seqsOf(plan, lastSeq);
 }

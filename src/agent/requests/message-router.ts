@@ -23,7 +23,7 @@ import type { TaskCache } from '../runtime/task-cache.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import type { TaskStore } from '../task-store.js';
 import type { TaskFactory } from './task-factory.js';
-import { userTurn, type TurnLoop } from '../runtime/turn-loop.js';
+import { userTurns, type TurnLoop } from '../runtime/turn-loop.js';
 
 export interface MessageRouterOptions {
   /** One decoder per dialect: a message is read once, by its task's. */
@@ -250,7 +250,7 @@ export class MessageRouter {
     const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, fresh);
     const task = await this.opts.factory.exclusive(context.id, async () => {
       if (!fresh) await this.opts.factory.checkContextFree(context.id); // a context made up just now has no task
-      return this.opts.factory.createTask(context, message, caller, { dialect, history: [userTurn(intent.parts)] });
+      return this.opts.factory.createTask(context, message, caller, { dialect, history: userTurns(context.history, intent.parts) });
     });
     this.opts.loop.runTurn(task);
     return { task, afterSeq: 0 };

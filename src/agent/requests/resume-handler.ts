@@ -196,6 +196,7 @@ export async function applyResume(
     const named = new Set(plan.decisions.map((d) => d.call));
     startApproved(task, answers, named, edited, message, principal, loop);
   } catch (err) {
+    task.releaseWrites();
     loop.fail(task, 'applying the answers', err);
   }
   return result.lastSeq;
@@ -211,6 +212,7 @@ function startApproved(
   loop: TurnLoop,
 ): void {
   if (task.halted) return; // canceled (or failed) while the claim was decided: nothing runs
+  task.holdWrites(); // until the first approved call's EXECUTING card: one commit (runApproved releases)
   for (const [call, e] of edited) applyEdit(call, e);
   task.addUserMessage(message);
   resumeWorking(task);

@@ -424,8 +424,21 @@ export class LiveTask {
     );
   }
 
-  /** Resolves when every write queued so far is committed. */
+  /**
+   * Keeps this task's writes queued until flush() or releaseWrites() (WriteQueue.hold): the writes
+   * of a step that awaits in between share one commit.
+   */
+  holdWrites(): void {
+    this.deps.writes.hold(this);
+  }
+
+  releaseWrites(): void {
+    this.deps.writes.release(this);
+  }
+
+  /** Resolves when every write queued so far is committed (ending a hold first). */
   flush(): Promise<void> {
+    this.releaseWrites();
     return this.writes.then(() => undefined);
   }
 
@@ -632,6 +645,15 @@ export class LiveTask {
 
   audit(entry: Omit<AuditEntry, 'taskId' | 'contextId'>): void {
     this.enqueue({ kind: 'audit', entry: { taskId: this.id, contextId: this.task.contextId, ...entry } });
+  }
+
+  /**
+   * Closes the task's current turn in the store with the writes queued with it (WriteBatch.closeTurns):
+   * refused with them — and this copy stops as behind the store — unless every call of the turn is
+   * done there and the turn was not closed yet.
+   */
+  closeTurn(): void {
+    this.enqueue({ kind: 'close-turn', taskId: this.id, turn: this.turnNo });
   }
 
   /** Adds to the context's model conversation, in memory and in the store. */
