@@ -1,6 +1,6 @@
 /**
  * Per-statement time through the PGlite worker thread, with and without prepared statements:
- * `node --import tsx scripts/bench-pglite.ts [-- --statements 2000 --rounds 5]` (not in CI).
+ * `npm run bench:pglite [-- --statements 2000 --rounds 5]` (not in CI).
  *
  * Two in-memory workers, one with `statementCache: 0` (every statement through PGlite's
  * `query()`, as before src/store/pglite-prepared.ts) and one with the default cache, run the
