@@ -95,12 +95,18 @@ t.test('a cancel that lands while an answer is being claimed: the call never run
   t.notOk(await import('node:fs').then((fs) => fs.existsSync(`${workspace}/hello.txt`)), 'nothing was written');
 });
 
-async function shortAnswer(app: FastifyInstance, inner: MemoryTaskStore): Promise<string> {
+/** The task's id once it ended in the store; or the error answered when its start could not be stored. */
+async function shortAnswer(
+  app: FastifyInstance,
+  inner: MemoryTaskStore,
+): Promise<{ id: string } | { error: { code: number; message: string } }> {
   const res = await rpc(app, 'message/stream', { message: userMessage('hello') });
+  const error = res.json?.error ?? res.events?.find((e) => e.data?.error)?.data?.error;
+  if (error !== undefined) return { error };
   const taskId = res.events?.find((e) => e.data?.result?.kind === 'task' || e.data?.result?.taskId)?.data?.result;
   const id = (taskId?.id ?? taskId?.taskId) as string;
   await until('the task ended in the store', async () => ENDS.has(stateName((await inner.loadTask(id))?.task.status?.state)));
-  return id;
+  return { id };
 }
 
 t.test('commit k of a short answer fails: nothing follows the end, and the store agrees', async (t) => {
@@ -120,9 +126,13 @@ t.test('commit k of a short answer fails: nothing follows the end, and the store
       const faulty = faultyStore(inner);
       const { app } = await server(t, faulty.store);
       faulty.failAt(k, 'commit');
-      const id = await shortAnswer(app, inner);
+      const outcome = await shortAnswer(app, inner);
       t.strictSame(faulty.fired, ['commit'], 'the fault fired');
-      await endsOnce(t, inner, id, /^(completed|failed)$/);
+      if ('id' in outcome) return endsOnce(t, inner, outcome.id, /^(completed|failed)$/);
+      // The start (context, task, first events) is one commit: lost, it answers an error and leaves nothing.
+      t.equal(k, 1, 'only the start answers an error');
+      t.match(outcome.error.message, /task store/i);
+      t.equal((await inner.listTasks({ limit: 10, offset: 0 })).total, 0, 'no task was stored');
     });
   }
 });

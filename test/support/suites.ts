@@ -37,6 +37,7 @@ export const SUITES = {
     'http/jsonrpc-errors.test.ts',
     'http/jsonrpc-limits.test.ts',
     'http/console-route.test.ts',
+    'http/parked-copy.test.ts',
     'fuzz/regressions.test.ts',
   ],
 } as const;
