@@ -141,14 +141,14 @@ function expected(t: TaskBump): SQL {
 
 /** The events of the batch (one task): the row lock, the bump, compaction, the events, the notification. */
 function appendOneTask(plan: BatchPlan, t: TaskBump, notify: NotifyTo): SQL {
-  const json = JSON.stringify(plan.stored.map(({ back, payload, final, key }) => ({ back, payload, final, key })));
+  const json = JSON.stringify(plan.stored.map(({ back, payload, final, key, span }) => ({ back, payload, final, key, span })));
   return sql`with bumped as (
       update ${tasks} set last_seq = last_seq + ${t.count}::int, task = ${snapshotOf(t)},
         state = ${t.state}::text, updated_at = now() where id = ${t.id}::text${expected(t)} returning id, last_seq
     )${compaction(plan)}, logged as (
-      insert into ${events} (task_id, seq, payload, final, key)
-      select b.id, b.last_seq - x.back, x.payload, x.final, x.key
-      from bumped b, jsonb_to_recordset(${json}::jsonb) as x(back integer, payload jsonb, final boolean, key text)
+      insert into ${events} (task_id, seq, payload, final, key, span)
+      select b.id, b.last_seq - x.back, x.payload, x.final, x.key, x.span
+      from bumped b, jsonb_to_recordset(${json}::jsonb) as x(back integer, payload jsonb, final boolean, key text, span integer)
     )
     select id, last_seq, pg_notify(${notify.channel}::text, id || ':' || last_seq || ':' || ${t.final ? 1 : 0}::int || ':' || ${notify.origin}::text) from bumped`;
 }
@@ -164,7 +164,8 @@ function appendOneTask(plan: BatchPlan, t: TaskBump, notify: NotifyTo): SQL {
  *   Under READ COMMITTED the UPDATE re-reads a row changed since the statement began
  *   (EvalPlanQual), so last_seq is the newest, and the lock keeps it so until commit;
  * - compacted: the stored events the batch's keyed events supersede are deleted;
- * - logged: every event to store, seq = new last_seq - back (its distance from the task's last);
+ * - logged: every row to store, seq = new last_seq - back (its distance from the task's last),
+ *   a text run's row (span > 1) at its last event's seq;
  * - one pg_notify per task `<taskId>:<lastSeq>:<0|1>:<origin>` (parseNotification), sent at commit.
  * Returns (id, last_seq) per task found; a missing task has no row and no events.
  */
@@ -192,9 +193,9 @@ function appendManyTasks(plan: BatchPlan, notify: NotifyTo): SQL {
         and (x.e is null or t.last_seq = x.e) and (x.s is null or t.state = x.s)
       returning t.id, t.last_seq, x.f
     )${compaction(plan)}, logged as (
-      insert into ${events} (task_id, seq, payload, final, key)
-      select e.task_id, b.last_seq - e.back, e.payload, e.final, e.key
-      from jsonb_to_recordset(${JSON.stringify(plan.stored)}::jsonb) as e(task_id text, back integer, payload jsonb, final boolean, key text)
+      insert into ${events} (task_id, seq, payload, final, key, span)
+      select e.task_id, b.last_seq - e.back, e.payload, e.final, e.key, e.span
+      from jsonb_to_recordset(${JSON.stringify(plan.stored)}::jsonb) as e(task_id text, back integer, payload jsonb, final boolean, key text, span integer)
       join bumped b on b.id = e.task_id
     )
     select id, last_seq, pg_notify(${notify.channel}::text, id || ':' || last_seq || ':' || f || ':' || ${notify.origin}::text) from bumped`;

@@ -37,7 +37,7 @@ import type { PushConfigInput, PushConfigRecord, PushStore } from '../push/push-
 import type { StoredSigningKey } from '../push/push-signer.js';
 import { stateName } from '../protocol/a2a.js';
 import { byCodeUnits, planBatch, seqsOf, type BatchPlan, type TaskBump } from './batch-plan.js';
-import { eventFromRow, taskFromJson, taskToJson } from './mappers.js';
+import { eventsFromRows, taskFromJson, taskToJson } from './mappers.js';
 import { FINISHED, storedPhaseMoves } from '../protocol/task-states.js';
 import { StaleWriteError } from '../protocol/errors.js';
 import { belowPrefix, selfAndAncestors } from './workspace-paths.js';
@@ -53,8 +53,11 @@ interface TaskRow {
   dialect: WireDialect;
   /** The latest snapshot as v1.0 JSON; replaced on every change, never mutated. */
   task: Json;
-  /** The stored event log in seq order, payload as v1.0 JSON text (superseded keyed events removed). */
-  events: Array<{ seq: number; payload: string; final: boolean; key?: string }>;
+  /**
+   * The stored event log in seq order, payload as v1.0 JSON text (superseded keyed events removed);
+   * like the table's rows, a row of `span` > 1 is a text run ending at `seq` (schema.ts).
+   */
+  events: Array<{ seq: number; payload: string; final: boolean; key?: string; span: number }>;
   /** The seq of the last event appended (stored or since compacted). */
   lastSeq: number;
   /** The database clock at the last change: listTasks shows the most recently updated first. */
@@ -260,7 +263,7 @@ function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
   for (const e of plan.stored) {
     const log = logs.get(e.task_id) ?? [];
     const seq = (db.tasks.get(e.task_id)?.lastSeq ?? 0) + count.get(e.task_id)! - e.back;
-    log.push({ seq, payload: JSON.stringify(e.payload), final: e.final, ...(e.key !== null ? { key: e.key } : {}) });
+    log.push({ seq, payload: JSON.stringify(e.payload), final: e.final, span: e.span, ...(e.key !== null ? { key: e.key } : {}) });
     logs.set(e.task_id, log);
   }
   const tasks = plan.tasks.map((bump) => {
@@ -580,8 +583,10 @@ export class MemoryTaskStore implements TaskStore, PushStore {
       if (log[mid]!.seq > afterSeq) hi = mid;
       else lo = mid + 1;
     }
+    // Found by its last seq, like the table's rows: a run that afterSeq falls in is read, and cut.
     const end = limit === undefined ? log.length : lo + Math.max(0, Math.floor(limit));
-    return log.slice(lo, end).map((e) => eventFromRow({ seq: e.seq, payload: JSON.parse(e.payload), final: e.final }));
+    const rows = log.slice(lo, end).map((e) => ({ seq: e.seq, payload: JSON.parse(e.payload) as unknown, final: e.final, span: e.span }));
+    return eventsFromRows(rows, afterSeq, limit);
   }
 
   /** Listeners hear once per task per commit (of any store on the database), after the commit. */

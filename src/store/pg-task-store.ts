@@ -37,7 +37,7 @@ import type { StoredSigningKey } from '../push/push-signer.js';
 import { parseNotification } from './batch-plan.js';
 import { commitBatch, type NotifyTo } from './commit.js';
 import { stateName } from '../protocol/a2a.js';
-import { auditFromRow, eventFromRow, taskFromJson, taskToJson } from './mappers.js';
+import { auditFromRow, eventsFromRows, taskFromJson, taskToJson } from './mappers.js';
 import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
 
 /** A jsonb value of a raw query: parsed by both drivers, but kept as text when a driver did not. */
@@ -193,12 +193,14 @@ export class PgTaskStore implements TaskStore, PushStore {
 
   async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
     const query = this.db
-      .select({ seq: events.seq, payload: events.payload, final: events.final })
+      .select({ seq: events.seq, payload: events.payload, final: events.final, span: events.span })
       .from(events)
+      // A row is found by its last seq: a text run that `afterSeq` falls in is read, and cut.
       .where(and(eq(events.taskId, taskId), sql`${events.seq} > ${afterSeq}`))
       .orderBy(asc(events.seq));
+    // Each row holds at least one event: `limit` rows hold enough.
     const rows = await (limit === undefined ? query : query.limit(Math.max(0, Math.floor(limit))));
-    return rows.map(eventFromRow);
+    return eventsFromRows(rows, afterSeq, limit);
   }
 
   /**
