@@ -176,7 +176,13 @@ function storedRows(rows: EventRow[], text: boolean[]): EventRow[] {
 }
 
 /**
- * Joins each task's text deltas of consecutive seqs into one row (other tasks' events may lie
+ * The most events one text run holds: a 10,000-delta answer is ~80 rows, and a reader resuming
+ * inside a run (a page of 32 events) makes the database read at most a run or two of it.
+ */
+export const MAX_RUN = 128;
+
+/**
+ * Joins each task's text deltas of consecutive seqs into one row, up to MAX_RUN of them (other tasks' events may lie
  * between them in the batch; any other event of the task, or a seq gap, ends the run): a
  * 10,000-chunk answer costs the log a few rows, not 10,000. The run's row takes its last
  * event's seq (`back`), `span` the number of its events, the payload their array in seq order.
@@ -190,7 +196,7 @@ function textRuns(rows: EventRow[], text: boolean[]): EventRow[] {
     if (!text[i]) {
       open.delete(row.task_id);
       out.push(row);
-    } else if (run !== undefined && run.row.back === row.back + 1) {
+    } else if (run !== undefined && run.row.back === row.back + 1 && run.row.span < MAX_RUN) {
       run.payloads.push(row.payload);
       run.row.back = row.back;
       run.row.span += 1;

@@ -38,35 +38,8 @@ export function responseToJson(response: StreamResponse): unknown {
   return StreamResponse.toJSON(response);
 }
 
-/**
- * The events of a stored row after `afterSeq`, in seq order, appended to `out`: the row's own,
- * or those of a text run (span > 1: seqs `seq - span + 1` … `seq`, payload their array; see
- * schema.ts), so a reader resuming in the middle of a run gets exactly the chunks after it.
- */
-function eventsFromRow(row: Pick<EventRow, 'seq' | 'payload' | 'final' | 'span'>, afterSeq: number, out: StoredEvent[]): void {
-  if (row.span <= 1) {
-    if (row.seq > afterSeq) out.push({ seq: row.seq, response: StreamResponse.fromJSON(row.payload), final: row.final });
-    return;
-  }
-  const payloads = row.payload as unknown[];
-  const first = row.seq - row.span + 1;
-  for (let i = Math.max(0, afterSeq + 1 - first); i < row.span; i++) {
-    out.push({ seq: first + i, response: StreamResponse.fromJSON(payloads[i]), final: false });
-  }
-}
-
-/** The events after `afterSeq` of stored rows in seq order, at most `limit` of them (rows of the log may hold several). */
-export function eventsFromRows(
-  rows: Array<Pick<EventRow, 'seq' | 'payload' | 'final' | 'span'>>,
-  afterSeq: number,
-  limit?: number,
-): StoredEvent[] {
-  const out: StoredEvent[] = [];
-  for (const row of rows) {
-    if (limit !== undefined && out.length >= limit) break;
-    eventsFromRow(row, afterSeq, out);
-  }
-  return limit === undefined ? out : out.slice(0, Math.max(0, Math.floor(limit)));
+export function eventFromRow(row: Pick<EventRow, 'seq' | 'payload' | 'final'>): StoredEvent {
+  return { seq: row.seq, response: StreamResponse.fromJSON(row.payload), final: row.final };
 }
 
 export function callToRow(c: StoredCall): CallInsert {

@@ -9,7 +9,6 @@ import t from 'tap';
 import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { openDatabase } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
-import type { TaskStore } from '../../src/agent/task-store.js';
 import { freshDatabase, openStream, pgOnly } from '../support/process.js';
 import { rpc } from '../support/sse.js';
 import type { SseEvent } from '../support/sse.js';
@@ -30,7 +29,7 @@ const resubscribe = (url: string, id: string, after: number) =>
   rpc(url, 'tasks/resubscribe', { id }, { headers: { 'Last-Event-ID': String(after) } });
 
 /** Runs the cases; `rowsOf(taskId)`, when given, counts the rows the store keeps the task's log in. */
-async function longAnswerCases(t: Test, store?: TaskStore, rowsOf?: (taskId: string) => Promise<number>): Promise<void> {
+async function longAnswerCases(t: Test, store?: PgTaskStore, rowsOf?: (taskId: string) => Promise<number>): Promise<void> {
   const srv = await startServer(t, { script: SCRIPT, ...(store ? { app: { store } } : {}) });
   const live = (await rpc(srv.url, 'message/stream', { message: userMessage('long answer') })).events ?? [];
   const task = live[0]?.data.result;
@@ -70,7 +69,7 @@ async function longAnswerCases(t: Test, store?: TaskStore, rowsOf?: (taskId: str
   await second.close();
   t.ok(cut, 'dropped after 567 deltas');
   const seen = second.events.slice(0, second.events.indexOf(cut as SseEvent) + 1);
-  const rest = ((await resubscribe(srv.url, second.events[0]!.data.result.id, Number(cut!.id))).events ?? []).slice(1);
+  const rest = ((await resubscribe(srv.url, second.events[0].data.result.id, Number(cut!.id))).events ?? []).slice(1);
   const both = [...seen, ...rest];
   t.same(
     idsOf(both),

@@ -3,7 +3,7 @@
  * deduplication, and the notification payload's parser.
  */
 import t from 'tap';
-import { byCodeUnits, parseNotification, planBatch, seqsOf } from '../../src/store/batch-plan.js';
+import { byCodeUnits, MAX_RUN, parseNotification, planBatch, seqsOf } from '../../src/store/batch-plan.js';
 import { Task, TaskStatus } from '@a2a-js/sdk';
 import { makeCall, makeStatus, makeTask, statusEvent, withHistory } from './fixtures/builders.js';
 import { batchOf } from './fixtures/commit-contract.js';
@@ -209,5 +209,19 @@ t.test('text runs: a task’s consecutive deltas are one stored row; other event
     ),
     [12, 5, 13, 14, 15, 16, 17, 18, 19, 20],
   );
-  t.equal(Array.isArray(plan.events[0]!.payload), false, 'the plan’s per-event rows are left as they were');
+  t.equal(Array.isArray(plan.events[0].payload), false, 'the plan’s per-event rows are left as they were');
+});
+
+t.test('text runs: at most MAX_RUN deltas a row (a page read inside a run reads little)', async (t) => {
+  const a = makeTask('ctx', 'TASK_STATE_WORKING', 0, 'a');
+  const n = 2 * MAX_RUN + 5;
+  const plan = planBatch(batchOf({ events: Array.from({ length: n }, (_, i) => deltaEvent(a, i)) }));
+  t.same(
+    plan.stored.map((e) => [e.back, e.span]),
+    [
+      [n - MAX_RUN, MAX_RUN],
+      [n - 2 * MAX_RUN, MAX_RUN],
+      [0, 5],
+    ],
+  );
 });
