@@ -16,7 +16,8 @@ import { PHASE_CHANNEL } from '../../src/protocol/probe.js';
 import { PgliteThread } from '../../src/store/pglite-thread.js';
 import type { PhaseSample } from '../../src/protocol/probe.js';
 import { PhaseTally } from './phase-tally.js';
-import { countEngineCall, SocketCounter } from './wire-count.js';
+import { countEngineCall, countThreadRequest, SocketCounter } from './wire-count.js';
+import type { ThreadRequest } from './wire-count.js';
 
 const tally = new PhaseTally();
 diagnosticsChannel.subscribe(PHASE_CHANNEL, (m) => {
@@ -36,15 +37,15 @@ engine.execProtocolRawSync = function (this: PGlite, bytes: Uint8Array): Uint8Ar
   }
 };
 
-// One request to the worker is one round trip; a query is one statement parsed anew (PGlite's
-// query() sends an unnamed Parse every time), BEGIN and COMMIT/ROLLBACK one statement each.
-type Request = (this: PgliteThread, body: { op: string }) => Promise<unknown>;
+// Each request to the worker, counted as countThreadRequest says (per thread: its prepared texts).
+type Request = (this: PgliteThread, body: ThreadRequest) => Promise<unknown>;
 const thread = PgliteThread.prototype as unknown as { request: Request };
 const request = thread.request;
-thread.request = function (this: PgliteThread, body: { op: string }): Promise<unknown> {
-  tally.wire.roundTrips++;
-  if (body.op === 'query') tally.wire.parses++;
-  if (['query', 'exec', 'begin', 'end'].includes(body.op)) tally.wire.statements++;
+const prepared = new WeakMap<PgliteThread, Set<string>>();
+thread.request = function (this: PgliteThread, body: ThreadRequest): Promise<unknown> {
+  let texts = prepared.get(this);
+  if (!texts) prepared.set(this, (texts = new Set()));
+  countThreadRequest(tally.wire, body, texts);
   return request.call(this, body);
 };
 

@@ -108,3 +108,27 @@ export function countEngineCall(totals: WireTotals, bytes: Uint8Array, ms: numbe
     if (type === P) totals.parses++;
   }).push(bytes);
 }
+
+/** What the probe sees of a request to the PGlite worker (src/store/pglite-protocol.ts). */
+export interface ThreadRequest {
+  op: string;
+  sql?: string;
+  params?: unknown[];
+}
+
+/**
+ * Counts one request to the PGlite worker: one round trip; a query, an exec, BEGIN and
+ * COMMIT/ROLLBACK one statement each. A query without parameters is parsed anew (PGlite's
+ * `query()` sends an unnamed Parse); one with parameters only the first time its text is seen
+ * (`prepared`: the texts the worker keeps prepared, src/store/pglite-prepared.ts, whose LRU of
+ * 300 the store's statements do not fill, and whose drop after DDL happens before any is cached).
+ */
+export function countThreadRequest(totals: WireTotals, req: ThreadRequest, prepared: Set<string>): void {
+  totals.roundTrips++;
+  if (['query', 'exec', 'begin', 'end'].includes(req.op)) totals.statements++;
+  if (req.op !== 'query') return;
+  const text = req.sql ?? '';
+  if (req.params?.length && prepared.has(text)) return;
+  if (req.params?.length) prepared.add(text);
+  totals.parses++;
+}

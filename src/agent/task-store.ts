@@ -203,13 +203,38 @@ export interface Checkpoint {
  * committed before the claim (a re-prompt of the claimed calls can only come before, see
  * commitWhileAwaiting), so a stream of what the winning answer does starts after it.
  */
-export type ClaimResult = { ok: true; lastSeq: number } | { ok: false; notAwaiting: string[] };
+/**
+ * A claim's outcome. Lost: the calls that were not awaiting (another answer won), or — when the
+ * claimer said which last seq it knows and the task is at another — `behind`, the stored last seq:
+ * the claimer's copy is behind the store and nothing was claimed.
+ */
+export type ClaimResult = { ok: true; lastSeq: number } | { ok: false; notAwaiting: string[]; behind?: number };
 
 /**
  * Writes that commit together (group commit): many tasks' events, calls, history, grants
  * and audit entries in one transaction, so the cost of a commit is shared under load.
  */
+/** A context to create (as TaskStore.createContext: one that exists is left as it is). */
+export interface NewContext {
+  id: string;
+  workspace: string;
+  settings?: ContextSettings;
+  principal?: string;
+}
+
+/** A task to create (as TaskStore.createTask: its id must be new, its context stored or created by the same batch). */
+export interface NewTask {
+  task: Task;
+  principal?: string;
+  opts?: NewTaskOptions;
+}
+
 export interface WriteBatch {
+  /**
+   * Created before anything else of the batch (a task's start: its context, the task, its first
+   * events and history in one commit); refused with the rest of the batch.
+   */
+  create?: { contexts: NewContext[]; tasks: NewTask[] };
   /**
    * Events to append, in order; a task may appear several times. Each carries either the
    * whole task snapshot after it (`task`), or — for the many small events of a running task,
@@ -234,6 +259,11 @@ export interface WriteBatch {
   history: Array<{ contextId: string; contents: ModelContent[] }>;
   trust: Array<{ contextId: string; toolName: string; principal?: string }>;
   audit: AuditEntry[];
+  /**
+   * Turns to close (as closeTurn), after the batch's calls are saved: each must have every call
+   * done and not be closed already, or the whole batch is refused (StaleWriteError naming the turn).
+   */
+  closeTurns?: Array<{ taskId: string; turn: number }>;
 }
 
 /**
@@ -247,7 +277,7 @@ export type EventListener = (taskId: string, seq: number, final: boolean, local?
 export type WorkspaceClaim = { ok: true } | { ok: false; conflict: string };
 
 export interface TaskStore {
-  createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void>;
+  createContext(ctx: NewContext): Promise<void>;
   /** Replaces a context's settings (a later message changed its approval mode or allowed tools). */
   updateContextSettings(id: string, settings: ContextSettings): Promise<void>;
   loadContext(id: string): Promise<StoredContext | undefined>;
@@ -318,7 +348,7 @@ export interface TaskStore {
    * one statement committed synchronously. A call that is not awaiting (another answer won, or
    * it never waited) is reported and nothing changes.
    */
-  claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult>;
+  claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): Promise<ClaimResult>;
   /**
    * The one move back: a call stored `ready` and leased by `owner` (the process about to run it)
    * goes back to `awaiting` with `call`'s new card (snapshot, args, shownHash, expiresAt) and

@@ -2,7 +2,7 @@
  * Tool-call cards: one ToolCall DataPart (the RFC's proto field names, or the legacy
  * `coderAgent` scheduler object) folded onto the card it updates.
  */
-import { isObject } from './wire.js';
+import { isObject } from '../lib/is-object.js';
 import type { JsonObject } from './wire.js';
 
 export type ToolCallStatus = 'PENDING' | 'EXECUTING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';

@@ -6,7 +6,8 @@
 import { A2AClientError, StreamDroppedError } from './errors.js';
 import { readSse } from './sse.js';
 import type { StreamItem } from './view.js';
-import { isObject, normalizeResult, normalizeTask } from './wire.js';
+import { isObject } from '../lib/is-object.js';
+import { normalizeResult, normalizeTask } from './wire.js';
 import type { JsonObject, TaskState, WireTask } from './wire.js';
 
 export interface A2AConnectionOptions {

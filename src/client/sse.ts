@@ -8,7 +8,7 @@ import { createParser } from 'eventsource-parser';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { A2AClientError, StreamDroppedError } from './errors.js';
 import type { StreamItem } from './view.js';
-import { isObject } from './wire.js';
+import { isObject } from '../lib/is-object.js';
 
 /** The item of one SSE frame; throws the JSON-RPC error it carries. */
 export function itemOf(message: EventSourceMessage): StreamItem {

@@ -7,7 +7,8 @@
 import { DEVTOOL_EXTENSION_URI } from '../protocol/extension.js';
 import { legacyCard, rfcCard, toolCallId } from './cards.js';
 import type { ToolCardView } from './cards.js';
-import { FINAL_STATES, isObject, normalizeResult } from './wire.js';
+import { isObject } from '../lib/is-object.js';
+import { FINAL_STATES, normalizeResult } from './wire.js';
 import type { JsonObject, TaskState, WireArtifactUpdate, WireMessage, WireStatusUpdate, WireTask } from './wire.js';
 
 export type { CardOption, FileDiffView, ToolCallStatus, ToolCardView } from './cards.js';

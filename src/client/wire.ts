@@ -3,6 +3,7 @@
  * states) and v1.0 (`{task}` / `{statusUpdate}` wrappers, `TASK_STATE_*`, `ROLE_*`, parts
  * without `kind`) both become the v0.3 form, which is what the fold reads.
  */
+import { isObject } from '../lib/is-object.js';
 
 /** A2A task states in their v0.3 spelling. */
 export type TaskState =
@@ -86,10 +87,6 @@ export const FINAL_STATES: ReadonlySet<TaskState> = new Set([
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['completed', 'failed', 'canceled', 'rejected']);
 
 const KNOWN_STATES: ReadonlySet<string> = new Set([...FINAL_STATES, 'submitted', 'working', 'unknown']);
-
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 

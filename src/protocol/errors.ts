@@ -113,14 +113,17 @@ const UNAVAILABLE_CODES = new Set([
 type TaskMark = { lastSeq?: number; state?: string };
 const describeMark = (m: TaskMark) => [m.state, m.lastSeq === undefined ? undefined : `seq ${m.lastSeq}`].filter(Boolean).join(' at ');
 
+/** One task a refused batch named: what the writer expected, what is stored; `turn`: the turn it would close was not open (WriteBatch.closeTurns). */
+type StaleTask = { taskId: string; expected: TaskMark; stored: Required<TaskMark>; turn?: number };
+const describeStale = (s: StaleTask) =>
+  s.turn !== undefined
+    ? `task ${s.taskId}'s turn ${s.turn} is closed already or has a call not done`
+    : `task ${s.taskId} is ${describeMark(s.stored)}, the writer expected ${describeMark(s.expected) || 'it open'}`;
+
 export class StaleWriteError extends Error {
   readonly code = '40001';
-  constructor(readonly stale: ReadonlyArray<{ taskId: string; expected: TaskMark; stored: Required<TaskMark> }>) {
-    super(
-      `commit refused: ${stale
-        .map((s) => `task ${s.taskId} is ${describeMark(s.stored)}, the writer expected ${describeMark(s.expected) || 'it open'}`)
-        .join('; ')} (the writer's copy is behind the store)`,
-    );
+  constructor(readonly stale: ReadonlyArray<StaleTask>) {
+    super(`commit refused: ${stale.map(describeStale).join('; ')} (the writer's copy is behind the store)`);
     this.name = 'StaleWriteError';
   }
 }

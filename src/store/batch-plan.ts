@@ -52,6 +52,8 @@ export interface EventRow {
 export interface BatchPlan {
   /** Nothing to write: no transaction at all. */
   empty: boolean;
+  /** Contexts and tasks created first (WriteBatch.create), in batch order. */
+  create: NonNullable<WriteBatch['create']>;
   /** Tasks touched by events, by id (code-unit order; the database locks them in its own id order). */
   tasks: TaskBump[];
   /** One per batch event, in batch order (each takes a seq). */
@@ -69,6 +71,8 @@ export interface BatchPlan {
   /** Distinct (context, tool) pairs, the first grant of each, in key order. */
   trust: Array<{ contextId: string; toolName: string; principal?: string }>;
   audit: AuditEntry[];
+  /** WriteBatch.closeTurns, in batch order. */
+  closeTurns: Array<{ taskId: string; turn: number }>;
 }
 
 /**
@@ -239,8 +243,11 @@ export function planBatch(batch: WriteBatch): BatchPlan {
   const calls = [...new Map(batch.calls.map((c) => [c.id, c])).values()].sort((a, b) => byCodeUnits(a.id, b.id));
   const history = planHistory(batch.history);
   const trust = planTrust(batch.trust);
-  const empty = rows.length + calls.length + history.length + trust.length + batch.audit.length === 0;
-  return { empty, tasks, events: rows, stored: storedRows(rows, text), calls, history, trust, audit: batch.audit };
+  const create = batch.create ?? { contexts: [], tasks: [] };
+  const created = create.contexts.length + create.tasks.length;
+  const closeTurns = batch.closeTurns ?? [];
+  const empty = created + rows.length + calls.length + history.length + trust.length + batch.audit.length + closeTurns.length === 0;
+  return { empty, create, closeTurns, tasks, events: rows, stored: storedRows(rows, text), calls, history, trust, audit: batch.audit };
 }
 
 /** The seqs of the batch's events, in batch order, from each task's new last_seq. */

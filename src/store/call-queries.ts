@@ -33,7 +33,8 @@ export async function loadCall(db: StoreDb, id: string): Promise<StoredCall | un
 }
 
 /**
- * One statement: the stored function `devtool_claim_calls` (drizzle/0008_claim_function.sql)
+ * One statement: the stored function `devtool_claim_calls` (drizzle/0008_claim_function.sql; with
+ * `expectSeq`, drizzle/0011_commit_function.sql refuses a copy behind the store before anything)
  * locks the task row first (as every commit and re-prompt does: no deadlock, and no event is
  * appended while the claim decides), moves each claimed call awaiting → ready in id order — all
  * or, when one is not awaiting (another answer won) or shows another card, none — leases the
@@ -42,17 +43,26 @@ export async function loadCall(db: StoreDb, id: string): Promise<StoredCall | un
  * Under READ COMMITTED a concurrent claimer waits on the row lock, then re-checks phase='awaiting'
  * against the committed row: exactly one of them wins.
  */
-export async function claimCalls(db: StoreDb, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult> {
+export async function claimCalls(
+  db: StoreDb,
+  taskId: string,
+  claims: CallClaim[],
+  owner: string,
+  leaseUntil: Date,
+  expectSeq?: number,
+): Promise<ClaimResult> {
   const json = JSON.stringify(
     claims.map((c) => ({ id: c.id, answer: c.answer, args: c.args, snapshot: c.snapshot, shown_hash: c.shownHash })),
   );
-  const [row] = rowsOf<{ r: { ok: boolean; last_seq?: number; lost?: string[] } }>(
+  const until = leaseUntil.toISOString();
+  const [row] = rowsOf<{ r: { ok: boolean; last_seq?: number; lost?: string[]; behind?: number } }>(
     await db.execute(
-      sql`select devtool_claim_calls(${taskId}::text, ${json}::jsonb, ${owner}::text, ${leaseUntil.toISOString()}::timestamptz) as r`,
+      sql`select devtool_claim_calls(${taskId}::text, ${json}::jsonb, ${owner}::text, ${until}::timestamptz, ${expectSeq ?? null}::integer) as r`,
     ),
   );
   const r = row?.r ?? { ok: false, lost: claims.map((c) => c.id) };
   if (r.ok) return { ok: true, lastSeq: Number(r.last_seq ?? 0) };
+  if (r.behind !== undefined) return { ok: false, notAwaiting: [], behind: Number(r.behind) };
   const lost = new Set(r.lost ?? []);
   return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => lost.has(id)) };
 }

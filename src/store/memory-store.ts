@@ -18,10 +18,13 @@ import type {
   AuditEntry,
   AuditRecord,
   CallClaim,
+  CallPhase,
   Checkpoint,
   ClaimResult,
   ContextSettings,
   EventListener,
+  NewContext,
+  NewTask,
   NewTaskOptions,
   StoredCall,
   StoredContext,
@@ -255,6 +258,28 @@ function checkKeys(db: MemoryDatabase, plan: BatchPlan): void {
     return (FINISHED as ReadonlySet<string>).has(state) || seq !== lastSeq || expected !== state;
   });
   if (stale.length > 0) throw new StaleWriteError(stale.map((t) => ({ taskId: t.id, expected: t.expect ?? {}, stored: storedOf(t) })));
+  checkTurnsToClose(db, plan);
+}
+
+/** Each turn the plan closes has every call done once the plan's calls are saved, and is not closed yet (WriteBatch.closeTurns). */
+function checkTurnsToClose(db: MemoryDatabase, plan: BatchPlan): void {
+  for (const { taskId, turn } of plan.closeTurns) {
+    const row = db.tasks.get(taskId);
+    if (!row) throw refused(`commit: closing a turn of unknown task ${taskId}`, '23503');
+    const phases = new Map<string, string>();
+    for (const id of row.calls) {
+      const { call } = db.calls.get(id)!;
+      if (call.turn === turn) phases.set(id, call.phase);
+    }
+    for (const c of plan.calls) {
+      const before = phases.get(c.id) ?? db.calls.get(c.id)?.call.phase;
+      if (c.taskId === taskId && c.turn === turn && (before === undefined || storedPhaseMoves(before as CallPhase, c.phase)))
+        phases.set(c.id, c.phase);
+    }
+    if (row.closedTurns.has(turn) || [...phases.values()].some((p) => p !== 'done')) {
+      throw new StaleWriteError([{ taskId, expected: {}, stored: { lastSeq: row.lastSeq, state: row.state }, turn }]);
+    }
+  }
 }
 
 function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
@@ -295,11 +320,61 @@ function putCall(db: MemoryDatabase, staged: StoredCall): void {
   db.calls.set(call.id, { call, ...(old?.remindedAt ? { remindedAt: old.remindedAt } : {}) });
 }
 
+/** Stores a new context (createContext); one that exists stays as it is. Returns whether it was created. */
+function insertContext(db: MemoryDatabase, ctx: NewContext): boolean {
+  if (db.contexts.has(ctx.id)) return false;
+  const settings = jsonCopy(ctx.settings ?? {});
+  const principal = defined({ principal: ctx.principal });
+  db.contexts.set(ctx.id, { id: ctx.id, workspace: ctx.workspace, settings, history: [], trust: new Map(), ...principal });
+  return true;
+}
+
+/** Stores a new task (createTask); throws, storing nothing, on an unknown context or a taken id. */
+function insertTask(db: MemoryDatabase, { task, principal, opts = {} }: NewTask): void {
+  const { lease, dialect = 'rfc' } = opts;
+  const json = jsonCopy(taskToJson(task) as Json);
+  if (!db.contexts.has(task.contextId)) throw refused(`createTask: unknown context ${task.contextId}`, '23503');
+  if (db.tasks.has(task.id)) throw refused(`createTask: task ${task.id} exists`, '23505');
+  const row: TaskRow = {
+    id: task.id,
+    contextId: task.contextId,
+    state: stateName(task.status?.state),
+    task: json,
+    dialect,
+    events: [],
+    lastSeq: 0,
+    updatedAt: db.tick(),
+    closedTurns: new Set(),
+    calls: new Set(),
+  };
+  if (principal !== undefined && principal !== null) row.principal = principal;
+  if (lease) Object.assign(row, { leaseOwner: lease.owner, leaseUntil: dateCopy(lease.until) });
+  db.tasks.set(task.id, row);
+}
+
+/** Creates the plan's contexts and tasks, then stages it; when anything throws, what it created is removed again. */
+function stageCreating(db: MemoryDatabase, plan: BatchPlan): Staged {
+  const contexts: string[] = [];
+  const tasks: string[] = [];
+  try {
+    for (const ctx of plan.create.contexts) if (insertContext(db, ctx)) contexts.push(ctx.id);
+    for (const t of plan.create.tasks) {
+      insertTask(db, t);
+      tasks.push(t.task.id);
+    }
+    return stage(db, plan);
+  } catch (err) {
+    for (const id of tasks) db.tasks.delete(id);
+    for (const id of contexts) db.contexts.delete(id);
+    throw err;
+  }
+}
+
 /** Commits `batch` (see TaskStore.commit): all of it, or — when it throws — nothing. */
 function commitBatch(db: MemoryDatabase, batch: WriteBatch): number[] {
   const plan = planBatch(batch);
   if (plan.empty) return [];
-  const staged = stage(db, plan);
+  const staged = stageCreating(db, plan);
   // Nothing below throws: the batch lands whole.
   const now = db.tick();
   const lastSeq = new Map<string, number>();
@@ -318,6 +393,7 @@ function commitBatch(db: MemoryDatabase, batch: WriteBatch): number[] {
     if (!trust.has(g.toolName)) trust.set(g.toolName, { ...(g.principal !== undefined ? { principal: g.principal } : {}), at: now });
   }
   db.audit.push(...staged.audit);
+  for (const { taskId, turn } of plan.closeTurns) db.tasks.get(taskId)!.closedTurns.add(turn);
   db.notify(plan.tasks.map((t) => ({ taskId: t.id, seq: lastSeq.get(t.id)!, final: t.final })));
   return seqsOf(plan, lastSeq);
 }
@@ -342,7 +418,9 @@ function closeTurnOf(db: MemoryDatabase, taskId: string, turn: number): boolean 
 }
 
 /** Awaiting → ready for every claim, or nothing; see TaskStore.claimCalls. */
-function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): ClaimResult {
+function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): ClaimResult {
+  const stored = db.tasks.get(taskId);
+  if (stored && expectSeq !== undefined && stored.lastSeq !== expectSeq) return { ok: false, notAwaiting: [], behind: stored.lastSeq };
   const won = new Set<string>();
   const lost = new Set<string>();
   for (const c of claims) {
@@ -458,12 +536,8 @@ export class MemoryTaskStore implements TaskStore, PushStore {
   }
 
   /** Idempotent: a context that exists keeps its first workspace. */
-  async createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void> {
-    const db = this.use('createContext');
-    if (db.contexts.has(ctx.id)) return;
-    const settings = jsonCopy(ctx.settings ?? {});
-    const principal = defined({ principal: ctx.principal });
-    db.contexts.set(ctx.id, { id: ctx.id, workspace: ctx.workspace, settings, history: [], trust: new Map(), ...principal });
+  async createContext(ctx: NewContext): Promise<void> {
+    insertContext(this.use('createContext'), ctx);
   }
 
   async updateContextSettings(id: string, settings: ContextSettings): Promise<void> {
@@ -497,26 +571,7 @@ export class MemoryTaskStore implements TaskStore, PushStore {
 
   /** The task's context must exist; a duplicate id throws. */
   async createTask(task: Task, principal?: string, opts: NewTaskOptions = {}): Promise<void> {
-    const { lease, dialect = 'rfc' } = opts;
-    const db = this.use('createTask');
-    const json = jsonCopy(taskToJson(task) as Json);
-    if (!db.contexts.has(task.contextId)) throw refused(`createTask: unknown context ${task.contextId}`, '23503');
-    if (db.tasks.has(task.id)) throw refused(`createTask: task ${task.id} exists`, '23505');
-    const row: TaskRow = {
-      id: task.id,
-      contextId: task.contextId,
-      state: stateName(task.status?.state),
-      task: json,
-      dialect,
-      events: [],
-      lastSeq: 0,
-      updatedAt: db.tick(),
-      closedTurns: new Set(),
-      calls: new Set(),
-    };
-    if (principal !== undefined && principal !== null) row.principal = principal;
-    if (lease) Object.assign(row, { leaseOwner: lease.owner, leaseUntil: dateCopy(lease.until) });
-    db.tasks.set(task.id, row);
+    insertTask(this.use('createTask'), { task, principal, opts });
   }
 
   async loadTask(id: string): Promise<StoredTask | undefined> {
@@ -622,8 +677,8 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     return row ? structuredClone(row.call) : undefined;
   }
 
-  async claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult> {
-    return claim(this.use('claimCalls'), taskId, claims, owner, leaseUntil);
+  async claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): Promise<ClaimResult> {
+    return claim(this.use('claimCalls'), taskId, claims, owner, leaseUntil, expectSeq);
   }
 
   /** ready → awaiting with a new card (and id), only under `owner`'s lease; see TaskStore.reopenCall. */

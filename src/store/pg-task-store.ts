@@ -16,6 +16,7 @@ import type {
   Checkpoint,
   ClaimResult,
   EventListener,
+  NewContext,
   NewTaskOptions,
   StoredCall,
   ContextSettings,
@@ -63,7 +64,7 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   /** Idempotent: a context that exists keeps its first workspace (two processes may race here). */
-  async createContext(ctx: { id: string; workspace: string; settings?: ContextSettings; principal?: string }): Promise<void> {
+  async createContext(ctx: NewContext): Promise<void> {
     await this.db
       .insert(contexts)
       .values({ id: ctx.id, workspace: ctx.workspace, settings: ctx.settings ?? {}, principal: ctx.principal ?? null })
@@ -257,8 +258,8 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.loadCall(this.db, id);
   }
 
-  claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date): Promise<ClaimResult> {
-    return calls_.claimCalls(this.db, taskId, claims, owner, leaseUntil);
+  claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): Promise<ClaimResult> {
+    return calls_.claimCalls(this.db, taskId, claims, owner, leaseUntil, expectSeq);
   }
 
   reopenCall(call: StoredCall, owner: string, previousId?: string): Promise<boolean> {

@@ -8,6 +8,8 @@ export interface WorkerStart {
   initialMemory?: number;
   /** PostgreSQL start parameters (PGlite's `startParams`), when not PGlite's defaults. */
   startParams?: string[];
+  /** Prepared statements to keep (src/store/pglite-prepared.ts); 0: every statement through PGlite's `query()`. */
+  statementCache?: number;
 }
 
 export type WorkerRequest =

@@ -3,6 +3,9 @@
  * synchronous inside each call, so it runs here and the server's event loop only posts
  * statements and receives rows (src/store/pglite-thread.ts is the other end).
  *
+ * A statement with parameters runs as a prepared statement kept per SQL text
+ * (src/store/pglite-prepared.ts); the others go through PGlite's `query`/`exec`.
+ *
  * Requests are `{ id, op, ... }`; every request gets exactly one `{ id, ok, result | error }`.
  * A transaction is a `begin` whose reply carries a transaction id; statements naming it run
  * inside PGlite's own transaction (which holds PGlite's transaction lock, so statements outside
@@ -12,8 +15,12 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { PGlite, types } from '@electric-sql/pglite';
-import type { ParserOptions, PGliteOptions, Transaction } from '@electric-sql/pglite';
+import type { ParserOptions, PGliteOptions, QueryOptions, Transaction } from '@electric-sql/pglite';
 import type { WorkerReply, WorkerRequest, WorkerStart } from './pglite-protocol.js';
+import { PreparedStatements } from './pglite-prepared.js';
+
+/** Prepared statements kept (by SQL text): the store's statements number well under this. */
+const STATEMENT_CACHE = 300;
 
 /** Date, time and interval types stay the text PostgreSQL sent, as drizzle's PGlite driver wants. */
 const keepText = (value: string) => value;
@@ -39,6 +46,7 @@ class Owner {
   constructor(
     private readonly pg: PGlite,
     private readonly port: MessagePort,
+    private readonly prepared: PreparedStatements | undefined,
   ) {}
 
   private client(txId: number | undefined): Pick<Transaction, 'query' | 'exec'> {
@@ -92,14 +100,20 @@ class Owner {
     await stop?.();
   }
 
+  private query(req: Extract<WorkerRequest, { op: 'query' }>): Promise<unknown> {
+    const client = this.client(req.tx);
+    const options: QueryOptions = { rowMode: req.rowMode, ...(req.drizzleParsers ? { parsers: DRIZZLE_PARSERS } : {}) };
+    if (this.prepared && req.params?.length) return this.prepared.query(req.sql, req.params, options, req.tx !== undefined);
+    this.prepared?.sawUnprepared(req.sql);
+    return client.query(req.sql, req.params, options);
+  }
+
   async handle(req: WorkerRequest): Promise<unknown> {
     switch (req.op) {
       case 'query':
-        return this.client(req.tx).query(req.sql, req.params, {
-          rowMode: req.rowMode,
-          ...(req.drizzleParsers ? { parsers: DRIZZLE_PARSERS } : {}),
-        });
+        return this.query(req);
       case 'exec':
+        this.prepared?.sawUnprepared(req.sql);
         return this.client(req.tx).exec(req.sql);
       case 'begin':
         return this.begin();
@@ -127,7 +141,8 @@ async function main(port: MessagePort, start: WorkerStart): Promise<void> {
     port.postMessage({ id: 0, ok: false, error: plainError(e) } satisfies WorkerReply);
     return;
   }
-  const owner = new Owner(pg, port);
+  const cacheSize = start.statementCache ?? STATEMENT_CACHE;
+  const owner = new Owner(pg, port, cacheSize > 0 ? new PreparedStatements(pg, cacheSize) : undefined);
   port.on('message', (req: WorkerRequest) => {
     owner.handle(req).then(
       (result) => port.postMessage({ id: req.id, ok: true, result } satisfies WorkerReply),

@@ -18,6 +18,7 @@ t.test('without a version header: the v0.3 card, with v1.0 supportedInterfaces',
   t.match(card.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   t.equal(card.preferredTransport, 'JSONRPC');
   t.match(card.capabilities.extensions, [{ uri: DEVTOOL_EXTENSION_URI, required: true }]);
+  t.equal(card.capabilities.extensions.length, 1, 'the development-tool extension only');
   t.ok(Array.isArray(card.supportedInterfaces) && card.supportedInterfaces.length > 0, 'supportedInterfaces is there');
   t.match(card.supportedInterfaces, [{ url: card.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }]);
   const v1 = AgentCard.fromJSON(card);

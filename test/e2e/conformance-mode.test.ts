@@ -65,6 +65,11 @@ t.test('message/stream: status, artifact chunks, completion in order', async (t)
   t.same(kinds, ['task', 'statusUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate']);
   t.match(results[2]?.artifactUpdate, { artifact: { parts: [{ text: 'chunk-1 ' }] } });
   t.match(results[3]?.artifactUpdate, { append: true, lastChunk: true, artifact: { parts: [{ text: 'chunk-2' }] } });
+  t.strictSame(
+    [results[2]?.artifactUpdate.artifact.parts.length, results[3]?.artifactUpdate.artifact.parts.length],
+    [1, 1],
+    'one part per chunk',
+  );
   t.equal(results[4]?.statusUpdate.status.state, 'TASK_STATE_COMPLETED');
   const id = results[0]?.task.id as string;
   const got = await rpc(app, 'GetTask', { id }, { version: '1.0' });
@@ -95,6 +100,7 @@ t.test('a direct reply: SendMessage answers with a Message; the task behind it i
     { version: '1.0' },
   );
   t.match(v1.json.result, { message: { role: 'ROLE_AGENT', parts: [{ text: 'Direct message response' }] } });
+  t.strictSame([v03.json.result.parts.length, v1.json.result.message.parts.length], [1, 1], 'the reply is one text part');
   t.notOk(v1.json.result.task, 'not a Task');
   const stored = await rpc(app, 'tasks/get', { id: v03.json.result.taskId });
   t.equal(stored.json.result.status.state, 'completed', 'the exchange is kept as a completed task');

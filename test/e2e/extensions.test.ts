@@ -89,10 +89,9 @@ t.test('an extension in EXTENSIONS_DIR: its MCP server, context file and exclude
     { level: 40, reason: /bad-server\/gemini-extension\.json: mcpServers\.both must set exactly one of command and httpUrl, not both/ },
     "one whose MCP entry fails the settings file's parse",
   );
-  t.match(
-    log.find((l) => l.msg === 'extension loaded'),
-    { extension: 'tools-ext', version: '0.4.1', mcpServers: ['exttools'] },
-  );
+  const loaded = log.find((l) => l.msg === 'extension loaded');
+  t.match(loaded, { extension: 'tools-ext', version: '0.4.1' });
+  t.strictSame(loaded?.mcpServers, ['exttools'], 'its one MCP server');
 
   const res = await rpc(srv.url, 'message/stream', { message: userMessage('echo', yolo) });
   t.match(cards(res).at(-1), { tool_name: 'exttools__echo', status: 'SUCCEEDED', output: { text: 'from an extension' } });
@@ -168,6 +167,7 @@ t.test('extensions list in the RFC dialect: commands/get and command/execute', a
   const got = await rpc(srv.url, 'commands/get', {});
   const ext = got.json.result.commands.find((c: any) => c.name === 'extensions');
   t.match(ext, { description: 'Manage extensions.', sub_commands: [{ name: 'list', description: 'Lists all installed extensions.' }] });
+  t.equal(ext.sub_commands.length, 1, 'list is its one subcommand');
   for (const path_ of [['extensions', 'list'], ['/extensions']]) {
     const run = await rpc(srv.url, 'command/execute', { command_path: path_, args: '' });
     t.equal(run.json.result?.status, 'STARTED', path_.join(' '));

@@ -7,6 +7,7 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { rpc } from '../support/sse.js';
@@ -15,6 +16,9 @@ import type { ModelScript } from '../../src/agent/model/scripted-model-client.js
 import { coderAgent, fixture, legacyCard, legacyMessage, missingKeys, results, stream } from '../support/legacy-client.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
 import { WebhookReceiver } from '../support/webhook.js';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 const recorded = {
   write: fixture('write-file'),
@@ -91,6 +95,29 @@ t.test('prompt → confirmation card → proceed_once → result: the recorded s
   t.ok(
     third.some((r) => r.metadata?.coderAgent?.kind === 'text-content'),
     'and is answered',
+  );
+});
+
+t.test('what was approved is what was shown: the audit hash is of the card bytes this client received', async (t) => {
+  const store = new MemoryTaskStore();
+  t.teardown(() => store.close());
+  const { app, workspace } = await buildServer(t, { script: TEST_SCRIPT, app: { store } });
+  const res = await rpc(app, 'message/stream', { message: legacyMessage('write hello', { metadata: coderAgent(workspace) }) });
+  const taskId = results(res)[0].id as string;
+  const card = legacyCard(results(res), 'awaiting_approval');
+  const shown = JSON.stringify(card);
+  t.ok(res.raw.includes(shown), 'the ToolCall as its SSE frame carried it, byte for byte');
+  await stream(app, answer(taskId, { callId: card.request.callId, outcome: 'proceed_once' }));
+  const audit = await store.listAudit({ taskId });
+  t.strictSame(
+    audit.map((a) => [a.decision, a.shownHash]),
+    [
+      ['proposed', sha256(shown)],
+      ['authorized', sha256(shown)],
+      ['executed', sha256(shown)],
+      ['succeeded', undefined],
+    ],
+    'proposed, authorized and executed name the hash of the bytes shown',
   );
 });
 

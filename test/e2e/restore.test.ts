@@ -92,6 +92,7 @@ t.test(
       restoreOf: (await srv.store.loadCheckpoint(id))?.name,
       files: [{ path: 'notes.txt', content: Buffer.from('after\n').toString('base64') }],
     });
+    t.equal(undo?.files.length, 1, 'the one file the restore overwrote');
     await restoreApproved(t, srv, undo!.name, contextId);
     t.equal(read(srv, 'notes.txt'), 'after\n', 'the restore undone by restoring its own checkpoint, by name');
   },
@@ -193,6 +194,7 @@ t.test('gemini-cli dialect: the original command list, request.checkpoint, and r
   t.match(unknown, { name: 'restore', data: { type: 'message', messageType: 'error', content: /No checkpoint/ } });
   const restored = await post({ command: 'restore', args: [done.request.checkpoint] });
   t.match(restored, { name: 'restore', data: [{ type: 'message', messageType: 'info', content: /done: Restore hello\.txt/ }] });
+  t.equal(restored.data.length, 1, 'one message');
   t.equal(read(srv, 'hello.txt'), 'old\n', 'put back');
 });
 
@@ -295,14 +297,16 @@ t.test('the model cannot call restore_file; with checkpointing off a restore sti
   const done = events.map(dataOf).find((d) => d?.tool_name === 'restore_file' && d.status === 'SUCCEEDED');
   t.ok(done, 'restored');
   t.equal(read(srv, 'mine.txt'), 'older\n');
+  const kept = await srv.store.loadCheckpoint(done.tool_call_id);
   t.match(
-    await srv.store.loadCheckpoint(done.tool_call_id),
+    kept,
     {
       restoreOf: '2026-01-01T00-00-00_000Z-mine.txt-write_file',
       files: [{ path: 'mine.txt', content: Buffer.from('mine\n').toString('base64') }],
     },
     'the restore kept what it overwrote',
   );
+  t.equal(kept?.files.length, 1, 'that file only');
 });
 
 t.test('no mode and no "always" restores a file that makes tools run code without a person', async (t) => {

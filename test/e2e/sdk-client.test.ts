@@ -149,6 +149,7 @@ t.test('Appendix A with the SDK v1.0 client from ClientFactory.createFromUrl', a
     const card = await client.getAgentCard();
     t.equal(card.capabilities?.streaming, true);
     t.match(card.capabilities?.extensions, [{ uri: URI, required: true }]);
+    t.equal(card.capabilities?.extensions.length, 1, 'the development-tool extension only');
     // The SDK client posts to the URL the card advertises, so it must be where the server listens.
     t.same(
       card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion]),

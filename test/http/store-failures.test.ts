@@ -209,6 +209,7 @@ t.test('a stream whose log cannot be read while the store is down ends with the 
     'the resubscribe stream',
     rpc(app, 'tasks/resubscribe', { id: taskId }, { headers: { 'last-event-id': '1' } }),
   );
+  t.ok(faulty.fired.length > 0 && faulty.fired.every((m) => m === 'eventsAfter'), `the fault fired (${faulty.fired.length} reads refused)`);
   const last = res.events?.at(-1);
   t.equal(last?.event, 'error', 'the stream ends with an error event, not a hang');
   t.equal(last?.data?.error?.code, -32050, 'the store-unavailable code, not -32603');

@@ -27,6 +27,8 @@ export interface Source {
   /** The top folder (`agent`), or the file itself for a top-level file (`app`, `main`). */
   area: string;
   imports: Import[];
+  /** What in it changes a task's state (see STATE_WRITES), as written. */
+  stateWrites: string[];
   text: string;
 }
 
@@ -35,8 +37,7 @@ const EXT = /\.(?:[cm]?js|jsx|tsx?)$/;
 /** The top folder of a src-relative module (`agent`), or the module itself at the top (`app`). */
 export const areaOf = (mod: string): string => (mod.includes('/') ? mod.split('/')[0] : mod.replace(EXT, ''));
 
-function importsOf(rel: string, text: string): Import[] {
-  const file = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, false, rel.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+function importsOf(rel: string, file: ts.SourceFile): Import[] {
   const out: Import[] = [];
   const add = (spec: string, typeOnly: boolean) => {
     const target = spec.startsWith('.') ? path.posix.normalize(path.posix.join(path.posix.dirname(rel), spec)).replace(EXT, '') : undefined;
@@ -60,10 +61,47 @@ function importsOf(rel: string, text: string): Import[] {
   return out;
 }
 
+/**
+ * What changes a task's state: `x.setState(…)`, an object literal `{ type: 'state', … }` (the
+ * AgentEvent that moves it), and `pauseEvent` / `pausing` / `newTask` (a pause's state event,
+ * unchecked and checked; a new task's first state). Comments and strings are not code, so the parser, not a regex, finds them.
+ */
+function stateWritesOf(file: ts.SourceFile): string[] {
+  const out: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'setState') {
+      out.push('setState()');
+    } else if (
+      ts.isPropertyAssignment(node) &&
+      ts.isObjectLiteralExpression(node.parent) &&
+      (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name)) &&
+      node.name.text === 'type' &&
+      ts.isStringLiteralLike(node.initializer) &&
+      node.initializer.text === 'state'
+    ) {
+      out.push("{ type: 'state' }");
+    } else if (ts.isIdentifier(node) && STATE_MAKERS.includes(node.text) && !ts.isImportSpecifier(node.parent)) {
+      out.push(node.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return out;
+}
+
+const STATE_MAKERS = ['pauseEvent', 'pausing', 'newTask'];
+
 /** Parses one source file given its src-relative path and text. */
 export function parseSource(rel: string, text: string): Source {
-  return { rel, area: areaOf(rel), imports: importsOf(rel, text), text };
+  const file = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true, rel.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  return { rel, area: areaOf(rel), imports: importsOf(rel, file), stateWrites: stateWritesOf(file), text };
 }
+
+/**
+ * Where those are defined rather than used: LiveTask.setState, pauseEvent (the pause's event,
+ * built for the lifecycle), newTask (the protocol's Task builder). The lifecycle itself is the owner.
+ */
+const STATE_OWNERS = ['agent/runtime/task-lifecycle.ts', 'agent/runtime/live-task.ts', 'agent/runtime/pause.ts', 'protocol/a2a.ts'];
 
 /** The src/ modules a source imports (resolved, without extension), type-only ones included. */
 const internal = (s: Source) => s.imports.flatMap((i) => (i.target !== undefined ? [i.target] : []));
@@ -116,10 +154,13 @@ export const RULES: ReadonlyArray<readonly [string, (s: Source) => string[]]> = 
   ['metrics/ imports only lib/', (s) => (s.area === 'metrics' ? outsideAreas(s, ['lib']) : [])],
   ['only metrics/ imports prom-client', (s) => (s.area !== 'metrics' ? packages(s, (p) => /^prom-client(\/|$)/.test(p)) : [])],
   [
-    'client/ runs in browsers: it imports only itself, eventsource-parser and protocol/extension.ts (no node:)',
+    'client/ runs in browsers: it imports only itself, eventsource-parser, protocol/extension.ts and lib/is-object.ts (no node:)',
     (s) =>
       s.area === 'client'
-        ? [...otherAreas(s).filter((m) => m !== 'protocol/extension'), ...packages(s, (p) => p !== 'eventsource-parser')]
+        ? [
+            ...otherAreas(s).filter((m) => m !== 'protocol/extension' && m !== 'lib/is-object'),
+            ...packages(s, (p) => p !== 'eventsource-parser'),
+          ]
         : [],
   ],
   [
@@ -136,6 +177,10 @@ export const RULES: ReadonlyArray<readonly [string, (s: Source) => string[]]> = 
     (s) => internal(s).filter((m) => m === 'main' || (m === 'app' && s.rel !== 'main.ts')),
   ],
   ['only main.ts calls listen()', (s) => (s.rel !== 'main.ts' && /\.listen\(\{/.test(s.text) ? ['listen()'] : [])],
+  [
+    "a task's state changes only in agent/runtime/task-lifecycle.ts (the one writer, checked against its table)",
+    (s) => (STATE_OWNERS.includes(s.rel) ? [] : s.stateWrites),
+  ],
 ];
 
 /** Every break of every rule in `sources`, as `rule: file → import`. */

@@ -12,8 +12,8 @@ import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { Access } from '../policy/access.js';
 import { forbidden, invalidParams, taskNotFound, unsupported } from '../../protocol/errors.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
-import { applyResume, planResume } from './resume-handler.js';
-import { refusedHere, startWorking, workHere } from '../runtime/task-lifecycle.js';
+import { applyResume, CopyBehind, planResume } from './resume-handler.js';
+import { refusedHere, staleCopy, startWorking, workHere } from '../runtime/task-lifecycle.js';
 import type { KnownCalls } from './resume-handler.js';
 import { checkSameWorkspace } from '../policy/settings.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
@@ -23,7 +23,7 @@ import type { TaskCache } from '../runtime/task-cache.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import type { TaskStore } from '../task-store.js';
 import type { TaskFactory } from './task-factory.js';
-import type { TurnLoop } from '../runtime/turn-loop.js';
+import { userTurns, type TurnLoop } from '../runtime/turn-loop.js';
 
 export interface MessageRouterOptions {
   /** One decoder per dialect: a message is read once, by its task's. */
@@ -88,6 +88,21 @@ export class MessageRouter {
     const intent = this.opts.decoders[dialect].decode(message);
     if (intent.kind === 'new-task') return this.startTask(intent, caller);
     if (this.opts.access.enabled) await this.refuseStranger(taskId, intent, caller);
+    try {
+      return await this.continueLoaded(taskId, intent, caller, version);
+    } catch (err) {
+      if (!(err instanceof CopyBehind)) throw err;
+      // The copy kept here was behind the store and nothing was applied: once more, on a fresh one.
+      try {
+        return await this.continueLoaded(taskId, intent, caller, version);
+      } catch (again) {
+        throw again instanceof CopyBehind ? again.answer : again;
+      }
+    }
+  }
+
+  /** The task from memory (kept as it was last worked on here, unchecked) or from the store, continued by `intent`. */
+  private async continueLoaded(taskId: string, intent: TaskIntent, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
     const worked = this.opts.cache.peek(taskId) !== undefined;
     const task = await this.opts.cache.get(taskId);
     if (task === undefined) throw taskNotFound(taskId);
@@ -96,7 +111,8 @@ export class MessageRouter {
     } catch (err) {
       // A refused message leaves nothing behind in memory: not even a copy it loaded of a task
       // that works elsewhere (nothing would ever bring that copy up to date).
-      refusedHere(task, worked);
+      if (err instanceof CopyBehind) staleCopy(task);
+      else refusedHere(task, worked);
       throw err;
     }
   }
@@ -135,7 +151,7 @@ export class MessageRouter {
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
       // The claim leases the task to this instance in the same statement.
       const from = await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), (claims) =>
-        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil()),
+        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil(), task.lastSeq),
       );
       // Only once the answer was accepted; the calls run already, so a failure here fails the task.
       await this.opts.loop.guard(task, 'applying the new settings', () => this.opts.factory.applySettings(task.context, requested));
@@ -154,6 +170,7 @@ export class MessageRouter {
       await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
       startWorking(task);
       await task.flush();
+      if (task.isBehind) throw new CopyBehind(unsupported(`Task ${task.id} changed while this message was applied; send it again`));
     });
     this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq };
@@ -233,9 +250,9 @@ export class MessageRouter {
     const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, fresh);
     const task = await this.opts.factory.exclusive(context.id, async () => {
       if (!fresh) await this.opts.factory.checkContextFree(context.id); // a context made up just now has no task
-      return this.opts.factory.createTask(context, message, caller, { dialect });
+      return this.opts.factory.createTask(context, message, caller, { dialect, history: userTurns(context.history, intent.parts) });
     });
-    this.opts.loop.startTurn(task, intent.parts);
+    this.opts.loop.runTurn(task);
     return { task, afterSeq: 0 };
   }
 }

@@ -17,11 +17,11 @@ import { attachTextFeedback } from '../../protocol/answer-feedback.js';
 import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
+import type { ClaimResult } from '../task-store.js';
 import { grantsFor, needsApproval } from '../policy/approval-policy.js';
 import { applyEdit, approveCall, declineCall } from '../runtime/call-lifecycle.js';
-import { pausing, resumeWorking } from '../runtime/task-lifecycle.js';
+import { repromptTask, resumeWorking } from '../runtime/task-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
-import type { AgentEvent } from '../wire/agent-events.js';
 import type { Answer, TaskIntent } from '../wire/wire-decoder.js';
 
 export interface Decision {
@@ -162,17 +162,12 @@ export async function applyResume(
   claim: ClaimFn,
 ): Promise<number> {
   if (plan.kind === 'reprompt') {
-    const waiting = task.awaiting();
-    const events: AgentEvent[] = waiting.map((call) => ({ type: 'tool-call', call: structuredClone(call.snapshot) }));
-    events.push(pausing(task, waiting, plan.reason));
-    const seqs = await task.publishWhileAwaiting(
-      waiting.map((c) => c.snapshot.id),
-      events,
-      message,
-    );
+    const seqs = await repromptTask(task, plan.reason, message);
     if (seqs === undefined) {
-      throw unsupported(
-        `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
+      throw new CopyBehind(
+        unsupported(
+          `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
+        ),
       );
     }
     return (seqs[0] ?? 1) - 1;
@@ -187,6 +182,9 @@ export async function applyResume(
       return { id: call.snapshot.id, answer: option, args: e?.args ?? call.args, snapshot: e?.snapshot ?? call.snapshot, ...shown };
     }),
   );
+  if (!result.ok && result.behind !== undefined) {
+    throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
+  }
   if (!result.ok) {
     throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
   }
@@ -198,6 +196,7 @@ export async function applyResume(
     const named = new Set(plan.decisions.map((d) => d.call));
     startApproved(task, answers, named, edited, message, principal, loop);
   } catch (err) {
+    task.releaseWrites();
     loop.fail(task, 'applying the answers', err);
   }
   return result.lastSeq;
@@ -213,6 +212,7 @@ function startApproved(
   loop: TurnLoop,
 ): void {
   if (task.halted) return; // canceled (or failed) while the claim was decided: nothing runs
+  task.holdWrites(); // until the first approved call's EXECUTING card: one commit (runApproved releases)
   for (const [call, e] of edited) applyEdit(call, e);
   task.addUserMessage(message);
   resumeWorking(task);
@@ -228,6 +228,18 @@ function startApproved(
   loop.runApproved(task, toRun);
 }
 
+/**
+ * This process's copy of the task was behind the store (it was kept in memory while another
+ * process moved the task on), so nothing of the message was applied: the router reads the task
+ * afresh and decides once more. `answer` is what the client is told if the fresh copy is behind too.
+ */
+export class CopyBehind extends Error {
+  constructor(readonly answer: Error) {
+    super(`the task's copy in memory was behind the store: ${answer.message}`);
+    this.name = 'CopyBehind';
+  }
+}
+
 export type ClaimFn = (
   claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot']; shownHash?: string }>,
-) => Promise<{ ok: true; lastSeq: number } | { ok: false; notAwaiting: string[] }>;
+) => Promise<ClaimResult>;

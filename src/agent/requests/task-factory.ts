@@ -18,6 +18,7 @@ import type { RequestedSettings } from '../policy/settings.js';
 import type { ContextState, LiveTask, PauseAuthority } from '../runtime/live-task.js';
 import type { TaskCache } from '../runtime/task-cache.js';
 import type { Toolbox } from '../runtime/toolbox.js';
+import type { ModelContent } from '../model/model-client.js';
 import type { TaskStore } from '../task-store.js';
 import type { WireDialect } from '../wire/wire-encoder.js';
 
@@ -120,10 +121,14 @@ export class TaskFactory {
     const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
     await this.checkWorkspace(caller, workspace);
     const created = { id: contextId, workspace, settings: requested?.settings ?? {}, principal: access.ownerFor(caller) };
+    if (fresh) {
+      // Stored with its first task, in the start's one commit (LiveTask.create).
+      context = await cache.contextOf({ ...created, settings: structuredClone(created.settings), history: [], trustedTools: [] });
+      context.unsaved = created;
+      return context;
+    }
     await store.createContext(created);
-    context = fresh
-      ? await cache.contextOf({ ...created, settings: structuredClone(created.settings), history: [], trustedTools: [] })
-      : await cache.loadContext(contextId, ownerCheck); // another process may have created it first
+    context = await cache.loadContext(contextId, ownerCheck); // another process may have created it first
     if (context === undefined) throw new Error(`context ${contextId} was created but cannot be read back`);
     checkSameWorkspace(requested, context.workspace);
     return context;
@@ -160,38 +165,39 @@ export class TaskFactory {
 
   /**
    * Creates a task in `context` for `message` (its first history entry) and publishes its
-   * snapshot and `working`; the caller sets it moving. `opts.metadata` goes on the Task.
+   * snapshot and `working`; the caller sets it moving. `opts.metadata` goes on the Task;
+   * `opts.history` (the user's turn for the model) joins the context's history. The task (and its
+   * context, when new: ContextState.unsaved) is stored by one commit with its first events.
    * Without a message (the legacy dialect's POST /tasks) the task waits as a finished turn does
    * (`completed` here, `input-required` on its wire): its first message starts it, and nothing
-   * of it stays in memory.
+   * of it stays in memory. Throws the store's error when the start could not be stored.
    */
   async createTask(
     context: ContextState,
     message: Message | undefined,
     caller: Caller | undefined,
-    opts: { metadata?: Record<string, unknown>; dialect?: WireDialect } = {},
+    opts: { metadata?: Record<string, unknown>; dialect?: WireDialect; history?: ModelContent[] } = {},
   ): Promise<LiveTask> {
-    const { store, cache } = this.opts;
+    const { cache } = this.opts;
     const principal = this.opts.access.ownerFor(caller);
     const taskId = randomUUID();
     const snapshot = createdSnapshot(taskId, context.id, message);
     if (opts.metadata !== undefined) snapshot.metadata = opts.metadata;
-    if (message === undefined) {
-      await store.createTask(snapshot, principal, { dialect: opts.dialect });
-    } else {
-      const lease = { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) };
-      await store.createTask(snapshot, principal, { lease, dialect: opts.dialect });
-    }
+    const lease = message === undefined ? undefined : { owner: this.opts.instanceId, until: new Date(Date.now() + this.opts.leaseMs) };
     const task = cache.create(snapshot, context, principal, opts.dialect);
+    const created = task.create(principal, { ...(lease ? { lease } : {}), ...(opts.dialect ? { dialect: opts.dialect } : {}) });
     task.pauseAuthority = this.authorityOf(caller);
     task.publishSnapshot();
-    if (message === undefined) {
-      await task.flush();
-      idleUntilAsked(task);
-      return task;
+    if (message !== undefined) startWorking(task);
+    if (opts.history !== undefined) task.appendHistory(...opts.history);
+    try {
+      await created;
+    } catch (err) {
+      cache.forget(task);
+      throw err;
     }
-    startWorking(task);
     await task.flush(); // committed: a check of the context from now on sees it working
+    if (message === undefined) idleUntilAsked(task);
     return task;
   }
 }

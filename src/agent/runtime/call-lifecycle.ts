@@ -23,7 +23,7 @@ import { isToolConfigTarget } from '../policy/tool-config.js';
 import { LiveOutputFeed } from './live-output.js';
 import { CheckpointError } from './checkpoints.js';
 import type { CallPhase, LiveTask, TurnCall } from './live-task.js';
-import type { ModelFunctionCall, ModelPart } from '../model/model-client.js';
+import type { ModelContent, ModelFunctionCall, ModelPart } from '../model/model-client.js';
 import { callTool, type ToolSet } from './toolbox.js';
 import type { ToolCallSnapshot } from '../wire/agent-events.js';
 
@@ -389,6 +389,9 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
     feed.close();
     task.metrics.toolRan(call.tool.name, (performance.now() - started) / 1000);
   }
+  // The result commits with what follows it (the next call's EXECUTING card, or the turn's close
+  // and the model's turn): the turn loop's runReady / settle end the hold.
+  task.holdWrites();
   finishCall(task, call, result);
 }
 
@@ -491,15 +494,25 @@ function closeWithoutResult(
 export function abandonTurn(task: LiveTask, reason: string): void {
   if (task.slashCommand !== undefined) return;
   if (task.turn.length === 0) {
-    const last = task.context.history.at(-1);
-    const open = last?.role === 'model' ? last.parts.flatMap((p) => (p.functionCall ? [p.functionCall] : [])) : [];
-    const parts = open.map((fc) => ({ functionResponse: { id: fc.id, name: fc.name, response: { error: reason } } }));
-    if (parts.length > 0) task.appendHistory({ role: 'user', parts });
+    const answers = danglingAnswers(task.context.history, reason);
+    if (answers !== undefined) task.appendHistory(answers);
     return;
   }
   const parts: ModelPart[] = task.turn.map((c) => c.response ?? responsePart(c, { error: reason }));
   task.appendHistory({ role: 'user', parts });
   task.turn = [];
+}
+
+/**
+ * Error responses to the function calls of the conversation's last model answer, when nothing
+ * answered them (undefined otherwise). A user's new turn after such an answer — its responses were
+ * lost with a commit whose outcome is unknown — takes them first, so the conversation stays valid.
+ */
+export function danglingAnswers(history: readonly ModelContent[], reason: string): ModelContent | undefined {
+  const last = history.at(-1);
+  const open = last?.role === 'model' ? last.parts.flatMap((p) => (p.functionCall ? [p.functionCall] : [])) : [];
+  const parts = open.map((fc) => ({ functionResponse: { id: fc.id, name: fc.name, response: { error: reason } } }));
+  return parts.length > 0 ? { role: 'user', parts } : undefined;
 }
 
 /** Closes every open call of the turn because the task ends: waiting ones CANCELLED, running ones FAILED. */

@@ -12,7 +12,7 @@ import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { ModelContent, ModelPart } from '../model/model-client.js';
 import type { AnyTool } from '../../tools/tool.js';
 import type { EventHub } from './event-hub.js';
-import type { AuditEntry, CallPhase, ContextSettings, StoredCall, TaskStore } from '../task-store.js';
+import type { AuditEntry, CallPhase, ContextSettings, NewContext, NewTaskOptions, StoredCall, TaskStore } from '../task-store.js';
 import type { ToolSet } from './toolbox.js';
 import { PAUSE_OR_TERMINAL, PAUSED, TERMINAL } from '../wire/agent-events.js';
 import { applyArtifact } from '../wire/artifacts.js';
@@ -44,6 +44,8 @@ export interface ContextState {
   principal?: string;
   /** Shell-like calls may run without a card (the sandbox is in force, or the operator allowed it unconfined): approval-policy.ts. */
   confined?: boolean;
+  /** A context made up here and not stored yet: its first task's creation stores it (LiveTask.create). */
+  unsaved?: NewContext;
 }
 
 /**
@@ -253,6 +255,11 @@ export class LiveTask {
    * moved the task on (a supervisor ended it, a cancel landed there). The copy stops.
    */
   private behind = false;
+
+  /** True once the store refused this copy's writes as stale: another process moved the task on. */
+  get isBehind(): boolean {
+    return this.behind;
+  }
   /** Set by checkStateOnly(): this copy's next writes need only the task's stored state, not its last seq. */
   private stateOnly?: string;
 
@@ -331,6 +338,7 @@ export class LiveTask {
    * - while the task runs, the first refused write fails the task (onWriteFailed).
    */
   private writeFailed(err: unknown, write: Unsaved, resend: boolean): void {
+    if (this.unborn) return; // refused with its creation (create() says so)
     if (isStaleWrite(err)) return this.overtakenBy(err);
     const finalQueued = PAUSE_OR_TERMINAL.has(this.state);
     // After an end, a stream frame is dropped; a pause keeps its cards (a client draws them).
@@ -394,8 +402,43 @@ export class LiveTask {
     this.abort.abort();
   }
 
-  /** Resolves when every write queued so far is committed. */
+  /** Set when the task's creation was refused: it was never stored, and nothing more is written for it. */
+  private unborn = false;
+
+  /**
+   * Queues the task's creation — and its context's, when the context is new (ContextState.unsaved) —
+   * ahead of its first events, so a start is one commit. Resolves once committed; rejects with the
+   * store's error, and then the copy writes nothing more (its events were refused with it).
+   */
+  create(principal: string | undefined, opts: NewTaskOptions): Promise<void> {
+    const context = this.context.unsaved;
+    this.context.unsaved = undefined;
+    const op: WriteOp = { kind: 'create', ...(context ? { context } : {}), task: { task: structuredClone(this.task), principal, opts } };
+    return this.deps.writes.push(op, this).then(
+      () => undefined,
+      (err: unknown) => {
+        this.unborn = true;
+        this.detach();
+        throw err;
+      },
+    );
+  }
+
+  /**
+   * Keeps this task's writes queued until flush() or releaseWrites() (WriteQueue.hold): the writes
+   * of a step that awaits in between share one commit.
+   */
+  holdWrites(): void {
+    this.deps.writes.hold(this);
+  }
+
+  releaseWrites(): void {
+    this.deps.writes.release(this);
+  }
+
+  /** Resolves when every write queued so far is committed (ending a hold first). */
   flush(): Promise<void> {
+    this.releaseWrites();
     return this.writes.then(() => undefined);
   }
 
@@ -609,6 +652,15 @@ export class LiveTask {
 
   audit(entry: Omit<AuditEntry, 'taskId' | 'contextId'>): void {
     this.enqueue({ kind: 'audit', entry: { taskId: this.id, contextId: this.task.contextId, ...entry } });
+  }
+
+  /**
+   * Closes the task's current turn in the store with the writes queued with it (WriteBatch.closeTurns):
+   * refused with them — and this copy stops as behind the store — unless every call of the turn is
+   * done there and the turn was not closed yet.
+   */
+  closeTurn(): void {
+    this.enqueue({ kind: 'close-turn', taskId: this.id, turn: this.turnNo });
   }
 
   /** Adds to the context's model conversation, in memory and in the store. */

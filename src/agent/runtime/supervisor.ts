@@ -224,7 +224,12 @@ export class Supervisor {
     if (!task) return;
     const claim = calls.map((c) => ({ id: c.id, answer: ConfirmationOptionId.cancel }));
     const until = new Date(Date.now() + this.opts.leaseMs);
-    const claimed = await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until);
+    // The copy may be one kept in memory since it paused (TaskCache.park): the claim checks it.
+    const claimed = await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until, task.lastSeq);
+    if (!claimed.ok && claimed.behind !== undefined) {
+      staleCopy(task); // moved on elsewhere: the next sweep reads it afresh
+      return;
+    }
     if (!claimed.ok) {
       notWorkedHere(task); // answered meanwhile: this copy is not worked on here
       return;

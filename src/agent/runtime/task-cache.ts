@@ -1,15 +1,15 @@
 /**
  * The tasks this process is working on, loaded from the store on demand. A task that ends
- * leaves memory (finished tasks cost no RAM). A task that pauses here is kept, parked with
- * its version (TaskStore.loadVersion): the next message to it on this process checks the
- * version — one read — and goes on with the kept copy when nothing changed in the store,
- * else reloads it. Any process sharing the database may take the next message instead.
+ * leaves memory (finished tasks cost no RAM). A task that pauses here is kept, parked as it
+ * is: the next message to it on this process goes on with the kept copy without reading the
+ * store, and the write that message makes checks the copy (see park). Any process sharing the
+ * database may take the next message instead.
  */
 import type { Task } from '@a2a-js/sdk';
 import { stateName } from '../../protocol/a2a.js';
 import { LiveTask } from './live-task.js';
 import type { ContextState, LiveTaskDeps, TurnCall } from './live-task.js';
-import type { StoredCall, StoredContext, TaskVersion } from '../task-store.js';
+import type { StoredCall, StoredContext } from '../task-store.js';
 import type { TaskRuns } from './task-runs.js';
 import { callTool, type Toolbox } from './toolbox.js';
 import { PAUSED, PAUSE_OR_TERMINAL } from '../wire/agent-events.js';
@@ -27,19 +27,10 @@ export interface TaskCacheOptions extends Omit<LiveTaskDeps, 'onFinal' | 'onWrit
 /** Paused tasks kept in memory at most (the least recently parked leaves first). */
 export const PARKED_MAX = 256;
 
-/** Whether the copy's turn is the stored one: the same calls, in the same phases, with the same answers. */
-function sameTurn(task: LiveTask, stored: StoredCall[]): boolean {
-  if (stored.length !== task.turn.length || (stored[0] !== undefined && stored[0].turn !== task.turnNo)) return false;
-  return stored.every((c) => {
-    const mine = task.turn.find((m) => m.snapshot.id === c.id);
-    return mine !== undefined && mine.phase === c.phase && mine.answer === c.answer && mine.elsewhere !== true;
-  });
-}
-
 export class TaskCache {
   private readonly active = new Map<string, LiveTask>();
-  /** Paused tasks kept with the version they were parked at. */
-  private readonly parked = new Map<string, { task: LiveTask; version: TaskVersion }>();
+  /** Paused tasks kept as they were parked (see park). */
+  private readonly parked = new Map<string, LiveTask>();
   private readonly loading = new Map<string, Promise<LiveTask | undefined>>();
   private readonly deps: LiveTaskDeps;
 
@@ -57,7 +48,10 @@ export class TaskCache {
         forget: (task) => this.forget(task),
       },
     };
-    opts.hub.addListener({ final: (taskId, seq) => this.finalElsewhere(taskId, seq) });
+    opts.hub.addListener({
+      event: (taskId, seq) => this.movedElsewhere(taskId, seq),
+      final: (taskId, seq) => this.finalElsewhere(taskId, seq),
+    });
   }
 
   /** A pause or end of a task was committed by some process: if this one works on it, check whether it ended there. */
@@ -109,7 +103,7 @@ export class TaskCache {
 
   /** The cached or parked copy, for what never changes in a task (its dialect, principal, context); no load. */
   known(id: string): LiveTask | undefined {
-    return this.active.get(id) ?? this.parked.get(id)?.task;
+    return this.active.get(id) ?? this.parked.get(id);
   }
 
   /**
@@ -155,7 +149,7 @@ export class TaskCache {
    */
   detachAll(): void {
     for (const task of this.active.values()) task.detach();
-    for (const { task } of this.parked.values()) task.detach();
+    for (const task of this.parked.values()) task.detach();
     this.active.clear();
     this.parked.clear();
   }
@@ -163,12 +157,12 @@ export class TaskCache {
   /** Drops the task from memory whatever its state: the next use reloads it from the store. */
   forget(task: LiveTask): void {
     if (this.active.get(task.id) === task) this.active.delete(task.id);
-    if (this.parked.get(task.id)?.task === task) this.parked.delete(task.id);
+    if (this.parked.get(task.id) === task) this.parked.delete(task.id);
   }
 
   /**
    * Drops the task from memory if it is paused or over and nothing of it runs here. A paused
-   * one is parked (kept with its version) unless `park` is false: a copy a refused message
+   * one is parked (kept as it is) unless `park` is false: a copy a refused message
    * may have touched is dropped, and the next message reloads the task.
    */
   /**
@@ -182,40 +176,38 @@ export class TaskCache {
   release(task: LiveTask, park = true): void {
     if (!task.idle || !PAUSE_OR_TERMINAL.has(task.state) || this.active.get(task.id) !== task) return;
     this.active.delete(task.id);
-    if (park && PAUSED.has(task.state) && !task.halted) void this.park(task);
+    if (park && PAUSED.has(task.state) && !task.halted) this.park(task);
   }
 
   /**
-   * Keeps a paused copy with the store's version of the task, read after the pause was
-   * committed: only when the log still ends at the copy's own last event (nothing happened
-   * elsewhere meanwhile) and no other copy took its place here. Never rejects: a failed read
-   * leaves the task unparked (the next message reloads it).
+   * Keeps a paused copy as it is, without reading the store back: the next message to the task
+   * on this process goes on with it. Whatever uses it checks it against the store in the write
+   * it makes anyway — a claim names the last seq the copy knows (refused when another process
+   * moved the task on: the message is applied again to a fresh copy), the copy's events carry it
+   * (WriteBatch.expect). An event another process commits for the task drops the copy at once.
    */
-  private async park(task: LiveTask): Promise<void> {
-    const lastSeq = task.lastSeq;
-    const version = await this.opts.store.loadVersion(task.id).catch(() => undefined);
-    if (version?.lastSeq !== lastSeq || task.lastSeq !== lastSeq || task.halted) return;
-    if (this.active.has(task.id) || this.loading.has(task.id)) return;
+  private park(task: LiveTask): void {
+    if (task.halted || this.active.has(task.id) || this.loading.has(task.id)) return;
     this.parked.delete(task.id);
-    this.parked.set(task.id, { task, version });
+    this.parked.set(task.id, task);
     if (this.parked.size > PARKED_MAX) this.parked.delete(this.parked.keys().next().value as string);
   }
 
-  /**
-   * The parked copy when the store still matches it — the task's version, and the calls of its
-   * turn (a claim moves a call before any event of it is logged) — else the task reloaded.
-   */
+  /** Another process committed events of `taskId`: a copy parked here is behind them. */
+  private movedElsewhere(taskId: string, seq: number): void {
+    const kept = this.parked.get(taskId);
+    if (kept !== undefined && seq > kept.lastSeq) this.parked.delete(taskId);
+  }
+
+  /** The parked copy (unchecked: see park), else the task loaded from the store. */
   private async unpark(id: string): Promise<LiveTask | undefined> {
     const kept = this.parked.get(id);
     if (kept === undefined) return this.hydrate(id);
     this.parked.delete(id);
-    const [version, turn] = await Promise.all([this.opts.store.loadVersion(id), this.opts.store.loadTurn(id)]);
-    const current = version !== undefined && version.lastSeq === kept.version.lastSeq && version.context === kept.version.context;
-    if (!current || kept.task.lastSeq !== kept.version.lastSeq || !sameTurn(kept.task, turn)) return this.hydrate(id);
     const raced = this.active.get(id);
     if (raced) return raced;
-    this.active.set(id, kept.task);
-    return kept.task;
+    this.active.set(id, kept);
+    return kept;
   }
 
   fromStored(c: StoredCall, context: ContextState): TurnCall {

@@ -74,8 +74,8 @@ export function resumeWorking(task: LiveTask): void {
   task.setState('working');
 }
 
-/** The pause event for `waiting` calls (`lead`: a re-prompt's reason, a reminder), checked; the caller publishes it. */
-export function pausing(task: LiveTask, waiting: Waiting, lead?: string): AgentEvent {
+/** The pause event for `waiting` calls (`lead`: a re-prompt's reason, a reminder), checked. */
+function pausing(task: LiveTask, waiting: Waiting, lead?: string): AgentEvent {
   const event = pauseEvent(task, waiting, lead);
   if (event.type === 'state') check(task, event.state);
   return event;
@@ -85,6 +85,23 @@ export function pausing(task: LiveTask, waiting: Waiting, lead?: string): AgentE
 export function pauseTask(task: LiveTask, waiting: Waiting, lead?: string): void {
   if (task.halted) return;
   task.publish(pausing(task, waiting, lead));
+}
+
+/**
+ * A message to a paused task that answers nothing (`reason` says why): the waiting cards and the
+ * pause are sent again, with `message` in the history, only while the store still has those calls
+ * waiting (LiveTask.publishWhileAwaiting). Resolves with the seqs of the events, or undefined when
+ * a call was claimed meanwhile (nothing was written).
+ */
+export async function repromptTask(task: LiveTask, reason: string, message: Message): Promise<number[] | undefined> {
+  const waiting = task.awaiting();
+  const events: AgentEvent[] = waiting.map((call) => ({ type: 'tool-call', call: structuredClone(call.snapshot) }));
+  events.push(pausing(task, waiting, reason));
+  return task.publishWhileAwaiting(
+    waiting.map((c) => c.snapshot.id),
+    events,
+    message,
+  );
 }
 
 /** The turn ended: `completed` (or the model's own outcome: a question, a refusal). */

@@ -5,12 +5,12 @@
  * Runs are detached from requests through TaskRuns, so an error fails its task, never the process.
  */
 import { endTurn, failTask, pauseTask } from './task-lifecycle.js';
-import { commandSummary, proposeCall, rejudgeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
+import { commandSummary, danglingAnswers, proposeCall, rejudgeCall, requestApproval, runCall, showCall } from './call-lifecycle.js';
 import { memoryInstruction } from './memory.js';
 import type { LiveTask, TurnCall } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
 import { ModelError } from '../model/model-client.js';
-import type { ModelClient, ModelFunctionCall, ModelOutcome, ModelPart, ModelRequest } from '../model/model-client.js';
+import type { ModelClient, ModelContent, ModelFunctionCall, ModelOutcome, ModelPart, ModelRequest } from '../model/model-client.js';
 import { Role } from '@a2a-js/sdk';
 import type { TaskRuns } from './task-runs.js';
 import type { TokenUsage } from '../wire/agent-events.js';
@@ -53,6 +53,15 @@ const sleep = (ms: number, signal: AbortSignal) =>
 /** Gives the event loop a turn when a model streams faster than I/O runs (other clients, commits, this answer's writes). */
 const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * The history entries of a user's message to the model: the message, after error responses to
+ * any function calls of the conversation that nothing answered (call-lifecycle's danglingAnswers).
+ */
+export function userTurns(history: readonly ModelContent[], parts: ModelPart[]): ModelContent[] {
+  const dangling = danglingAnswers(history, 'The call was interrupted: its result was lost.');
+  return [...(dangling ? [dangling] : []), { role: 'user', parts }];
+}
+
 export class TurnLoop {
   constructor(private readonly opts: TurnLoopOptions) {}
 
@@ -68,7 +77,13 @@ export class TurnLoop {
   /** Starts the model on a new user message. Returns at once; the run is detached. */
   startTurn(task: LiveTask, userParts: ModelPart[]): void {
     if (task.halted) return; // its start could not be stored, and it was failed for that
-    task.appendHistory({ role: 'user', parts: userParts });
+    task.appendHistory(...userTurns(task.context.history, userParts));
+    this.runTurn(task);
+  }
+
+  /** Starts the model on the user's turn already in the task's history (TaskFactory.createTask's `history`). Returns at once. */
+  runTurn(task: LiveTask): void {
+    if (task.halted) return;
     task.steps = 0;
     this.opts.runs.detach(task, 'running the model', () => this.step(task));
   }
@@ -84,7 +99,7 @@ export class TurnLoop {
       await this.refreshTools(task);
       await this.openTurn(task, calls, true);
     });
-    if (task.halted) return; // failTask stopped the model flag too
+    if (task.halted) return task.releaseWrites(); // failTask stopped the model flag too
     this.opts.runs.detach(task, 'running tool calls', async () => {
       try {
         await this.runReady(task, task.turn);
@@ -95,7 +110,11 @@ export class TurnLoop {
     });
   }
 
-  /** Runs approved calls detached (each starts as soon as the previous ends), then moves the task on. */
+  /**
+   * Runs approved calls detached (each starts as soon as the previous ends), then moves the task
+   * on. The writes the answer queued (held by the caller: LiveTask.holdWrites) commit with the
+   * first call's EXECUTING card, which runCall commits before the tool starts.
+   */
   runApproved(task: LiveTask, calls: TurnCall[]): void {
     this.opts.runs.detach(task, 'running tool calls', async () => {
       if (calls.some((c) => c.tool?.mcp !== undefined)) await this.refreshTools(task).catch(() => undefined);
@@ -128,11 +147,21 @@ export class TurnLoop {
    * Runs the ready calls in order, each judged again right before it runs (rejudgeCall): one
    * that now needs a person gets a fresh card instead, and the task pauses on it after the rest.
    */
+  /**
+   * Runs the ready calls in order. A call's result is held (runCall) for what follows it: the
+   * next call's EXECUTING card, or what settle() writes, which every caller runs next; on a
+   * throw the hold ends here.
+   */
   private async runReady(task: LiveTask, calls: TurnCall[]): Promise<void> {
-    for (const call of calls) {
-      if (task.halted) return;
-      if (call.phase !== 'ready') continue;
-      if (await rejudgeCall(task, call, this.opts.approvalTimeoutMs)) await runCall(task, call);
+    try {
+      for (const call of calls) {
+        if (task.halted) return;
+        if (call.phase !== 'ready') continue;
+        if (await rejudgeCall(task, call, this.opts.approvalTimeoutMs)) await runCall(task, call);
+      }
+    } catch (err) {
+      task.releaseWrites();
+      throw err;
     }
   }
 
@@ -142,7 +171,56 @@ export class TurnLoop {
    * turn from the store, because another process may be running calls of the same turn.
    */
   async settle(task: LiveTask): Promise<void> {
+    try {
+      await this.settleTurn(task);
+    } finally {
+      task.releaseWrites();
+    }
+  }
+
+  /**
+   * The turn's outcome as this copy knows it, when it ran every call of the turn itself and each
+   * is done: no read. The calls' results (held), the turn's close and what follows commit as one
+   * batch, which the store refuses — and this copy stops, behind it — unless the stored turn has
+   * every call done and was not closed yet. True when it settled so.
+   */
+  private async settleHere(task: LiveTask): Promise<boolean> {
+    if (task.turn.length === 0 || !task.turn.every((c) => c.phase === 'done' && c.elsewhere !== true)) return false;
+    task.closeTurn();
+    const next = this.afterTurn(
+      task,
+      task.turn.map((c) => ({ snapshot: c.snapshot, response: c.response })),
+    );
+    await task.flush();
+    if (!task.halted) next?.();
+    return true;
+  }
+
+  /**
+   * What follows a turn whose calls are all done: a slash command's turn ends the task; else the
+   * results go to the model. Returns what starts the model, to run once this is committed.
+   */
+  private afterTurn(task: LiveTask, calls: Array<{ snapshot: TurnCall['snapshot']; response?: ModelPart }>): (() => void) | undefined {
+    task.turn = [];
+    if (task.slashCommand !== undefined) {
+      endTurn(task, {
+        state: 'completed',
+        text: commandSummary(
+          task.slashCommand,
+          calls.map((c) => c.snapshot),
+        ),
+      });
+      return undefined;
+    }
+    const responses = calls.map((c) => c.response).filter((p): p is ModelPart => p !== undefined);
+    if (responses.length > 0) task.appendHistory({ role: 'user', parts: responses });
+    task.publish({ type: 'turn-step', step: 'model' });
+    return () => this.opts.runs.detach(task, 'running the model', () => this.step(task));
+  }
+
+  private async settleTurn(task: LiveTask): Promise<void> {
     if (task.halted || !task.idle || task.state !== 'working') return;
+    if (await this.settleHere(task)) return;
     await task.flush();
     // The turn, closed in the same statement when every call of it is done.
     const { calls: stored, closed } = await this.opts.store.settleTurn(task.id, task.turnNo);
@@ -154,20 +232,7 @@ export class TurnLoop {
       return;
     }
     if (!closed) return; // another process continued
-    if (task.slashCommand !== undefined) {
-      const text = commandSummary(
-        task.slashCommand,
-        stored.map((c) => c.snapshot),
-      );
-      task.turn = [];
-      endTurn(task, { state: 'completed', text });
-      return;
-    }
-    const responses = stored.map((c) => c.response).filter((p): p is ModelPart => p !== undefined);
-    if (responses.length > 0) task.appendHistory({ role: 'user', parts: responses });
-    task.turn = [];
-    task.publish({ type: 'turn-step', step: 'model' });
-    this.opts.runs.detach(task, 'running the model', () => this.step(task));
+    this.afterTurn(task, stored)?.();
   }
 
   private async step(task: LiveTask): Promise<void> {
@@ -179,7 +244,7 @@ export class TurnLoop {
       const set = await this.refreshTools(task);
       this.reportFailedServers(task, set);
       const { calls, outcome } = await this.streamModel(task, set);
-      if (task.halted) return;
+      if (task.halted) return task.releaseWrites();
       if (calls.length === 0) {
         const direct = outcome?.reply === 'message' && outcome.state === 'completed' && task.steps === 1 && task.isFirstMessage();
         endTurn(task, {
@@ -192,6 +257,7 @@ export class TurnLoop {
       if (await this.openTurn(task, calls)) return; // paused
       await this.runReady(task, task.turn);
     } catch (err) {
+      task.releaseWrites();
       if (!(err instanceof ModelError)) throw err; // TaskRuns fails the task and logs it
       failTask(task, `Model call failed: ${err.message}`); // the model's reason names no internals
       return;
@@ -230,8 +296,10 @@ export class TurnLoop {
         await sleep(delay, signal);
         continue;
       }
-      task.appendHistory({ role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] });
       const calls = parts.filter((p) => p.functionCall !== undefined).map((p) => p.functionCall as ModelFunctionCall);
+      // The turn's calls open next (openTurn): this history entry joins their cards' commit.
+      if (calls.length > 0) task.holdWrites();
+      task.appendHistory({ role: 'model', parts: parts.length > 0 ? parts : [{ text: '' }] });
       return { calls, outcome };
     }
   }
@@ -288,6 +356,21 @@ export class TurnLoop {
    * True when it paused.
    */
   private async openTurn(task: LiveTask, calls: ModelFunctionCall[], byCommand = false): Promise<boolean> {
+    // The cards (judged with awaits in between) commit with the pause, or — when calls run at once —
+    // with the first one's EXECUTING card (runCall commits it before the tool starts; settle ends the
+    // hold when none runs).
+    task.holdWrites();
+    try {
+      const paused = await this.proposeTurn(task, calls, byCommand);
+      if (paused) task.releaseWrites();
+      return paused;
+    } catch (err) {
+      task.releaseWrites();
+      throw err;
+    }
+  }
+
+  private async proposeTurn(task: LiveTask, calls: ModelFunctionCall[], byCommand: boolean): Promise<boolean> {
     task.turnNo += 1;
     task.publish({ type: 'turn-step', step: 'calls' });
     task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools, byCommand));

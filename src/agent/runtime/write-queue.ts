@@ -6,18 +6,20 @@
  */
 import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../model/model-client.js';
-import type { AuditEntry, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
+import type { AuditEntry, NewContext, NewTask, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
 import { isStoreUnavailable, sqlStateOf } from '../../protocol/errors.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import { NO_METRICS, type Metrics } from '../../lib/metrics.js';
 
 export type WriteOp =
+  | { kind: 'create'; context?: NewContext; task: NewTask }
   | { kind: 'event'; taskId: string; task?: Task; status?: TaskStatus; response: StreamResponse; final: boolean; key?: string }
   | { kind: 'call'; call: StoredCall }
   | { kind: 'history'; contextId: string; contents: ModelContent[] }
   | { kind: 'trust'; contextId: string; toolName: string; principal?: string }
-  | { kind: 'audit'; entry: AuditEntry };
+  | { kind: 'audit'; entry: AuditEntry }
+  | { kind: 'close-turn'; taskId: string; turn: number };
 
 /**
  * The copy of a task whose writes these are (a LiveTask). Its events are version-checked
@@ -52,11 +54,16 @@ function toBatch(items: Queued[]): WriteBatch {
       expected.add(owner);
       expect.push({ taskId: owner.id, ...owner.expectation() });
     }
-    if (op.kind === 'event')
+    if (op.kind === 'create') {
+      batch.create ??= { contexts: [], tasks: [] };
+      if (op.context !== undefined) batch.create.contexts.push(op.context);
+      batch.create.tasks.push(op.task);
+    } else if (op.kind === 'event')
       batch.events.push({ taskId: op.taskId, task: op.task, status: op.status, response: op.response, final: op.final, key: op.key });
     else if (op.kind === 'call') batch.calls.push(op.call);
     else if (op.kind === 'history') batch.history.push({ contextId: op.contextId, contents: op.contents });
     else if (op.kind === 'trust') batch.trust.push({ contextId: op.contextId, toolName: op.toolName, principal: op.principal });
+    else if (op.kind === 'close-turn') (batch.closeTurns ??= []).push({ taskId: op.taskId, turn: op.turn });
     else batch.audit.push(op.entry);
   }
   return expect.length > 0 ? { ...batch, expect } : batch;
@@ -111,24 +118,57 @@ export class WriteQueue {
   push(op: WriteOp, owner?: WriteOwner): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       this.pending.push({ op, ...(owner !== undefined ? { owner } : {}), resolve, reject, queuedAt: phaseStart() });
-      if (!this.draining) {
-        this.draining = true;
-        // drain() never rejects: a failed commit rejects its writes' promises instead.
-        this.running = new Promise<void>((done) => queueMicrotask(() => void this.drain().then(done)));
-      }
+      this.kick();
     });
   }
 
-  /** Resolves once every write queued so far (and meanwhile) was committed or refused: shutdown. */
+  /** Owners whose writes wait in the queue until they are released (see hold). */
+  private readonly held = new Set<WriteOwner>();
+
+  /**
+   * Keeps `owner`'s writes queued, not committed, until release(owner): the writes of one step
+   * that awaits in between (a card judged on the disk, a tool's run judged again) then share
+   * one commit. Nothing of them reaches a client before that commit; other owners' writes go on.
+   */
+  hold(owner: WriteOwner): void {
+    this.held.add(owner);
+  }
+
+  /** Ends hold(owner): its queued writes go into the next commit. */
+  release(owner: WriteOwner): void {
+    if (this.held.delete(owner)) this.kick();
+  }
+
+  /** Starts a drain unless one runs. */
+  private kick(): void {
+    if (this.draining || this.pending.length === 0) return;
+    this.draining = true;
+    // drain() never rejects: a failed commit rejects its writes' promises instead.
+    this.running = new Promise<void>((done) => queueMicrotask(() => void this.drain().then(done)));
+  }
+
+  /** Resolves once every write queued so far (and meanwhile) was committed or refused: shutdown. Ends every hold. */
   async flushed(): Promise<void> {
+    this.held.clear();
+    this.kick();
     while (this.draining) await this.running;
+  }
+
+  /** The queued writes of owners not held, taken out of the queue in order. */
+  private takeReady(): Queued[] {
+    if (this.held.size === 0) {
+      const all = this.pending;
+      this.pending = [];
+      return all;
+    }
+    const ready = this.pending.filter((item) => item.owner === undefined || !this.held.has(item.owner));
+    this.pending = this.pending.filter((item) => item.owner !== undefined && this.held.has(item.owner));
+    return ready;
   }
 
   private async drain(): Promise<void> {
     try {
-      while (this.pending.length > 0) {
-        const items = this.pending;
-        this.pending = [];
+      for (let items = this.takeReady(); items.length > 0; items = this.takeReady()) {
         for (const item of items) phaseEnd('commit wait', item.queuedAt);
         await this.commit(items);
       }

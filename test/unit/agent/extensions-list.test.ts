@@ -31,6 +31,7 @@ t.test('no credential of an install source, a server URL, env or headers is list
       },
     },
   ]);
+  t.equal((extensionsAnswer([ext]).data as unknown[]).length, 1, 'one extension, one entry');
   t.notMatch(extensionsText([ext], '/srv/ext'), /SECRET|hunter2/, 'nor in the text');
   const plain = { ...ext, installMetadata: { source: 'https://github.com/o/gh.git', type: 'git' } };
   t.match(

@@ -62,6 +62,7 @@ t.test('ToolCall statuses and kinds', async (t) => {
   t.match(ok.data, { status: 'success', response: { callId: 'c1', resultDisplay: { isNewFile: false, originalContent: 'old\n' } } });
   const text = encodeCall({ ...base, status: 'SUCCEEDED', output: { type: 'text', text: 'done' } });
   t.match(text.data.response, { resultDisplay: 'done', responseParts: [{ functionResponse: { response: { output: 'done' } } }] });
+  t.equal(text.data.response.responseParts.length, 1, 'one response part');
   const structured = encodeCall({ ...base, status: 'SUCCEEDED', output: { type: 'structured', data: { a: 1 } } });
   t.equal(structured.data.response.resultDisplay, '{"a":1}');
   const bare = encodeCall({ ...base, status: 'SUCCEEDED' });

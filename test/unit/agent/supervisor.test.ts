@@ -401,12 +401,14 @@ t.test('an expiry that lost to an answer does nothing', async (t) => {
   );
   // An answer lands on another instance between the find and the claim: simulated by a store whose find is stale.
   await peer.claimCalls(task.id, [{ id: waiting.id, answer: 'proceed_once' }], 'peer', new Date(Date.now() + 30_000));
+  let staleFinds = 0;
   const stale = new Proxy(core.store, {
-    get: (target, prop, receiver) => (prop === 'findExpired' ? async () => expired : Reflect.get(target, prop, receiver)),
+    get: (target, prop, receiver) => (prop === 'findExpired' ? async () => (staleFinds++, expired) : Reflect.get(target, prop, receiver)),
   });
   const sup = new Supervisor({ store: stale, cache: core.cache, loop: core.loop, logger: core.logger, instanceId: 'A', leaseMs: LEASE_MS });
   const before = (await logOf(core.store, task.id)).length;
   await sup.sweep();
+  t.equal(staleFinds, 1, 'the sweep read the stale find');
   await supervisor.sweep(); // the real find no longer lists it
   t.equal((await logOf(core.store, task.id)).length, before, 'nothing published');
   t.match(await core.store.loadCall(waiting.id), { phase: 'ready', answer: 'proceed_once', leaseOwner: 'peer' }, 'the answer stands');
@@ -484,11 +486,19 @@ t.test("a failure inside one task's action fails that task, and the sweep goes o
   const expiries = (await inner.findExpired(new Date(Date.now() + 1))).map((c) => c.taskId);
   await until('both calls to be past their expiry', async () => (await inner.findExpired(new Date())).length === 2);
   const [early, late] = expiries as [string, string]; // the sweep handles tasks in this order
-  faulty.failAt(1, 'settleTurn'); // the first expiry's settle cannot read the turn
+  // The first expiry's settle loses the database (a settle of calls all done here reads nothing:
+  // the blip is thrown where its commit would be).
+  const fired: string[] = [];
+  const settle = core.loop.settle.bind(core.loop);
+  core.loop.settle = async (task) => {
+    if (fired.length > 0) return settle(task);
+    fired.push(task.id);
+    throw new DatabaseBlip('settle');
+  };
 
   await t.resolves(supervisor.sweep());
   await core.runs.drain();
-  t.strictSame(faulty.fired, ['settleTurn'], 'the fault fired');
+  t.strictSame(fired, [early], 'the fault fired');
   await until('the second task to complete', async () => (await storedState(inner, late)) === 'completed');
 
   const failed = (await logOf(inner, early)).at(-1)!;

@@ -51,6 +51,7 @@ async function approveAll(core: Core, task: LiveTask, option = 'proceed_once'): 
   );
   if (!claimed.ok) throw new Error('claim lost');
   task.setState('working');
+  task.holdWrites(); // as startApproved: the answers commit with the first EXECUTING card
   for (const call of waiting) approveCall(task, call, option, undefined);
   core.loop.runApproved(task, waiting);
   await settled(core, task);
@@ -181,10 +182,37 @@ t.test('a turn another process closed first is not continued here', async (t) =>
   });
   const core = await makeCore(t, { model });
   const task = await startTask(core);
+  // (A real peer closes a turn only once every call of it is done in the store, and this call's
+  // result is in the very batch that closes the turn here: a peer cannot get there first.)
   t.equal(await core.store.connect().closeTurn(task.id, 0), true, 'a peer closed turn 0');
   await runTurn(core, task);
-  t.same(shape(await logOf(core.store, task.id)).slice(2), ['look:PENDING', 'look:EXECUTING', 'look:SUCCEEDED']);
+  t.same(
+    shape(await logOf(core.store, task.id)).slice(2),
+    ['look:PENDING', 'look:EXECUTING'],
+    'the result and the close are refused together',
+  );
   t.equal(model.calls, 1, 'the model was not called again here');
+  t.ok(task.isBehind, 'this copy stops: the store is ahead of it');
+  t.notOk(
+    (await core.store.loadContext(task.context.id))!.history.some((h) => h.parts.some((p) => p.functionResponse)),
+    'no response appended',
+  );
+});
+
+t.test('settling a turn whose calls all ran here reads nothing: results, close and the next model turn commit together', async (t) => {
+  const core = await makeCore(t);
+  const task = await startTask(core, { text: 'look first' });
+  const reads: string[] = [];
+  const settleTurn = core.store.settleTurn.bind(core.store);
+  core.store.settleTurn = (...args) => (reads.push('settleTurn'), settleTurn(...args));
+  const commits: number[] = [];
+  const commit = core.store.commit.bind(core.store);
+  core.store.commit = (batch) => (commits.push(batch.closeTurns?.length ?? 0), commit(batch));
+  await runTurn(core, task);
+  t.same(reads, [], 'no turn read');
+  t.equal(await storedState(core.store, task.id), 'completed');
+  t.ok(commits.includes(1), 'one commit closed the turn');
+  t.equal(await core.store.connect().closeTurn(task.id, 0), false, 'and it is closed in the store');
 });
 
 t.test('model errors', async (t) => {
@@ -350,28 +378,31 @@ function checkInternalFailure(t: Test, core: Core, text: string, task: LiveTask,
 t.test('an unexpected error inside a run fails only that task, rejects nowhere, and the next task works', async (t) => {
   const rejections = watchRejections(t);
 
-  t.test('the store refuses the turn read while settling', async (t) => {
+  t.test('the store loses the commit that settles the turn', async (t) => {
     const inner = new MemoryTaskStore();
     t.teardown(() => inner.close());
     const faulty = faultyStore(inner);
-    const core = await makeCore(t, { store: inner, loopStore: faulty.store });
+    const core = await makeCore(t, { store: faulty.store as unknown as MemoryTaskStore });
     const task = await startTask(core, { text: 'look first' });
-    faulty.failAt(1, 'settleTurn');
+    // Commit 1: the user's turn; 2: the model's answer, its card and EXECUTING; 3: the result, the turn's close, the model's turn.
+    faulty.failAt(3, 'commit');
     await runTurn(core, task);
-    t.strictSame(faulty.fired, ['settleTurn'], 'the fault fired');
+    t.strictSame(faulty.fired, ['commit'], 'the fault fired');
     const log = await logOf(core.store, task.id);
-    t.same(shape(log), ['task', 'working', 'look:PENDING', 'look:EXECUTING', 'look:SUCCEEDED', 'failed!']);
-    checkInternalFailure(t, core, log.at(-1)!.text, task, 'running the model', /connection to the database was lost during settleTurn/);
+    t.same(shape(log), ['task', 'working', 'look:PENDING', 'look:EXECUTING', 'failed!']);
+    checkInternalFailure(t, core, log.at(-1)!.text, task, 'saving its events', /connection to the database was lost during commit/);
     t.ok(core.logger.errors().some((e) => e.obj.err instanceof DatabaseBlip));
-    const history = (await core.store.loadContext(task.context.id))!.history;
-    t.ok(
-      history.at(-1)!.parts.every((p) => p.functionResponse !== undefined),
-      'the abandoned turn still has its responses',
-    );
 
-    const next = await startTask(core, { text: 'look again' });
+    // The lost batch held the call's response: the conversation's next turn answers the call first.
+    const next = await startTask(core, { text: 'look again', contextId: task.context.id });
     await runTurn(core, next);
-    t.equal(await storedState(core.store, next.id), 'completed', 'the next task on the same loop completes');
+    t.equal(await storedState(core.store, next.id), 'completed', 'the next task in the same conversation completes');
+    const history = (await core.store.loadContext(task.context.id))!.history;
+    const at = history.findIndex((h) => h.role === 'model' && h.parts.some((p) => p.functionCall));
+    t.ok(
+      history[at + 1]?.role === 'user' && history[at + 1].parts.every((p) => p.functionResponse !== undefined),
+      'the unanswered call got its response before the next message',
+    );
   });
 
   t.test('tool resolution throws at the start of a model step', async (t) => {
@@ -392,19 +423,20 @@ t.test('an unexpected error inside a run fails only that task, rejects nowhere, 
     t.equal(await storedState(core.store, next.id), 'completed');
   });
 
-  t.test('the store refuses the turn read after approved calls ran', async (t) => {
+  t.test("the store loses the commit of approved calls' results", async (t) => {
     const inner = new MemoryTaskStore();
     t.teardown(() => inner.close());
     const faulty = faultyStore(inner);
-    const core = await makeCore(t, { store: inner, loopStore: faulty.store });
+    const core = await makeCore(t, { store: faulty.store as unknown as MemoryTaskStore });
     const task = await startTask(core, { text: 'edit' });
     await runTurn(core, task);
-    faulty.failAt(1, 'settleTurn');
+    // Commit 1: the answer and EXECUTING; commit 2: the result, the turn's close, the model's turn.
+    faulty.failAt(2, 'commit');
     await approveAll(core, task);
-    t.strictSame(faulty.fired, ['settleTurn'], 'the fault fired');
+    t.strictSame(faulty.fired, ['commit'], 'the fault fired');
     const log = await logOf(core.store, task.id);
-    t.same(shape(log).slice(-3), ['edit:EXECUTING', 'edit:SUCCEEDED', 'failed!']);
-    checkInternalFailure(t, core, log.at(-1)!.text, task, 'running tool calls', /during settleTurn/);
+    t.same(shape(log).slice(-2), ['edit:EXECUTING', 'failed!']);
+    checkInternalFailure(t, core, log.at(-1)!.text, task, 'saving its events', /during commit/);
   });
 
   t.test('a slash command whose tools cannot be resolved fails its task; startDirectTurn resolves', async (t) => {

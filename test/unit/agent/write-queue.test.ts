@@ -165,3 +165,32 @@ t.test('rejectedByDatabase', async (t) => {
   t.notOk(rejectedByDatabase(new Error('plain')));
   t.notOk(rejectedByDatabase(undefined));
 });
+
+t.test("a held owner's writes wait for its release and then share one commit; other owners' go on", async (t) => {
+  const { store, batches } = recordingStore();
+  const q = new WriteQueue(store, logger);
+  const held: WriteOwner = { id: 'h', lastSeq: 0, expectation: () => ({ lastSeq: held.lastSeq }) };
+  const other: WriteOwner = { id: 'o', lastSeq: 0, expectation: () => ({ lastSeq: other.lastSeq }) };
+  q.hold(held);
+  const first = q.push(event('h'), held);
+  await nextTurn();
+  const free = q.push(event('o'), other);
+  t.equal(await free, 1, 'another owner commits meanwhile');
+  t.same(
+    batches.map((b) => b.events.map((e) => e.taskId)),
+    [['o']],
+    "the held owner's write is not in it",
+  );
+  const second = q.push(event('h'), held);
+  q.release(held);
+  t.same(await Promise.all([first, second]), [1, 2]);
+  t.same(
+    batches.at(-1)?.events.map((e) => e.taskId),
+    ['h', 'h'],
+    'released: both in one commit, in order',
+  );
+  q.hold(held);
+  const late = q.push(event('h'), held);
+  await q.flushed();
+  t.equal(await late, 3, 'flushed() ends every hold (shutdown)');
+});

@@ -1,7 +1,7 @@
 /** The bench probe's counters (scripts/bench): wire message counts, round trips, the phase tally and its per-flow arithmetic. */
 import t from 'tap';
 import { perFlow, PhaseTally } from '../../../scripts/bench/phase-tally.js';
-import { countEngineCall, emptyWire, MessageSplitter, SocketCounter } from '../../../scripts/bench/wire-count.js';
+import { countEngineCall, countThreadRequest, emptyWire, MessageSplitter, SocketCounter } from '../../../scripts/bench/wire-count.js';
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { PHASE_CHANNEL } from '../../../src/protocol/probe.js';
 import type { PhaseSample } from '../../../src/protocol/probe.js';
@@ -69,6 +69,21 @@ t.test('countEngineCall: one PGlite call is one round trip; the startup message 
   countEngineCall(w, Buffer.concat([msg('B'), msg('E'), msg('S')]), 0.25);
   countEngineCall(w, msg('Q', 'BEGIN\0'), 0.25);
   t.same(w, { statements: 2, parses: 1, roundTrips: 4, engineMs: 2 });
+});
+
+t.test('countThreadRequest: a query with parameters is parsed the first time its text is seen, one without every time', async (t) => {
+  const w = emptyWire();
+  const prepared = new Set<string>();
+  const count = (op: string, sql?: string, params?: unknown[]) => countThreadRequest(w, { op, sql, params }, prepared);
+  count('begin');
+  count('query', 'select $1', [1]);
+  count('query', 'select $1', [2]);
+  count('query', 'select 1', []);
+  count('query', 'select 1', []);
+  count('exec', 'delete from t');
+  count('end');
+  count('listen');
+  t.same(w, { statements: 7, parses: 3, roundTrips: 8, engineMs: 0 });
 });
 
 t.test('PhaseTally and perFlow: differences of two snapshots, per flow, every phase listed', async (t) => {

@@ -42,6 +42,7 @@ t.test('a valid extension: fields, variables, the default GEMINI.md, install met
     '${extensionPath} and ${/} filled in, cwd made absolute, trust dropped',
   );
   t.match(ext?.warnings, [/tools\.trust is ignored/]);
+  t.equal(ext?.warnings.length, 1, 'that warning only');
   t.same(ext?.excludeTools, ['run_shell_command(rm -rf)', 'web_fetch']);
   t.same(ext?.installMetadata, { source: 'https://github.com/x/good', type: 'git' });
 });
@@ -134,6 +135,7 @@ t.test('broken extensions are skipped, each with its reason; the others load', a
     ['ok', 'l'],
   );
   t.match(load.extensions[1]?.warnings, [/ignored keys this server does not support: themes, settings/]);
+  t.equal(load.extensions[1]?.warnings.length, 1, 'one warning names them all');
 });
 
 t.test('nothing is read from outside EXTENSIONS_DIR: symlinked extensions and files leading out', async (t) => {
@@ -179,6 +181,7 @@ t.test('a file that cannot even be opened (a socket named GEMINI.md) skips its e
     ['fine'],
   );
   t.match(load.skipped, [{ path: path.join(dir, 'sock'), reason: /cannot be read \(E[A-Z]+\)/ }]);
+  t.equal(load.skipped.length, 1, 'only that one is skipped');
 });
 
 t.test('a missing directory has no extensions; undefined means off', async (t) => {
@@ -187,7 +190,9 @@ t.test('a missing directory has no extensions; undefined means off', async (t) =
   t.same(loadExtensions(undefined), { extensions: [], skipped: [] });
   const file = path.join(dir, 'file');
   fs.writeFileSync(file, 'x');
-  t.match(loadExtensions(file).skipped, [{ path: file, reason: /EXTENSIONS_DIR cannot be read \(ENOTDIR\)/ }]);
+  const notADir = loadExtensions(file).skipped;
+  t.match(notADir, [{ path: file, reason: /EXTENSIONS_DIR cannot be read \(ENOTDIR\)/ }]);
+  t.equal(notADir.length, 1, 'one entry: the directory itself');
 });
 
 t.test('EXTENSIONS_DIR in the config: default, off, a missing directory, one of the server files', async (t) => {

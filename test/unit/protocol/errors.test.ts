@@ -108,7 +108,11 @@ t.test('a lost database is the retryable STORE_UNAVAILABLE on every binding; a r
   const rest = restErrorOf(wrapped);
   t.equal(rest.status, 503);
   t.equal(rest.body.error.status, 'UNAVAILABLE');
-  t.match(rest.body.error.details, [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo' }]);
+  t.strictSame(
+    rest.body.error.details.map((d) => (d as { '@type'?: string })['@type']),
+    ['type.googleapis.com/google.rpc.RetryInfo'],
+    'one detail: retry',
+  );
   t.equal(httpErrorOf(wrapped).status, 503, 'legacy REST routes: 503');
   t.equal(restErrorOf(coded('23505')).status, 500, 'a refused statement stays an internal error');
 });

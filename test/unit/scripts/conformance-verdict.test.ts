@@ -5,48 +5,7 @@
  */
 import t from 'tap';
 import { expectedRuns, judge, type RunOutput, type VerdictInput } from '../../../scripts/conformance-verdict.js';
-
-const HEAD = (category: string) =>
-  `======================================================================\n🚀 Running ${category.toUpperCase()} tests\n` +
-  `======================================================================\n\nCommand: python -m pytest tests/${category}/ --tb=short -q\n\n`;
-
-/** Recorded (a2a-tck 0.3.x against this server): log tail, shim summary. */
-const RECORDED: Record<string, [log: string, summary: object]> = {
-  'v03-mandatory': [
-    '............ss.....s.............                                        [100%]\n30 passed, 3 skipped, 67 deselected in 163.54s (0:02:43)\n',
-    { exitcode: 0, summary: { passed: 30, skipped: 3, total: 33 } },
-  ],
-  'v03-capabilities': [
-    'sssssssss......ss....s......sssss.ss..........s...s.sxssss.sss...ssssss. [ 97%]\n..    [100%]\n38 passed, 35 skipped, 1 xfailed in 226.51s (0:03:46)\n',
-    { exitcode: 0, summary: { passed: 38, skipped: 35, xfailed: 1, total: 74 } },
-  ],
-  'v03-quality': [
-    '............F.                                                           [100%]\n' +
-      '=========================== short test summary info ============================\n' +
-      'FAILED tests/optional/quality/test_task_state_quality.py::test_task_state_transitions\n1 failed, 13 passed in 62.83s (0:01:02)\n',
-    {
-      exitcode: 1,
-      summary: { passed: 13, failed: 1, total: 14 },
-      tests: [{ nodeid: 'tests/optional/quality/test_task_state_quality.py::test_task_state_transitions', outcome: 'failed' }],
-    },
-  ],
-  'v03-features': [
-    '...............sX [100%]\n15 passed, 1 skipped, 1 xpassed in 7.21s\n',
-    { exitcode: 0, summary: { passed: 15, skipped: 1, xpassed: 1, total: 17 } },
-  ],
-};
-
-const RESULTS = `== a2a-tck 0.3.x (eb1f804), A2A v0.3, --sut-url http://127.0.0.1:40265/
-v0.3 mandatory     passed=30  failed=0   error=0   skipped=3   xfailed=0  xpassed=0 
-v0.3 capabilities  passed=38  failed=0   error=0   skipped=35  xfailed=1  xpassed=0 
-v0.3 quality       passed=13  failed=1   error=0   skipped=0   xfailed=0  xpassed=0 
-      FAILED tests/optional/quality/test_task_state_quality.py::test_task_state_transitions
-v0.3 features      passed=15  failed=0   error=0   skipped=1   xfailed=0  xpassed=1 
-results dir: /tmp/x
-96 passed, 1 failed
-`;
-
-const EXCEPTIONS = { 'tests/optional/quality/test_task_state_quality.py::test_task_state_transitions': 'documented' };
+import { EXCEPTIONS, HEAD, RECORDED, RESULTS } from '../../fixtures/conformance-run.js';
 
 function runs(change: Partial<Record<string, Partial<RunOutput>>> = {}): RunOutput[] {
   return expectedRuns('v03').map((tag) => {
@@ -86,7 +45,7 @@ t.test('a category the runner timed out: no summary, the log cut mid-run', async
 t.test('pytest outlived the timeout: its summary came later than results.txt', async (t) => {
   const v = judge(input({ results: RESULTS.replace('passed=15  failed=0   error=0   skipped=1   xfailed=0  xpassed=1', 'passed=0') }));
   t.equal(v.exit, 1);
-  t.match(v.problems, [/^v03-features: results\.txt counts 0 results, its summary 17/]);
+  t.strictSame(v.problems, ["v03-features: results.txt counts 0 results, its summary 17 (pytest outlived the runner's timeout)"]);
 });
 
 t.test('a crashed pytest, and one that could not collect', async (t) => {
@@ -135,11 +94,23 @@ t.test('fewer results than tests collected', async (t) => {
   const quiet = judge(
     input({ runs: runs({ 'v03-features': { summary: JSON.stringify({ exitcode: 0, summary: { passed: 10, total: 10 } }) } }) }),
   );
-  t.match(quiet.problems, [/^v03-features: 10 results for 17 tests collected/], 'without "collected", pytest’s own last line counts');
+  t.strictSame(quiet.problems, ['v03-features: 10 results for 17 tests collected'], 'without "collected", pytest’s own last line counts');
   const empty = judge(
     input({ runs: runs({ 'v03-features': { log: HEAD('features') + 'no tests ran in 0.01s\n', summary: '{"exitcode":5}' } }) }),
   );
   t.strictSame(empty.problems, ['v03-features: pytest exited 5']);
+});
+
+t.test('a run whose output cannot be read: no result line, a summary that is not JSON', async (t) => {
+  // A log cut before pytest's last line, beside a summary that reports results: nothing says how many were collected.
+  const cut = judge(input({ runs: runs({ 'v03-features': { log: HEAD('features') + '...............s' } }) }));
+  t.strictSame(cut.problems, ['v03-features: pytest printed no result line']);
+  t.equal(cut.exit, 1);
+  const garbled = judge(input({ runs: runs({ 'v03-mandatory': { summary: '{"exitcode": 0, "summ' } }) }));
+  t.strictSame(garbled.problems, ['v03-mandatory: its summary is not JSON']);
+  t.equal(garbled.exit, 1);
+  const noResults = judge(input({ runs: runs({ 'v03-quality': { summary: '{"exitcode":0}' } }) }));
+  t.strictSame(noResults.problems, ['v03-quality: 0 results for 14 tests collected'], 'a summary without results counts none');
 });
 
 t.test('a run that never started, and a runner that did not end well', async (t) => {

@@ -1,0 +1,72 @@
+/**
+ * A paused task is kept in memory and its next message goes on with that copy without reading
+ * the store back. When the copy is behind (another process moved the task on and this one has
+ * not heard yet), the write the message makes is refused — the claim names the last seq the copy
+ * knows — and the message is applied again to a fresh copy: the client sees the normal flow.
+ */
+import t from 'tap';
+import { MemoryTaskStore } from '../../src/store/memory-store.js';
+import { buildServer, confirmMessage, dataOf, textOf, userMessage } from '../support/server.js';
+import { rpc } from '../support/sse.js';
+
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
+/**
+ * A server on its own connection whose notifications can be held back: `unheard` writes through
+ * that connection as a process whose notification has not arrived yet would (the window the
+ * claim's check closes).
+ */
+async function pausedOn(t: Test) {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  const store = db.connect();
+  let deaf = false;
+  const subscribe: MemoryTaskStore['subscribe'] = (listener) => store.subscribe((...note) => (deaf ? undefined : listener(...note)));
+  const heard = new Proxy(store, {
+    get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
+  });
+  const { app } = await buildServer(t, { app: { store: heard, sweepMs: 60_000 } });
+  const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
+  const task = first.events?.[0]?.data?.result;
+  const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+  const taskId = task.id as string;
+  const unheard = async () => {
+    deaf = true;
+    await store.appendEvent((await store.loadTask(taskId))!.task, { payload: undefined }, false);
+    await new Promise((resolve) => setImmediate(resolve)); // the memory store notifies on the next turn
+    deaf = false;
+  };
+  return { app, store, unheard, taskId, contextId: task.contextId as string, callId: card.tool_call_id as string };
+}
+
+t.test('a kept copy behind the store: the answer is applied to a fresh copy, and the flow completes', async (t) => {
+  const { app, store, unheard, taskId, contextId, callId } = await pausedOn(t);
+  await unheard();
+  const loads: string[] = [];
+  const loadTask = store.loadTask.bind(store);
+  store.loadTask = (id) => (loads.push(id), loadTask(id));
+
+  const second = await rpc(app, 'message/stream', {
+    message: confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' }),
+  });
+  t.equal(second.json?.error, undefined, 'no error');
+  const results = second.events?.map((e) => e.data?.result) ?? [];
+  t.same(
+    results.filter((r) => dataOf(r)?.tool_call_id === callId).map((r) => dataOf(r).status),
+    ['EXECUTING', 'SUCCEEDED'],
+    'the call ran once',
+  );
+  t.equal(results.at(-1)?.status?.state, 'completed');
+  t.ok(textOf(results.at(-1)) !== undefined);
+  t.same(loads, [taskId], 'the task was read afresh once');
+  const authorized = (await store.listAudit({ taskId })).filter((a) => a.decision === 'authorized');
+  t.equal(authorized.length, 1, 'one authorized record');
+});
+
+t.test('a kept copy behind the store with a message that is no answer: re-prompted from a fresh copy', async (t) => {
+  const { app, unheard, taskId, contextId } = await pausedOn(t);
+  await unheard();
+  const reply = await rpc(app, 'message/stream', { message: userMessage('hmm?', { taskId, contextId }) });
+  t.equal(reply.json?.error, undefined, 'no error');
+  t.equal(reply.events?.at(-1)?.data?.result?.status?.state, 'input-required', 'still waiting, asked again');
+});
