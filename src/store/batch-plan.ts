@@ -2,7 +2,8 @@
  * Turns a WriteBatch (the port's group commit) into what the SQL of commit.ts needs: one
  * bump per task, where each event's seq lands relative to its task's new last_seq, calls
  * deduplicated (last wins) and sorted (the upsert locks them in that order), history
- * merged per context, grants deduplicated. Pure: no database here.
+ * merged per context, grants deduplicated, a task's consecutive text deltas stored as one row
+ * (a text run). Pure: no database here.
  */
 import type { Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../agent/model/model-client.js';
@@ -32,7 +33,11 @@ export interface TaskBump {
   expect?: { lastSeq?: number; state?: string };
 }
 
-/** An event row: its seq is the task's new last_seq minus `back`. */
+/**
+ * An event row: its seq is the task's new last_seq minus `back`. A row of `span` > 1 (a text
+ * run, only in BatchPlan.stored) holds the events `seq - span + 1` … `seq`, its payload the
+ * array of theirs (schema.ts `events.span`).
+ */
 export interface EventRow {
   task_id: string;
   back: number;
@@ -40,6 +45,7 @@ export interface EventRow {
   final: boolean;
   /** Compaction key; null when the event is never superseded. */
   key: string | null;
+  span: number;
 }
 
 /** What commit.ts writes for a batch, each part in the order its statement needs. */
@@ -53,8 +59,9 @@ export interface BatchPlan {
   /** One per batch event, in batch order (each takes a seq). */
   events: EventRow[];
   /**
-   * The events to insert: `events` less keyed ones that a later event of the same task and
-   * key in the batch supersedes (they take a seq but are never stored).
+   * The rows to insert: `events` less keyed ones that a later event of the same task and
+   * key in the batch supersedes (they take a seq but are never stored), with each run of a
+   * task's consecutive text deltas joined into one row (see textRuns).
    */
   stored: EventRow[];
   /** Distinct ids, the last entry of each id, in lock order. */
@@ -109,7 +116,17 @@ function bumpOf(id: string, t: TaskTail): TaskBump {
   return { ...bump, snapshot: { ...(taskToJson(t.full) as object), status: statusToJson(t.status) }, state };
 }
 
-function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] } {
+/**
+ * A text delta: a status update whose message is text alone, neither final nor keyed (the
+ * model's answer streams as thousands of them). Such events may share a row (textRuns).
+ */
+function isTextDelta(ev: BatchEvent): boolean {
+  if (ev.final || ev.key !== undefined || ev.response.payload?.$case !== 'statusUpdate') return false;
+  const parts = ev.response.payload.value.status?.message?.parts;
+  return parts !== undefined && parts.length > 0 && parts.every((p) => p.content?.$case === 'text');
+}
+
+function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[]; text: boolean[] } {
   const tails = new Map<string, TaskTail>();
   // Each event with its task's tail and its index within that task (the tail's count is final only after the loop).
   const placed: Array<{ ev: BatchEvent; id: string; tail: TaskTail; index: number }> = [];
@@ -134,14 +151,18 @@ function planTasks(events: BatchEvent[]): { tasks: TaskBump[]; rows: EventRow[] 
     payload: responseToJson(ev.response),
     final: ev.final,
     key: ev.key ?? null,
+    span: 1,
   }));
-  return { tasks, rows };
+  return { tasks, rows, text: placed.map(({ ev }) => isTextDelta(ev)) };
 }
 
-/** The rows left once keyed rows superseded later in the batch (same task and key) are dropped. */
-function storedRows(rows: EventRow[]): EventRow[] {
+/**
+ * The rows to store (BatchPlan.stored): keyed rows superseded later in the batch (same task and
+ * key) dropped, then text runs joined. `text[i]` tells whether `rows[i]` is a text delta.
+ */
+function storedRows(rows: EventRow[], text: boolean[]): EventRow[] {
   const seen = new Set<string>();
-  const kept: EventRow[] = [];
+  const kept: number[] = [];
   for (let i = rows.length - 1; i >= 0; i--) {
     const row = rows[i]!;
     if (row.key !== null) {
@@ -149,9 +170,48 @@ function storedRows(rows: EventRow[]): EventRow[] {
       if (seen.has(id)) continue;
       seen.add(id);
     }
-    kept.push(row);
+    kept.push(i);
   }
-  return kept.reverse();
+  kept.reverse();
+  return textRuns(
+    kept.map((i) => rows[i]!),
+    kept.map((i) => text[i]!),
+  );
+}
+
+/**
+ * The most events one text run holds: a 10,000-delta answer is ~80 rows, and a reader resuming
+ * inside a run (a page of 32 events) makes the database read at most a run or two of it.
+ */
+export const MAX_RUN = 128;
+
+/**
+ * Joins each task's text deltas of consecutive seqs into one row, up to MAX_RUN of them (other tasks' events may lie
+ * between them in the batch; any other event of the task, or a seq gap, ends the run): a
+ * 10,000-chunk answer costs the log a few rows, not 10,000. The run's row takes its last
+ * event's seq (`back`), `span` the number of its events, the payload their array in seq order.
+ * Rows in `rows` are not modified.
+ */
+function textRuns(rows: EventRow[], text: boolean[]): EventRow[] {
+  const out: EventRow[] = [];
+  const open = new Map<string, { row: EventRow; payloads: unknown[] }>();
+  rows.forEach((row, i) => {
+    const run = open.get(row.task_id);
+    if (!text[i]) {
+      open.delete(row.task_id);
+      out.push(row);
+    } else if (run !== undefined && run.row.back === row.back + 1 && run.row.span < MAX_RUN) {
+      run.payloads.push(row.payload);
+      run.row.back = row.back;
+      run.row.span += 1;
+      run.row.payload = run.payloads;
+    } else {
+      const started = { row: { ...row }, payloads: [row.payload] };
+      open.set(row.task_id, started);
+      out.push(started.row);
+    }
+  });
+  return out;
 }
 
 function planHistory(history: WriteBatch['history']): BatchPlan['history'] {
@@ -179,7 +239,7 @@ export function planBatch(batch: WriteBatch): BatchPlan {
   const planned = planTasks(batch.events);
   const expect = new Map((batch.expect ?? []).map(({ taskId, ...known }) => [taskId, known as NonNullable<TaskBump['expect']>]));
   const tasks = planned.tasks.map((t) => (expect.has(t.id) ? { ...t, expect: expect.get(t.id)! } : t));
-  const rows = planned.rows;
+  const { rows, text } = planned;
   const calls = [...new Map(batch.calls.map((c) => [c.id, c])).values()].sort((a, b) => byCodeUnits(a.id, b.id));
   const history = planHistory(batch.history);
   const trust = planTrust(batch.trust);
@@ -187,7 +247,7 @@ export function planBatch(batch: WriteBatch): BatchPlan {
   const created = create.contexts.length + create.tasks.length;
   const closeTurns = batch.closeTurns ?? [];
   const empty = created + rows.length + calls.length + history.length + trust.length + batch.audit.length + closeTurns.length === 0;
-  return { empty, create, closeTurns, tasks, events: rows, stored: storedRows(rows), calls, history, trust, audit: batch.audit };
+  return { empty, create, closeTurns, tasks, events: rows, stored: storedRows(rows, text), calls, history, trust, audit: batch.audit };
 }
 
 /** The seqs of the batch's events, in batch order, from each task's new last_seq. */

@@ -34,7 +34,7 @@ export async function loadCall(db: StoreDb, id: string): Promise<StoredCall | un
 
 /**
  * One statement: the stored function `devtool_claim_calls` (drizzle/0008_claim_function.sql; with
- * `expectSeq`, drizzle/0010_commit_function.sql refuses a copy behind the store before anything)
+ * `expectSeq`, drizzle/0011_commit_function.sql refuses a copy behind the store before anything)
  * locks the task row first (as every commit and re-prompt does: no deadlock, and no event is
  * appended while the claim decides), moves each claimed call awaiting → ready in id order — all
  * or, when one is not awaiting (another answer won) or shows another card, none — leases the

@@ -1,6 +1,6 @@
 /**
  * Group commit (TaskStore.commit): a whole WriteBatch as ONE statement, the stored function
- * `devtool_commit` (drizzle/0010_commit_function.sql), which is its own transaction: one round
+ * `devtool_commit` (drizzle/0011_commit_function.sql), which is its own transaction: one round
  * trip per batch of any size, no BEGIN/COMMIT, the same fixed statement text every time
  * (prepared once per connection by postgres.js). The batch travels as one JSON parameter.
  *

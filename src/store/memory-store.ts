@@ -56,8 +56,12 @@ interface TaskRow {
   dialect: WireDialect;
   /** The latest snapshot as v1.0 JSON; replaced on every change, never mutated. */
   task: Json;
-  /** The stored event log in seq order, payload as v1.0 JSON text (superseded keyed events removed). */
-  events: Array<{ seq: number; payload: string; final: boolean; key?: string }>;
+  /**
+   * The stored event log in seq order, payload as v1.0 JSON text (superseded keyed events removed);
+   * like the table's rows, one of `span` > 1 is a text run ending at `seq` (schema.ts), its
+   * payload the JSON text of each of its events (a page read parses only its own).
+   */
+  events: Array<{ seq: number; payload: string | string[]; final: boolean; key?: string; span: number }>;
   /** The seq of the last event appended (stored or since compacted). */
   lastSeq: number;
   /** The database clock at the last change: listTasks shows the most recently updated first. */
@@ -285,7 +289,8 @@ function stage(db: MemoryDatabase, plan: BatchPlan): Staged {
   for (const e of plan.stored) {
     const log = logs.get(e.task_id) ?? [];
     const seq = (db.tasks.get(e.task_id)?.lastSeq ?? 0) + count.get(e.task_id)! - e.back;
-    log.push({ seq, payload: JSON.stringify(e.payload), final: e.final, ...(e.key !== null ? { key: e.key } : {}) });
+    const payload = e.span > 1 ? (e.payload as unknown[]).map((p) => JSON.stringify(p)) : JSON.stringify(e.payload);
+    log.push({ seq, payload, final: e.final, span: e.span, ...(e.key !== null ? { key: e.key } : {}) });
     logs.set(e.task_id, log);
   }
   const tasks = plan.tasks.map((bump) => {
@@ -635,8 +640,17 @@ export class MemoryTaskStore implements TaskStore, PushStore {
       if (log[mid]!.seq > afterSeq) hi = mid;
       else lo = mid + 1;
     }
-    const end = limit === undefined ? log.length : lo + Math.max(0, Math.floor(limit));
-    return log.slice(lo, end).map((e) => eventFromRow({ seq: e.seq, payload: JSON.parse(e.payload), final: e.final }));
+    // Found by its last seq, like the table's rows: a run that afterSeq falls in is read from there on.
+    const out: StoredEvent[] = [];
+    const max = limit === undefined ? Infinity : Math.max(0, Math.floor(limit));
+    for (let r = lo; r < log.length && out.length < max; r++) {
+      const { seq, payload, final, span } = log[r]!;
+      const texts = typeof payload === 'string' ? [payload] : payload;
+      for (let i = Math.max(0, afterSeq - (seq - span)); i < span && out.length < max; i++) {
+        out.push(eventFromRow({ seq: seq - span + 1 + i, payload: JSON.parse(texts[i]!), final }));
+      }
+    }
+    return out;
   }
 
   /** Listeners hear once per task per commit (of any store on the database), after the commit. */

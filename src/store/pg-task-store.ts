@@ -192,13 +192,21 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.commitWhileAwaiting(this.db, this.notify, batch, taskId, callIds);
   }
 
+  /**
+   * A text run (a row of span > 1) is expanded by the database, and only the events after
+   * `afterSeq` — at most `limit` of them — cross the wire and get parsed: a page read in the
+   * middle of a long answer costs its page, not the runs around it (rows are found by their
+   * last seq, in index order; a run's events follow in their array's order).
+   */
   async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
-    const query = this.db
-      .select({ seq: events.seq, payload: events.payload, final: events.final })
-      .from(events)
-      .where(and(eq(events.taskId, taskId), sql`${events.seq} > ${afterSeq}`))
-      .orderBy(asc(events.seq));
-    const rows = await (limit === undefined ? query : query.limit(Math.max(0, Math.floor(limit))));
+    const page = limit === undefined ? sql`` : sql` limit ${Math.max(0, Math.floor(limit))}::int`;
+    const rows = rowsOf<{ seq: number; payload: unknown; final: boolean }>(
+      await this.db.execute(sql`select e.seq - e.span + x.i::int as seq, x.p as payload, e.final
+        from ${events} e,
+          jsonb_array_elements(case when e.span = 1 then jsonb_build_array(e.payload) else e.payload end) with ordinality as x(p, i)
+        where e.task_id = ${taskId}::text and e.seq > ${afterSeq}::int and e.seq - e.span + x.i::int > ${afterSeq}::int
+        order by e.seq, x.i${page}`),
+    );
     return rows.map(eventFromRow);
   }
 

@@ -80,7 +80,8 @@ export const tasks = pgTable(
  * Each task's numbered event log (StreamResponse v1.0 JSON), seq 1, 2, 3… as appended. An
  * event with a `key` supersedes the task's earlier events with the same key: they are deleted
  * when it is stored (compaction: an EXECUTING card replaces the call's previous one), so the
- * stored seqs may have gaps where superseded events were.
+ * stored seqs may have gaps where superseded events were. A row may hold a run of events
+ * (`span`): a row is found by its last seq, and replay (eventsAfter) expands it.
  */
 export const events = pgTable(
   'events',
@@ -93,6 +94,12 @@ export const events = pgTable(
     final: boolean('final').notNull(),
     /** Compaction key (WriteBatch events' `key`); null for events that are never superseded. */
     key: text('key'),
+    /**
+     * How many consecutive events the row holds: seqs `seq - span + 1` … `seq`. A row of one
+     * (the default) has the event's JSON as its payload; a longer one, a text run (a task's text
+     * deltas committed together: batch-plan.ts), has a JSON array of them, never final or keyed.
+     */
+    span: integer('span').notNull().default(1),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [

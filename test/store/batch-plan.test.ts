@@ -3,10 +3,11 @@
  * deduplication, and the notification payload's parser.
  */
 import t from 'tap';
-import { byCodeUnits, parseNotification, planBatch, seqsOf } from '../../src/store/batch-plan.js';
+import { byCodeUnits, MAX_RUN, parseNotification, planBatch, seqsOf } from '../../src/store/batch-plan.js';
 import { Task, TaskStatus } from '@a2a-js/sdk';
 import { makeCall, makeStatus, makeTask, statusEvent, withHistory } from './fixtures/builders.js';
 import { batchOf } from './fixtures/commit-contract.js';
+import { deltaEvent } from './fixtures/text-run-contract.js';
 
 t.test('tasks are bumped in code-unit order; each event knows its distance from the last seq', async (t) => {
   const [x, y] = [makeTask('ctx', 'TASK_STATE_WORKING', 0, 'b-task'), makeTask('ctx', 'TASK_STATE_WORKING', 0, 'B-task')];
@@ -145,4 +146,82 @@ t.test('parseNotification: <taskId>:<seq>:<0|1>, task ids may hold colons; malfo
   t.same(parseNotification(':5:0'), undefined, 'an empty task id is not one');
   for (const bad of ['', 't', 't:1', 't:x:1', 't:1:2', 't:1:', 't::1', 't:-1:0', 't:1.5:0'])
     t.equal(parseNotification(bad), undefined, JSON.stringify(bad));
+});
+
+t.test('text runs: a task’s consecutive deltas are one stored row; other events, keys, finals and gaps end a run', async (t) => {
+  const [a, b] = [makeTask('ctx', 'TASK_STATE_WORKING', 0, 'a'), makeTask('ctx', 'TASK_STATE_WORKING', 0, 'b')];
+  const keyed = (n: number) => ({ ...deltaEvent(a, n), key: 'k' });
+  const finalDelta = { ...deltaEvent(a, 9), final: true };
+  const plan = planBatch(
+    batchOf({
+      events: [
+        deltaEvent(a, 1),
+        deltaEvent(b, 1),
+        deltaEvent(a, 2), // b's delta between: still a's run
+        { taskId: a.id, task: a, response: statusEvent(a, 3), final: false }, // not text alone: ends the run
+        deltaEvent(a, 4),
+        keyed(5), // superseded below: a seq gap, so 4 and 6 are two runs
+        deltaEvent(a, 6),
+        keyed(7),
+        deltaEvent(a, 8),
+        finalDelta,
+      ],
+    }),
+  );
+  t.same(
+    plan.events.map((e) => [e.task_id, e.back, e.span]),
+    [
+      ['a', 8, 1],
+      ['b', 0, 1],
+      ['a', 7, 1],
+      ['a', 6, 1],
+      ['a', 5, 1],
+      ['a', 4, 1],
+      ['a', 3, 1],
+      ['a', 2, 1],
+      ['a', 1, 1],
+      ['a', 0, 1],
+    ],
+    'every event still takes a seq of its own',
+  );
+  const tags = (payload: unknown) =>
+    (Array.isArray(payload) ? payload : [payload]).map((p) => (p as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n);
+  t.same(
+    plan.stored.map((e) => [e.task_id, e.back, e.span, e.key, e.final, tags(e.payload)]),
+    [
+      ['a', 7, 2, null, false, [1, 2]],
+      ['b', 0, 1, null, false, [1]],
+      ['a', 6, 1, null, false, [3]],
+      ['a', 5, 1, null, false, [4]],
+      ['a', 3, 1, null, false, [6]],
+      ['a', 2, 1, 'k', false, [7]],
+      ['a', 1, 1, null, false, [8]],
+      ['a', 0, 1, null, true, [9]],
+    ],
+  );
+  t.same(
+    seqsOf(
+      plan,
+      new Map([
+        ['a', 20],
+        ['b', 5],
+      ]),
+    ),
+    [12, 5, 13, 14, 15, 16, 17, 18, 19, 20],
+  );
+  t.equal(Array.isArray(plan.events[0].payload), false, 'the plan’s per-event rows are left as they were');
+});
+
+t.test('text runs: at most MAX_RUN deltas a row (a page read inside a run reads little)', async (t) => {
+  const a = makeTask('ctx', 'TASK_STATE_WORKING', 0, 'a');
+  const n = 2 * MAX_RUN + 5;
+  const plan = planBatch(batchOf({ events: Array.from({ length: n }, (_, i) => deltaEvent(a, i)) }));
+  t.same(
+    plan.stored.map((e) => [e.back, e.span]),
+    [
+      [n - MAX_RUN, MAX_RUN],
+      [n - 2 * MAX_RUN, MAX_RUN],
+      [0, 5],
+    ],
+  );
 });

@@ -11,6 +11,7 @@ import { openDatabase, rowsOf } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { makeCall, seedTask, statusEvent } from './fixtures/builders.js';
 import { pushStoreContract } from './fixtures/push-contract.js';
+import { storedRunCase, type RunRow } from './fixtures/text-run-contract.js';
 import { taskStoreContract } from './task-store-contract.js';
 
 const shared = await openDatabase({ dataDir: 'memory://' });
@@ -38,14 +39,28 @@ t.test('push contract (in-memory PGlite)', async (t) => {
 });
 
 t.test('JSON columns hold JSON objects, not encoded strings', async (t) => {
-  const kinds = rowsOf<{ a: string; b: string }>(
+  const kinds = rowsOf<{ a: string; b: string; c: string | null }>(
     await shared.db.execute(
-      sql`select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b from events e join tasks t on t.id = e.task_id`,
+      sql`select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b, jsonb_typeof(e.payload->0) as c
+        from events e join tasks t on t.id = e.task_id order by 1`,
     ),
   );
   t.same(
-    kinds.map((r) => [r.a, r.b]),
-    [['object', 'object']],
+    kinds.map((r) => [r.a, r.b, r.c]),
+    [
+      ['array', 'object', 'object'],
+      ['object', 'object', null],
+    ],
+    'an event is an object; a text run (the contract writes some) an array of them',
+  );
+});
+
+t.test('text runs: a batch of deltas is one row (PGlite)', async (t) => {
+  const store = new PgTaskStore({ ...shared, close: async () => {} });
+  await storedRunCase(t, store, async (taskId) =>
+    rowsOf<RunRow>(
+      await shared.db.execute(sql`select seq, span, jsonb_typeof(payload) as kind from events where task_id = ${taskId} order by seq`),
+    ),
   );
 });
 

@@ -12,6 +12,7 @@ import { migrateDatabase, openDatabase, rowsOf } from '../../src/store/db.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { seedTask, statusEvent } from './fixtures/builders.js';
 import { pushStoreContract } from './fixtures/push-contract.js';
+import { storedRunCase, type RunRow } from './fixtures/text-run-contract.js';
 import { taskStoreContract } from './task-store-contract.js';
 
 const url = process.env.TEST_DATABASE_URL;
@@ -78,11 +79,26 @@ if (url === undefined || url === '') {
 
   t.test('JSON columns hold JSON objects, not encoded strings', async (t) => {
     const kinds = await admin.unsafe(
-      `select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b from "${schema}".events e join "${schema}".tasks t on t.id = e.task_id`,
+      `select distinct jsonb_typeof(e.payload) as a, jsonb_typeof(t.task) as b, jsonb_typeof(e.payload->0) as c
+       from "${schema}".events e join "${schema}".tasks t on t.id = e.task_id order by 1`,
     );
     t.same(
-      kinds.map((r) => [r.a, r.b]),
-      [['object', 'object']],
+      kinds.map((r) => [r.a, r.b, r.c]),
+      [
+        ['array', 'object', 'object'],
+        ['object', 'object', null],
+      ],
+      'an event is an object; a text run (the contract writes some) an array of them',
+    );
+  });
+
+  t.test('text runs: a batch of deltas is one row (PostgreSQL)', async (t) => {
+    const store = new PgTaskStore(await openDatabase({ databaseUrl: url, schema }));
+    t.teardown(() => store.close());
+    await storedRunCase(t, store, async (taskId) =>
+      admin.unsafe<RunRow[]>(`select seq, span, jsonb_typeof(payload) as kind from "${schema}".events where task_id = $1 order by seq`, [
+        taskId,
+      ]),
     );
   });
 

@@ -12,6 +12,7 @@ import { commitContract } from './fixtures/commit-contract.js';
 import { compactionContract } from './fixtures/compaction-contract.js';
 import { copyContract } from './fixtures/copy-contract.js';
 import { detailContract } from './fixtures/detail-contract.js';
+import { textRunContract } from './fixtures/text-run-contract.js';
 import { artifactEvent, eventually, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
 import { open, type MakeStore, type Test } from './fixtures/open.js';
 
@@ -32,6 +33,7 @@ export function taskStoreContract(t: Test, makeStore: MakeStore): void {
   callContract(t, makeStore);
   commitContract(t, makeStore);
   compactionContract(t, makeStore);
+  textRunContract(t, makeStore);
   copyContract(t, makeStore);
   detailContract(t, makeStore);
   checkpointContract(t, makeStore);

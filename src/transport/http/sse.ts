@@ -35,17 +35,32 @@ const SHUTDOWN_COMMENT = ': server shutting down; reconnect with Last-Event-ID t
 
 const CLOSING = Symbol('closing');
 
-/** Resolves when `signal` aborts (never without one); `off` removes the listener. */
-function whenAborted(signal: AbortSignal | undefined): { aborted: Promise<typeof CLOSING>; off: () => void } {
-  let off = () => {};
-  const aborted = new Promise<typeof CLOSING>((resolve) => {
-    if (signal === undefined) return;
-    if (signal.aborted) return resolve(CLOSING);
-    const onAbort = () => resolve(CLOSING);
-    signal.addEventListener('abort', onAbort, { once: true });
-    off = () => signal.removeEventListener('abort', onAbort);
-  });
-  return { aborted, off };
+/**
+ * Waits that end when `signal` aborts: `next(p)` settles as `p` does, or with CLOSING once the
+ * signal aborts (at once if it did already); `onAbort` runs then. Not Promise.race with one
+ * long-lived promise: that keeps a reaction per call, and with it the value the call settled
+ * with (every frame's event), until the promise settles — for as long as the stream lasts. Here
+ * each wait replaces the last.
+ */
+function closer(signal: AbortSignal | undefined, onAbort: () => void) {
+  let aborted = signal?.aborted === true;
+  let interrupt: ((v: typeof CLOSING) => void) | undefined;
+  const abort = () => {
+    aborted = true;
+    interrupt?.(CLOSING);
+    onAbort();
+  };
+  signal?.addEventListener('abort', abort, { once: true });
+  return {
+    next<T>(p: Promise<T>): Promise<T | typeof CLOSING> {
+      return new Promise<T | typeof CLOSING>((resolve, reject) => {
+        interrupt = resolve;
+        if (aborted) resolve(CLOSING);
+        p.then(resolve, reject);
+      });
+    },
+    off: () => signal?.removeEventListener('abort', abort),
+  };
 }
 
 export function sseFrame(data: unknown, id?: number, event?: string): string {
@@ -91,9 +106,8 @@ export async function writeSse(
     wake = undefined;
   };
   opts.metrics?.sseOpened();
-  const shutdown = whenAborted(opts.closing);
   // A client that does not read holds no shutdown up: a write waiting for it is dropped.
-  void shutdown.aborted.then(() => wake !== undefined && res.destroy());
+  const shutdown = closer(opts.closing, () => wake !== undefined && res.destroy());
   let ending = false;
   try {
     let r: IteratorResult<unknown> | typeof CLOSING = first;
@@ -106,7 +120,7 @@ export async function writeSse(
       await send(text);
       phaseEnd('write', writing);
       if (closed) break;
-      r = await Promise.race([source.next(), shutdown.aborted]);
+      r = await shutdown.next(source.next());
     }
     ending = r === CLOSING;
     if (ending && !closed) res.write(SHUTDOWN_COMMENT);

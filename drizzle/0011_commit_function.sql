@@ -98,9 +98,9 @@ BEGIN
       WHERE t.id = x.id
       RETURNING t.id, t.last_seq, x.f
     ), logged AS (
-      INSERT INTO events (task_id, seq, payload, final, key)
-      SELECT e.task_id, b.last_seq - e.back, e.payload, e.final, e.key
-      FROM jsonb_to_recordset(p->'events') AS e(task_id text, back integer, payload jsonb, final boolean, key text)
+      INSERT INTO events (task_id, seq, payload, final, key, span)
+      SELECT e.task_id, b.last_seq - e.back, e.payload, e.final, e.key, coalesce(e.span, 1)
+      FROM jsonb_to_recordset(p->'events') AS e(task_id text, back integer, payload jsonb, final boolean, key text, span integer)
       JOIN bumped b ON b.id = e.task_id
     )
     SELECT jsonb_object_agg(b.id, b.last_seq),

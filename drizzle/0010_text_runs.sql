@@ -1,0 +1,1 @@
+ALTER TABLE "events" ADD COLUMN "span" integer DEFAULT 1 NOT NULL;
