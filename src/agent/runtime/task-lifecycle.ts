@@ -122,6 +122,7 @@ export function failTask(task: LiveTask, reason: string): void {
   task.modelRunning = false;
   move(task, { type: 'state', state: 'failed', text: reason, error: reason });
   task.abort.abort();
+  task.releaseWrites(); // an end never waits on a step's held writes
 }
 
 /**
@@ -137,6 +138,7 @@ export function cancelTask(task: LiveTask, principal: string | undefined): void 
   abandonTurn(task, 'The task was canceled.');
   move(task, { type: 'state', state: 'canceled', text: 'The task was canceled by the client.' });
   task.abort.abort();
+  task.releaseWrites();
 }
 
 // Whether a task stays in this process's memory. Callers say what happened; this decides what the

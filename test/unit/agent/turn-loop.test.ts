@@ -7,7 +7,7 @@ import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { approveCall } from '../../../src/agent/runtime/call-lifecycle.js';
-import { cancelTask } from '../../../src/agent/runtime/task-lifecycle.js';
+import { cancelTask, failTask } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { ModelError } from '../../../src/agent/model/model-client.js';
 import type { ModelChunk } from '../../../src/agent/model/model-client.js';
@@ -489,3 +489,16 @@ t.test(
     t.equal(history.at(-1)?.role, 'user', 'the conversation does not end on an unanswered model function call');
   },
 );
+
+t.test('a task failed or canceled while a step holds its writes commits its end at once (a hold never keeps an end back)', async (t) => {
+  const core = await makeCore(t);
+  for (const end of ['failed', 'canceled'] as const) {
+    const task = await startTask(core, { viaCache: true });
+    await task.flush();
+    task.holdWrites();
+    if (end === 'failed') failTask(task, 'broken');
+    else cancelTask(task, undefined);
+    await until(`the ${end} end committed`, async () => (await storedState(core.store, task.id)) === end);
+    t.pass(`${end}: committed without a flush`);
+  }
+});
