@@ -35,7 +35,7 @@ import type { ExtensionInfo } from './agent/requests/extensions-command.js';
 import { TurnLoop } from './agent/runtime/turn-loop.js';
 import { WriteQueue } from './agent/runtime/write-queue.js';
 import { handOff } from './agent/runtime/hand-off.js';
-import { LOG_REDACT_PATHS, secretScrubber, urlPassword } from './lib/redact.js';
+import { LOG_REDACT_PATHS, secretScrubber, urlPassword, withoutQueryParams } from './lib/redact.js';
 import { RfcEncoder } from './agent/wire/rfc-encoder.js';
 import { LegacyEncoder } from './agent/wire/legacy-encoder.js';
 import type { LegacyToolInfo } from './agent/wire/legacy-encoder.js';
@@ -194,7 +194,7 @@ export function defaultLogger(config: Readonly<Config>, write: (line: string) =>
   return {
     level: config.logLevel,
     redact: { paths: LOG_REDACT_PATHS },
-    stream: { write: (line: string) => write(scrub(line)) },
+    stream: { write: (line: string) => write(scrub(withoutQueryParams(line))) },
   };
 }
 

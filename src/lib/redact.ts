@@ -5,6 +5,9 @@
  * - `secretScrubber`: the process's own secrets (GEMINI_API_KEY, the DATABASE_URL password,
  *   API keys) replaced by value in every line written, wherever they turn up (an error message
  *   or stack that quotes a URL, a config echoed by a library).
+ * And `withoutQueryParams`: a failed statement's parameters, which drizzle quotes in its error
+ * message (`Failed query: … params: …`), are cut from every line: they hold what a task wrote
+ * (file contents, messages), which may be anyone's secret.
  */
 
 /** Fields that carry credentials wherever they are logged. */
@@ -65,4 +68,12 @@ export function secretScrubber(secrets: ReadonlyArray<string | undefined>): (tex
     for (const form of list) if (out.includes(form)) out = out.split(form).join(REDACTED);
     return out;
   };
+}
+
+/** Inside a JSON line: drizzle's `\nparams: <values>` up to the end of the string it is in, or of the message in a stack. */
+const QUERY_PARAMS = /\\nparams: (?:[^"\\]|\\(?!n {4}at )[^])*/g;
+
+/** `line` (a JSON log line) with the parameters quoted by failed-query messages replaced by `[REDACTED]`. */
+export function withoutQueryParams(line: string): string {
+  return line.includes('params: ') ? line.replace(QUERY_PARAMS, `\\nparams: ${REDACTED}`) : line;
 }

@@ -226,3 +226,30 @@ t.test('a stream whose log cannot be read while the store is down ends with the 
   t.equal(last?.data?.error?.code, -32050, 'the store-unavailable code, not -32603');
   t.same(last?.data?.error?.data, { retryable: true });
 });
+
+t.test(
+  "the store goes down as a call's result commits with its turn's close: the task fails, and its failure lands once the store is back",
+  async (t) => {
+    const inner = new MemoryTaskStore();
+    t.teardown(() => inner.close());
+    const faulty = faultyStore(inner);
+    const { app } = await serverOn(t, faulty);
+    const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
+    const task = first.events?.[0]?.data?.result;
+    const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+    // The answer's 2nd commit (the result, the turn's close, the model's turn) and the two after it fail.
+    faulty.failAt(2, 'commit', 3);
+    const second = await within(
+      15_000,
+      'the answer stream',
+      rpc(app, 'message/stream', {
+        message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+      }),
+    );
+    t.strictSame(faulty.fired, ['commit', 'commit', 'commit'], 'the store was down for three commits');
+    const end = lastEvent(second);
+    t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
+    t.equal(stateName((await inner.loadTask(task.id))?.task.status?.state), 'failed', 'the failure is stored');
+    t.equal(await inner.closeTurn(task.id, 0), true, 'the turn was not closed by a close sent again after the failure');
+  },
+);

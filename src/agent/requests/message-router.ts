@@ -89,25 +89,37 @@ export class MessageRouter {
     if (intent.kind === 'new-task') return this.startTask(intent, caller);
     if (this.opts.access.enabled) await this.refuseStranger(taskId, intent, caller);
     try {
-      return await this.continueLoaded(taskId, intent, caller, version);
+      return await this.continueLoaded(taskId, intent, caller, version, true);
     } catch (err) {
       if (!(err instanceof CopyBehind)) throw err;
-      // The copy kept here was behind the store and nothing was applied: once more, on a fresh one.
+      // The copy kept here was behind the store and nothing was applied: once more, on one read
+      // afresh — whose claim checks the calls alone (their phase and card), so answers are not
+      // starved by other messages' re-prompts appended meanwhile.
       try {
-        return await this.continueLoaded(taskId, intent, caller, version);
+        return await this.continueLoaded(taskId, intent, caller, version, false);
       } catch (again) {
         throw again instanceof CopyBehind ? again.answer : again;
       }
     }
   }
 
-  /** The task from memory (kept as it was last worked on here, unchecked) or from the store, continued by `intent`. */
-  private async continueLoaded(taskId: string, intent: TaskIntent, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
+  /**
+   * The task from memory (kept as it was last worked on here, unchecked) or from the store,
+   * continued by `intent`. `checkSeq`: an answer's claim also requires the task's last seq to be
+   * the copy's (a copy kept in memory may be behind the store).
+   */
+  private async continueLoaded(
+    taskId: string,
+    intent: TaskIntent,
+    caller: Caller | undefined,
+    version: A2aVersion,
+    checkSeq: boolean,
+  ): Promise<Routed> {
     const worked = this.opts.cache.peek(taskId) !== undefined;
     const task = await this.opts.cache.get(taskId);
     if (task === undefined) throw taskNotFound(taskId);
     try {
-      return await this.continueTask(task, intent, caller, version);
+      return await this.continueTask(task, intent, caller, version, checkSeq);
     } catch (err) {
       // A refused message leaves nothing behind in memory: not even a copy it loaded of a task
       // that works elsewhere (nothing would ever bring that copy up to date).
@@ -117,7 +129,13 @@ export class MessageRouter {
     }
   }
 
-  private async continueTask(task: LiveTask, intent: TaskIntent, caller: Caller | undefined, version: A2aVersion): Promise<Routed> {
+  private async continueTask(
+    task: LiveTask,
+    intent: TaskIntent,
+    caller: Caller | undefined,
+    version: A2aVersion,
+    checkSeq: boolean,
+  ): Promise<Routed> {
     const { access } = this.opts;
     const message = intent.message;
     if (message.contextId && message.contextId !== task.task.contextId) {
@@ -151,7 +169,7 @@ export class MessageRouter {
       const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
       // The claim leases the task to this instance in the same statement.
       const from = await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), (claims) =>
-        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil(), task.lastSeq),
+        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil(), checkSeq ? task.lastSeq : undefined),
       );
       // Only once the answer was accepted; the calls run already, so a failure here fails the task.
       await this.opts.loop.guard(task, 'applying the new settings', () => this.opts.factory.applySettings(task.context, requested));

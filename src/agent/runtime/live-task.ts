@@ -341,9 +341,12 @@ export class LiveTask {
     if (this.unborn) return; // refused with its creation (create() says so)
     if (isStaleWrite(err)) return this.overtakenBy(err);
     const finalQueued = PAUSE_OR_TERMINAL.has(this.state);
-    // After an end, a stream frame is dropped; a pause keeps its cards (a client draws them).
+    // After an end, a stream frame is dropped; a pause keeps its cards (a client draws them). A
+    // turn's close is never sent again: it was refused with the results it needs, and the task
+    // fails for that (abandoning the turn) unless it already ended.
     const droppable = TERMINAL.has(this.state) && write.op.kind === 'event' && !write.op.final;
-    if (resend || (finalQueued && !droppable)) return this.keepForResend(err, write);
+    const again = write.op.kind !== 'close-turn' && (resend || (finalQueued && !droppable));
+    if (again) return this.keepForResend(err, write);
     this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${write.op.kind}${finalQueued ? ' (dropped)' : ''}`);
     if (finalQueued || this.failing) return;
     this.failing = true;

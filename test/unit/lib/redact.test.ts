@@ -7,7 +7,7 @@ import t from 'tap';
 import Fastify from 'fastify';
 import { defaultLogger } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/load-config.js';
-import { REDACTED, secretScrubber, urlPassword } from '../../../src/lib/redact.js';
+import { REDACTED, secretScrubber, urlPassword, withoutQueryParams } from '../../../src/lib/redact.js';
 import { ownDir } from '../../support/own-dir.js';
 
 t.test('the default logger censors credential fields and scrubs the config secrets by value', async (t) => {
@@ -49,4 +49,20 @@ t.test('secretScrubber', async (t) => {
   t.same(urlPassword('postgres://u@h/d'), []);
   t.same(urlPassword('not a url'), []);
   t.same(urlPassword(undefined), []);
+});
+
+t.test("withoutQueryParams: a failed query's parameters leave the log line; the line stays JSON", async (t) => {
+  const err = new Error('Failed query: select devtool_commit($1::jsonb) as r\nparams: {"content":"API_KEY=\\"s3cret\\"","n":1}');
+  const line = JSON.stringify({ level: 50, err: { message: err.message, stack: `Error: ${err.message}\n    at x` }, msg: 'write failed' });
+  const out = withoutQueryParams(line);
+  t.notMatch(out, /s3cret/, 'the values are gone');
+  t.match(out, /Failed query: select devtool_commit/, 'the statement stays');
+  const parsed = JSON.parse(out) as { err: { message: string; stack: string } };
+  t.equal(parsed.err.message, 'Failed query: select devtool_commit($1::jsonb) as r\nparams: [REDACTED]');
+  t.equal(
+    parsed.err.stack,
+    'Error: Failed query: select devtool_commit($1::jsonb) as r\nparams: [REDACTED]\n    at x',
+    'the stack keeps its frames',
+  );
+  t.equal(withoutQueryParams('{"msg":"plain"}'), '{"msg":"plain"}');
 });
