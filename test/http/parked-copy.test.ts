@@ -6,7 +6,8 @@
  */
 import t from 'tap';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
-import { buildServer, confirmMessage, dataOf, textOf, userMessage } from '../support/server.js';
+import { stateName } from '../../src/protocol/a2a.js';
+import { buildServer, confirmMessage, dataOf, textOf, URI, userMessage } from '../support/server.js';
 import { rpc } from '../support/sse.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -126,4 +127,45 @@ t.test('a kept copy behind the store is not cancelled as it is: the calls of the
   const answered = history.flatMap((h) => h.parts.flatMap((p) => (p.functionResponse ? [p.functionResponse.id] : [])));
   const asked = history.flatMap((h) => h.parts.flatMap((p) => (p.functionCall ? [p.functionCall.id] : [])));
   t.same([...answered].sort(), [...asked].sort(), 'every function call answered once');
+});
+
+/** The model asks a question (a pause without calls); a follow-up's answer streams slowly. */
+const ASKS = {
+  model: 'scripted-asks',
+  scripts: [
+    { when: '^ask', steps: [{ chunks: [[{ text: 'Which file?' }]], outcome: { state: 'input-required' as const } }] },
+    { when: '^slow', steps: [{ chunks: [[{ text: 'Working on it.' }]], delayMs: 1500 }] },
+    { steps: [{ chunks: [[{ text: 'ok' }]] }] },
+  ],
+};
+
+t.test('a follow-up to a kept copy behind the store is refused and changes nothing: not the settings', async (t) => {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  const storeA = db.connect();
+  let deaf = false;
+  const subscribe: MemoryTaskStore['subscribe'] = (listener) => storeA.subscribe((...note) => (deaf ? undefined : listener(...note)));
+  const heard = new Proxy(storeA, {
+    get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
+  });
+  const a = await buildServer(t, { script: ASKS, app: { store: heard, sweepMs: 60_000 } });
+  const b = await buildServer(t, { script: ASKS, app: { store: db.connect(), sweepMs: 60_000 } });
+  const settings = (mode: string) => ({ [URI]: { approval_mode: mode } });
+  const first = await rpc(a.app, 'message/stream', { message: userMessage('ask me', { metadata: settings('YOLO') }) });
+  const task = first.events?.[0]?.data?.result;
+  t.equal(first.events?.at(-1)?.data?.result?.status?.state, 'input-required', 'the model asked');
+  const store = db.connect();
+
+  deaf = true;
+  const onB = rpc(b.app, 'message/stream', {
+    message: userMessage('slow please', { taskId: task.id, contextId: task.contextId, metadata: settings('DEFAULT') }),
+  });
+  while (stateName((await store.loadTask(task.id))?.task.status?.state) !== 'working') await new Promise((r) => setTimeout(r, 5));
+  const onA = await rpc(a.app, 'message/stream', {
+    message: userMessage('stale follow-up', { taskId: task.id, contextId: task.contextId, metadata: settings('AUTO_EDIT') }),
+  });
+  deaf = false;
+  t.not(onA.json?.error, undefined, 'the follow-up to a working task is refused');
+  t.equal((await store.loadContext(task.contextId))?.settings.approvalMode, 'DEFAULT', "B's settings stay");
+  t.equal((await onB).events?.at(-1)?.data?.result?.status?.state, 'completed');
 });
