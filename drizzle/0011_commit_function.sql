@@ -172,7 +172,10 @@ $$;
 -- as devtool_claim_calls/4, and when `p_expect` is given and the task's last seq is another, the
 -- copy is behind the store (it kept the task in memory while another process moved it on):
 -- nothing is claimed and the answer says so ({ok:false, behind: last_seq}), so it reloads and
--- decides again. The 4-argument function stays for instances of the previous version.
+-- decides again. Nor is anything claimed while another owner runs calls of the task (claimed or
+-- executing under a live lease: another instance works on the turn, and this copy's writes would
+-- follow events it never saw): answered so, the message waits for the task's next pause. The
+-- 4-argument function stays for instances of the previous version.
 CREATE OR REPLACE FUNCTION devtool_claim_calls(p_task text, p_claims jsonb, p_owner text, p_until timestamptz, p_expect integer)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -181,7 +184,10 @@ DECLARE
   seq integer;
 BEGIN
   SELECT last_seq INTO seq FROM tasks WHERE id = p_task FOR NO KEY UPDATE;
-  IF FOUND AND p_expect IS NOT NULL AND seq <> p_expect THEN
+  IF FOUND AND p_expect IS NOT NULL AND (seq <> p_expect OR EXISTS (
+    SELECT 1 FROM tool_calls c WHERE c.task_id = p_task AND c.phase IN ('ready', 'executing')
+      AND c.lease_owner IS DISTINCT FROM p_owner AND c.lease_until >= now()
+  )) THEN
     RETURN jsonb_build_object('ok', false, 'behind', seq, 'lost', '[]'::jsonb);
   END IF;
   RETURN devtool_claim_calls(p_task, p_claims, p_owner, p_until);

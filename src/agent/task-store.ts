@@ -205,7 +205,8 @@ export interface Checkpoint {
  */
 /**
  * A claim's outcome. Lost: the calls that were not awaiting (another answer won), or — when the
- * claimer said which last seq it knows and the task is at another — `behind`, the stored last seq:
+ * claimer said which last seq it knows and the task is at another, or another owner runs calls of
+ * the task under a live lease (its writes will move the task on) — `behind`, the stored last seq:
  * the claimer's copy is behind the store and nothing was claimed.
  */
 export type ClaimResult = { ok: true; lastSeq: number } | { ok: false; notAwaiting: string[]; behind?: number };

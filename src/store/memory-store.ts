@@ -417,10 +417,20 @@ function closeTurnOf(db: MemoryDatabase, taskId: string, turn: number): boolean 
   return true;
 }
 
+/** Another owner runs calls of the task (claimed or executing, under a live lease); see TaskStore.claimCalls. */
+function runsElsewhere(db: MemoryDatabase, task: TaskRow, owner: string, now: number): boolean {
+  return [...task.calls].some((id) => {
+    const { call } = db.calls.get(id)!;
+    return LIVE_PHASES.has(call.phase) && call.leaseOwner !== owner && call.leaseUntil !== undefined && call.leaseUntil.getTime() >= now;
+  });
+}
+
 /** Awaiting → ready for every claim, or nothing; see TaskStore.claimCalls. */
 function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): ClaimResult {
   const stored = db.tasks.get(taskId);
   if (stored && expectSeq !== undefined && stored.lastSeq !== expectSeq) return { ok: false, notAwaiting: [], behind: stored.lastSeq };
+  if (stored && expectSeq !== undefined && runsElsewhere(db, stored, owner, Date.now()))
+    return { ok: false, notAwaiting: [], behind: stored.lastSeq };
   const won = new Set<string>();
   const lost = new Set<string>();
   for (const c of claims) {

@@ -6,7 +6,8 @@
  */
 import t from 'tap';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
-import { buildServer, confirmMessage, dataOf, textOf, userMessage } from '../support/server.js';
+import { stateName } from '../../src/protocol/a2a.js';
+import { buildServer, confirmMessage, dataOf, textOf, URI, userMessage } from '../support/server.js';
 import { rpc } from '../support/sse.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -69,4 +70,102 @@ t.test('a kept copy behind the store with a message that is no answer: re-prompt
   const reply = await rpc(app, 'message/stream', { message: userMessage('hmm?', { taskId, contextId }) });
   t.equal(reply.json?.error, undefined, 'no error');
   t.equal(reply.events?.at(-1)?.data?.result?.status?.state, 'input-required', 'still waiting, asked again');
+});
+
+/** A script whose answer to the first call proposes a second one: the task pauses twice. */
+const TWICE = {
+  model: 'scripted-twice',
+  scripts: [
+    {
+      when: '^twice',
+      steps: [
+        { chunks: [[{ functionCall: { name: 'write_file', args: { file_path: 'one.txt', content: '1\n' } } }]] },
+        { chunks: [[{ functionCall: { name: 'write_file', args: { file_path: 'two.txt', content: '2\n' } } }]] },
+        { chunks: [[{ text: 'Both written.' }]] },
+      ],
+    },
+  ],
+};
+
+t.test('a kept copy behind the store is not cancelled as it is: the calls of the pause the store holds are closed', async (t) => {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  const storeA = db.connect();
+  let deaf = false;
+  const subscribe: MemoryTaskStore['subscribe'] = (listener) => storeA.subscribe((...note) => (deaf ? undefined : listener(...note)));
+  const heard = new Proxy(storeA, {
+    get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
+  });
+  const a = await buildServer(t, { script: TWICE, app: { store: heard, sweepMs: 60_000 } });
+  const b = await buildServer(t, { script: TWICE, app: { store: db.connect(), sweepMs: 60_000 } });
+  const cardOf = (events: Array<{ data?: any }> | undefined) =>
+    events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+
+  const first = await rpc(a.app, 'message/stream', { message: userMessage('twice') });
+  const taskId = first.events?.[0]?.data?.result?.id as string;
+  const contextId = first.events?.[0]?.data?.result?.contextId as string;
+  const one = cardOf(first.events).tool_call_id as string;
+
+  // Answered on B, which runs the call and pauses on the next one; A does not hear of it yet.
+  deaf = true;
+  const second = await rpc(b.app, 'message/stream', {
+    message: confirmMessage(taskId, contextId, { tool_call_id: one, selected_option_id: 'proceed_once' }),
+  });
+  const two = cardOf(second.events)?.tool_call_id as string;
+  t.ok(two, 'B paused on the second call');
+  await new Promise((resolve) => setImmediate(resolve));
+  deaf = false;
+
+  const canceled = await rpc(a.app, 'tasks/cancel', { id: taskId });
+  t.equal(canceled.json?.result?.status?.state, 'canceled');
+  const store = db.connect();
+  const [first1, second2] = [await store.loadCall(one), await store.loadCall(two)];
+  t.equal(first1?.snapshot.status, 'SUCCEEDED', 'the call that ran stays as it ran');
+  t.equal(second2?.phase, 'done', 'the waiting call is closed');
+  t.equal(second2?.snapshot.status, 'CANCELLED');
+  const history = (await store.loadContext(contextId))!.history;
+  const answered = history.flatMap((h) => h.parts.flatMap((p) => (p.functionResponse ? [p.functionResponse.id] : [])));
+  const asked = history.flatMap((h) => h.parts.flatMap((p) => (p.functionCall ? [p.functionCall.id] : [])));
+  t.same([...answered].sort(), [...asked].sort(), 'every function call answered once');
+});
+
+/** The model asks a question (a pause without calls); a follow-up's answer streams slowly. */
+const ASKS = {
+  model: 'scripted-asks',
+  scripts: [
+    { when: '^ask', steps: [{ chunks: [[{ text: 'Which file?' }]], outcome: { state: 'input-required' as const } }] },
+    { when: '^slow', steps: [{ chunks: [[{ text: 'Working on it.' }]], delayMs: 1500 }] },
+    { steps: [{ chunks: [[{ text: 'ok' }]] }] },
+  ],
+};
+
+t.test('a follow-up to a kept copy behind the store is refused and changes nothing: not the settings', async (t) => {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  const storeA = db.connect();
+  let deaf = false;
+  const subscribe: MemoryTaskStore['subscribe'] = (listener) => storeA.subscribe((...note) => (deaf ? undefined : listener(...note)));
+  const heard = new Proxy(storeA, {
+    get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
+  });
+  const a = await buildServer(t, { script: ASKS, app: { store: heard, sweepMs: 60_000 } });
+  const b = await buildServer(t, { script: ASKS, app: { store: db.connect(), sweepMs: 60_000 } });
+  const settings = (mode: string) => ({ [URI]: { approval_mode: mode } });
+  const first = await rpc(a.app, 'message/stream', { message: userMessage('ask me', { metadata: settings('YOLO') }) });
+  const task = first.events?.[0]?.data?.result;
+  t.equal(first.events?.at(-1)?.data?.result?.status?.state, 'input-required', 'the model asked');
+  const store = db.connect();
+
+  deaf = true;
+  const onB = rpc(b.app, 'message/stream', {
+    message: userMessage('slow please', { taskId: task.id, contextId: task.contextId, metadata: settings('DEFAULT') }),
+  });
+  while (stateName((await store.loadTask(task.id))?.task.status?.state) !== 'working') await new Promise((r) => setTimeout(r, 5));
+  const onA = await rpc(a.app, 'message/stream', {
+    message: userMessage('stale follow-up', { taskId: task.id, contextId: task.contextId, metadata: settings('AUTO_EDIT') }),
+  });
+  deaf = false;
+  t.not(onA.json?.error, undefined, 'the follow-up to a working task is refused');
+  t.equal((await store.loadContext(task.contextId))?.settings.approvalMode, 'DEFAULT', "B's settings stay");
+  t.equal((await onB).events?.at(-1)?.data?.result?.status?.state, 'completed');
 });

@@ -38,6 +38,7 @@ export const SUITES = {
     'http/jsonrpc-limits.test.ts',
     'http/console-route.test.ts',
     'http/parked-copy.test.ts',
+    'http/claim-races.test.ts',
     'fuzz/regressions.test.ts',
   ],
 } as const;

@@ -182,13 +182,15 @@ export class MessageRouter {
     refuseContinuation(task, version);
     await this.opts.factory.exclusive(task.context.id, async () => {
       await this.opts.factory.checkContextFree(task.context.id, task.id);
-      await this.opts.factory.applySettings(task.context, requested);
       task.addUserMessage(stamped);
       workHere(task);
       await this.opts.store.leaseTasks([task.id], this.opts.instanceId, new Date(Date.now() + this.opts.leaseMs));
       startWorking(task);
       await task.flush();
       if (task.isBehind) throw new CopyBehind(unsupported(`Task ${task.id} changed while this message was applied; send it again`));
+      // Only once the message was accepted: a copy found behind above (kept since it paused, while
+      // another instance took the task on) must not store settings merged into its stale ones.
+      await this.opts.loop.guard(task, 'applying the new settings', () => this.opts.factory.applySettings(task.context, requested));
     });
     this.opts.loop.startTurn(task, intent.parts);
     return { task, afterSeq };

@@ -16,7 +16,7 @@
  */
 import type { Message, Task } from '@a2a-js/sdk';
 import { newTask, STATE_TO_V1, userMessage } from '../../protocol/a2a.js';
-import { TERMINAL } from '../../protocol/task-states.js';
+import { PAUSE_OR_TERMINAL, TERMINAL } from '../../protocol/task-states.js';
 import type { AgentEvent, TaskStateName } from '../wire/agent-events.js';
 import { abandonTurn, closeOpenCalls, declineCall } from './call-lifecycle.js';
 import type { LiveTask, TurnCall } from './live-task.js';
@@ -127,11 +127,15 @@ export function failTask(task: LiveTask, reason: string): void {
 
 /**
  * Ends the task `canceled` on a client's request: open calls CANCELLED, the running tool and model
- * aborted. The cancel lands whatever another process appended meanwhile (a task running there),
- * as long as the store still has the task in the state this copy saw (LiveTask.checkStateOnly).
+ * aborted. The cancel of a working copy lands whatever another process appended meanwhile (a task
+ * running there), as long as the store still has the task in the state this copy saw
+ * (LiveTask.checkStateOnly). A paused (or gemini-cli idle) copy may be one kept since it paused
+ * (TaskCache.park): its turn is only right while nothing was appended, so its last seq is checked —
+ * else a pause reached again on another process would pass the state check, and the cancel would
+ * close the earlier turn's calls (over their results) and leave the waiting ones open.
  */
 export function cancelTask(task: LiveTask, principal: string | undefined): void {
-  task.checkStateOnly();
+  if (!PAUSE_OR_TERMINAL.has(task.state)) task.checkStateOnly();
   for (const call of task.turn) {
     if (call.phase !== 'done') declineCall(task, call, { reason: 'The task was canceled.', type: 'cancelled', principal });
   }
