@@ -22,6 +22,7 @@ import { freePort, listeningSockets, rssBytes, spawnServer, stopServer, waitRead
 import type { RunningServer } from './server-process.js';
 import { mb, round, summarize } from './stats.js';
 import type { Summary } from './stats.js';
+import { WRITE_SLOTS } from './sse-client.js';
 
 export const ANCHOR_PACKAGE = '@google/gemini-cli-a2a-server';
 export const ANCHOR_VERSION = '0.25.2';
@@ -47,10 +48,20 @@ interface GeminiRequest {
   contents?: Array<{ parts?: Array<Record<string, unknown>> }>;
 }
 
+/** The file a legacy flow's prompt names (`write bench-<slot>.txt`), in the fake Gemini's folder. */
+function promptedFile(parsed: GeminiRequest, file: string): string {
+  const texts = (parsed.contents ?? []).flatMap((c) => (c.parts ?? []).map((p) => (typeof p.text === 'string' ? p.text : '')));
+  const named = texts.map((t) => /write (bench-\d+\.txt)/.exec(t)?.[1]).findLast((n) => n !== undefined);
+  return named === undefined ? file : path.join(path.dirname(file), named);
+}
+
 /**
  * A fake Gemini API: a request whose last turn answers a function call gets a two-chunk text
  * answer; any other streamed request gets one write_file call (which both servers ask to
- * confirm); countTokens and the anchor's non-streamed side requests get neutral answers.
+ * confirm) of the file its prompt names (`write bench-<slot>.txt`; `file` otherwise — flows
+ * running at once write files of their own, as the RFC client's do: one shared file makes an
+ * edit's card stale under a concurrent flow, and the edit guard asks again); countTokens and
+ * the anchor's non-streamed side requests get neutral answers.
  */
 export async function startFakeGemini(file: string): Promise<{ url: string; close: () => Promise<void> }> {
   const sse = (parts: unknown[], last: boolean) =>
@@ -66,7 +77,8 @@ export async function startFakeGemini(file: string): Promise<{ url: string; clos
         const answered = (last?.parts ?? []).some((p) => p.functionResponse !== undefined);
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         if (answered) res.end(sse([{ text: 'Wrote ' }], false) + sse([{ text: 'bench.txt.' }], true));
-        else res.end(sse([{ functionCall: { name: 'write_file', args: { file_path: file, content: 'x\n' } } }], true));
+        else
+          res.end(sse([{ functionCall: { name: 'write_file', args: { file_path: promptedFile(parsed, file), content: 'x\n' } } }], true));
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -147,12 +159,16 @@ export interface LegacyFlow {
   flowMs: number;
 }
 
+/** Legacy flows so far in this process: flow n writes bench-<n mod WRITE_SLOTS>.txt. */
+let legacyFlows = 0;
+
 /** One confirm flow on the legacy wire: prompt → awaiting_approval card → proceed_once → the turn's final event. */
 export async function legacyFlow(url: string, workspace: string): Promise<LegacyFlow> {
   const t0 = performance.now();
   let firstEventMs = Number.NaN;
   const settings = { metadata: { coderAgent: { kind: 'agent-settings', workspacePath: workspace } } };
-  const first = await streamEvents(url, message([{ kind: 'text', text: 'write bench.txt' }], settings), () => {
+  const prompt = `write bench-${legacyFlows++ % WRITE_SLOTS}.txt`;
+  const first = await streamEvents(url, message([{ kind: 'text', text: prompt }], settings), () => {
     firstEventMs = performance.now() - t0;
   });
   const call = awaiting(first);
