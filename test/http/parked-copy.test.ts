@@ -13,29 +13,35 @@ import { rpc } from '../support/sse.js';
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
 /**
- * A server on its own connection whose notifications can be held back: `unheard` writes through
- * that connection as a process whose notification has not arrived yet would (the window the
- * claim's check closes).
+ * A connection to `db` for a server whose store notifications can be held back (`deaf`): what
+ * another process commits meanwhile reaches it as a notification that has not arrived yet would
+ * (the window the writes' checks close).
  */
-async function pausedOn(t: Test) {
-  const db = new MemoryTaskStore();
-  t.teardown(() => db.close());
+function deafenable(db: MemoryTaskStore) {
   const store = db.connect();
-  let deaf = false;
-  const subscribe: MemoryTaskStore['subscribe'] = (listener) => store.subscribe((...note) => (deaf ? undefined : listener(...note)));
+  const state = { deaf: false };
+  const subscribe: MemoryTaskStore['subscribe'] = (listener) => store.subscribe((...note) => (state.deaf ? undefined : listener(...note)));
   const heard = new Proxy(store, {
     get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
   });
+  return { store, heard, state };
+}
+
+/** A server on a deafenable connection, paused on a write: `unheard` logs an event its hub does not hear of. */
+async function pausedOn(t: Test) {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  const { store, heard, state } = deafenable(db);
   const { app } = await buildServer(t, { app: { store: heard, sweepMs: 60_000 } });
   const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
   const task = first.events?.[0]?.data?.result;
   const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
   const taskId = task.id as string;
   const unheard = async () => {
-    deaf = true;
+    state.deaf = true;
     await store.appendEvent((await store.loadTask(taskId))!.task, { payload: undefined }, false);
     await new Promise((resolve) => setImmediate(resolve)); // the memory store notifies on the next turn
-    deaf = false;
+    state.deaf = false;
   };
   return { app, store, unheard, taskId, contextId: task.contextId as string, callId: card.tool_call_id as string };
 }
@@ -90,12 +96,7 @@ const TWICE = {
 t.test('a kept copy behind the store is not cancelled as it is: the calls of the pause the store holds are closed', async (t) => {
   const db = new MemoryTaskStore();
   t.teardown(() => db.close());
-  const storeA = db.connect();
-  let deaf = false;
-  const subscribe: MemoryTaskStore['subscribe'] = (listener) => storeA.subscribe((...note) => (deaf ? undefined : listener(...note)));
-  const heard = new Proxy(storeA, {
-    get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
-  });
+  const { heard, state } = deafenable(db);
   const a = await buildServer(t, { script: TWICE, app: { store: heard, sweepMs: 60_000 } });
   const b = await buildServer(t, { script: TWICE, app: { store: db.connect(), sweepMs: 60_000 } });
   const cardOf = (events: Array<{ data?: any }> | undefined) =>
@@ -107,14 +108,14 @@ t.test('a kept copy behind the store is not cancelled as it is: the calls of the
   const one = cardOf(first.events).tool_call_id as string;
 
   // Answered on B, which runs the call and pauses on the next one; A does not hear of it yet.
-  deaf = true;
+  state.deaf = true;
   const second = await rpc(b.app, 'message/stream', {
     message: confirmMessage(taskId, contextId, { tool_call_id: one, selected_option_id: 'proceed_once' }),
   });
   const two = cardOf(second.events)?.tool_call_id as string;
   t.ok(two, 'B paused on the second call');
   await new Promise((resolve) => setImmediate(resolve));
-  deaf = false;
+  state.deaf = false;
 
   const canceled = await rpc(a.app, 'tasks/cancel', { id: taskId });
   t.equal(canceled.json?.result?.status?.state, 'canceled');
@@ -142,12 +143,7 @@ const ASKS = {
 t.test('a follow-up to a kept copy behind the store is refused and changes nothing: not the settings', async (t) => {
   const db = new MemoryTaskStore();
   t.teardown(() => db.close());
-  const storeA = db.connect();
-  let deaf = false;
-  const subscribe: MemoryTaskStore['subscribe'] = (listener) => storeA.subscribe((...note) => (deaf ? undefined : listener(...note)));
-  const heard = new Proxy(storeA, {
-    get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
-  });
+  const { heard, state } = deafenable(db);
   const a = await buildServer(t, { script: ASKS, app: { store: heard, sweepMs: 60_000 } });
   const b = await buildServer(t, { script: ASKS, app: { store: db.connect(), sweepMs: 60_000 } });
   const settings = (mode: string) => ({ [URI]: { approval_mode: mode } });
@@ -156,7 +152,7 @@ t.test('a follow-up to a kept copy behind the store is refused and changes nothi
   t.equal(first.events?.at(-1)?.data?.result?.status?.state, 'input-required', 'the model asked');
   const store = db.connect();
 
-  deaf = true;
+  state.deaf = true;
   const onB = rpc(b.app, 'message/stream', {
     message: userMessage('slow please', { taskId: task.id, contextId: task.contextId, metadata: settings('DEFAULT') }),
   });
@@ -164,7 +160,7 @@ t.test('a follow-up to a kept copy behind the store is refused and changes nothi
   const onA = await rpc(a.app, 'message/stream', {
     message: userMessage('stale follow-up', { taskId: task.id, contextId: task.contextId, metadata: settings('AUTO_EDIT') }),
   });
-  deaf = false;
+  state.deaf = false;
   t.not(onA.json?.error, undefined, 'the follow-up to a working task is refused');
   t.equal((await store.loadContext(task.contextId))?.settings.approvalMode, 'DEFAULT', "B's settings stay");
   t.equal((await onB).events?.at(-1)?.data?.result?.status?.state, 'completed');

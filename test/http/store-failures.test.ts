@@ -19,6 +19,8 @@ import { rpc } from '../support/sse.js';
 import type { PostResult } from '../support/sse.js';
 import type { FastifyInstance } from 'fastify';
 
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
 type Outcome =
   { kind: 'completed' } | { kind: 'failed'; text: string } | { kind: 'refused'; at: 'start' | 'confirm'; code: number; message: string };
 
@@ -148,6 +150,28 @@ t.test('a store call that fails at any point of the flow fails at most that task
   }
 });
 
+/**
+ * Pauses a write on `app`, then answers it with the store down for three commits from the
+ * answer's `nth` on (the failure's own events wait for it to come back); the answer stream.
+ */
+async function answerWhileDown(
+  t: Test,
+  app: FastifyInstance,
+  faulty: FaultyStore,
+  nth: number,
+): Promise<{ second: PostResult; taskId: string }> {
+  const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
+  const task = first.events?.[0]?.data?.result;
+  const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+  faulty.failAt(nth, 'commit', 3);
+  const answered = rpc(app, 'message/stream', {
+    message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+  });
+  const second = await within(15_000, 'the answer stream', answered);
+  t.strictSame(faulty.fired, ['commit', 'commit', 'commit'], 'the store was down for three commits');
+  return { second, taskId: task.id as string };
+}
+
 t.test('a failed task says so on its stream, and its failure is stored once the store is back', async (t) => {
   const inner = new MemoryTaskStore();
   t.teardown(() => inner.close());
@@ -189,18 +213,10 @@ t.test('writes refused while the store is down: the task fails, and its failure 
   t.teardown(() => inner.close());
   const faulty = faultyStore(inner);
   const { app } = await serverOn(t, faulty);
-  const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
-  const task = first.events?.[0]?.data?.result;
-  const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
   // The answer's first commit (its effects and EXECUTING) fails, and the two after it too: the
   // failure's own events wait for the store. (A commit that carries a pause is sent again instead:
   // the task stays paused.)
-  faulty.failAt(1, 'commit', 3);
-  const answered = rpc(app, 'message/stream', {
-    message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
-  });
-  const second = await within(15_000, 'the answer stream', answered);
-  t.strictSame(faulty.fired, ['commit', 'commit', 'commit'], 'the store was down for three commits');
+  const { second } = await answerWhileDown(t, app, faulty, 1);
   const end = lastEvent(second);
   t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
   t.match(textOf(end), /The task store became unavailable while saving its events \(reference [0-9a-f]{8}/);
@@ -234,22 +250,11 @@ t.test(
     t.teardown(() => inner.close());
     const faulty = faultyStore(inner);
     const { app } = await serverOn(t, faulty);
-    const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
-    const task = first.events?.[0]?.data?.result;
-    const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
     // The answer's 2nd commit (the result, the turn's close, the model's turn) and the two after it fail.
-    faulty.failAt(2, 'commit', 3);
-    const second = await within(
-      15_000,
-      'the answer stream',
-      rpc(app, 'message/stream', {
-        message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
-      }),
-    );
-    t.strictSame(faulty.fired, ['commit', 'commit', 'commit'], 'the store was down for three commits');
+    const { second, taskId } = await answerWhileDown(t, app, faulty, 2);
     const end = lastEvent(second);
     t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
-    t.equal(stateName((await inner.loadTask(task.id))?.task.status?.state), 'failed', 'the failure is stored');
-    t.equal(await inner.closeTurn(task.id, 0), true, 'the turn was not closed by a close sent again after the failure');
+    t.equal(stateName((await inner.loadTask(taskId))?.task.status?.state), 'failed', 'the failure is stored');
+    t.equal(await inner.closeTurn(taskId, 0), true, 'the turn was not closed by a close sent again after the failure');
   },
 );
