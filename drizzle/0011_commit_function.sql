@@ -184,10 +184,19 @@ DECLARE
   seq integer;
 BEGIN
   SELECT last_seq INTO seq FROM tasks WHERE id = p_task FOR NO KEY UPDATE;
-  IF FOUND AND p_expect IS NOT NULL AND (seq <> p_expect OR EXISTS (
+  IF FOUND AND p_expect IS NOT NULL AND seq <> p_expect THEN
+    RETURN jsonb_build_object('ok', false, 'behind', seq, 'lost', '[]'::jsonb);
+  END IF;
+  -- Another owner runs calls of the task, and every claimed call still waits for this answer (a
+  -- claim that would lose a call says so instead: devtool_claim_calls/4 reports it lost).
+  IF FOUND AND EXISTS (
     SELECT 1 FROM tool_calls c WHERE c.task_id = p_task AND c.phase IN ('ready', 'executing')
       AND c.lease_owner IS DISTINCT FROM p_owner AND c.lease_until >= now()
-  )) THEN
+  ) AND NOT EXISTS (
+    SELECT 1 FROM jsonb_to_recordset(p_claims) AS x(id text, shown_hash text)
+      LEFT JOIN tool_calls t ON t.id = x.id AND t.task_id = p_task
+      WHERE t.id IS NULL OR t.phase <> 'awaiting' OR (x.shown_hash IS NOT NULL AND t.shown_hash IS DISTINCT FROM x.shown_hash)
+  ) THEN
     RETURN jsonb_build_object('ok', false, 'behind', seq, 'lost', '[]'::jsonb);
   END IF;
   RETURN devtool_claim_calls(p_task, p_claims, p_owner, p_until);

@@ -429,8 +429,6 @@ function runsElsewhere(db: MemoryDatabase, task: TaskRow, owner: string, now: nu
 function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): ClaimResult {
   const stored = db.tasks.get(taskId);
   if (stored && expectSeq !== undefined && stored.lastSeq !== expectSeq) return { ok: false, notAwaiting: [], behind: stored.lastSeq };
-  if (stored && expectSeq !== undefined && runsElsewhere(db, stored, owner, Date.now()))
-    return { ok: false, notAwaiting: [], behind: stored.lastSeq };
   const won = new Set<string>();
   const lost = new Set<string>();
   for (const c of claims) {
@@ -440,6 +438,8 @@ function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: s
     else lost.add(c.id);
   }
   if (lost.size > 0) return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => lost.has(id)) };
+  // Every claimed call still waits, but another owner runs calls of the task: this one waits its turn.
+  if (stored && runsElsewhere(db, stored, owner, Date.now())) return { ok: false, notAwaiting: [], behind: stored.lastSeq };
   const changes = claims.map((c) => ({
     row: db.calls.get(c.id)!,
     set: defined({ phase: 'ready' as const, answer: c.answer, leaseOwner: owner, leaseUntil: dateCopy(leaseUntil) }),
