@@ -33,7 +33,7 @@ t.test('drizzle/ matches a fresh drizzle-kit generate of the schema', async (t) 
   await promisify(execFile)(
     process.execPath,
     [KIT, 'generate', '--dialect', 'postgresql', '--schema', 'src/store/schema.ts', '--out', out],
-    { cwd: ROOT },
+    { cwd: ROOT, env: { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' } }, // drizzle-kit loads src/store/schema.ts with maps of its own
   );
   const fresh = readJson<Journal>(path.join(out, 'meta', '_journal.json'));
   const committed = readJson<Journal>(path.join(COMMITTED, 'meta', '_journal.json'));

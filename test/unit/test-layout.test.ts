@@ -33,3 +33,18 @@ t.test('each *.test.ts is in exactly one suite or listed on its own in tap.inclu
   );
   for (const f of OWN_PROCESS) t.ok(own.includes(f), `${f} (starts server processes) is its own tap file`);
 });
+
+// A child process that runs the sources through tsx records coverage whose source maps do not line
+// up with the test runner's; tap merges it into the run's and every file the child loads shows about
+// half its lines "uncovered" (lines fell from 97 % to 83 % once, from one such test). A test that
+// starts `src/` or `scripts/` in a child turns its coverage off (test/support/process.ts).
+t.test('every test that runs src/ or scripts/ in a child process turns its coverage off', async (t) => {
+  const all = testFiles('.').map((f) => f.replace(/^\.\//, ''));
+  const spawning = all.filter((f) => {
+    const text = readFileSync(path.join(TEST_DIR, f), 'utf8');
+    return /process\.execPath/.test(text) && /'(?:src|scripts)\/[^']*\.ts'/.test(text) && /tsx/.test(text);
+  });
+  t.ok(spawning.length >= 2, `found the tests that start the sources in a child (${spawning.join(', ')})`);
+  for (const f of spawning)
+    t.match(readFileSync(path.join(TEST_DIR, f), 'utf8'), /_TAPJS_PROCESSINFO_COVERAGE_: '0'/, `${f} turns the child's coverage off`);
+});
