@@ -471,7 +471,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
   const { options, model, store, hub, toolbox, encoders, schema, security, push, card, metrics, extensions } = parts;
   const { config } = options;
   const { instanceId, leaseMs } = config.store;
-  const [runs, writes] = [new TaskRuns(app.log), new WriteQueue(store, app.log, metrics)];
+  const [runs, writes] = [new TaskRuns(app.log), new WriteQueue(store, app.log, metrics, config.store.commitLanes)];
   const loop = new TurnLoop({
     model,
     toolbox,

@@ -215,6 +215,8 @@ export interface StoreConfig {
    * (synchronous_commit = off), except an answer's claim; `strict` waits for every commit.
    */
   durability: 'relaxed' | 'strict';
+  /** COMMIT_LANES: group commits in flight at once, each of tasks the others do not carry (WriteQueue). */
+  commitLanes: number;
 }
 
 export class ConfigError extends Error {
@@ -304,6 +306,8 @@ function loadStoreConfig(env: Env, cwd: string): StoreConfig {
     dataDir: path.resolve(cwd, str(env, 'DATA_DIR') ?? '.data'),
     instanceId,
     leaseMs: int(env, 'LEASE_MS', 30_000, 1_000, 3_600_000), // 30 s
+    // PostgreSQL runs side-by-side commits on connections of their own; PGlite runs one statement at a time.
+    commitLanes: int(env, 'COMMIT_LANES', databaseUrl === undefined ? 1 : 4, 1, 8),
   };
 }
 

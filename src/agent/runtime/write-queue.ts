@@ -93,11 +93,17 @@ export function rejectedByDatabase(err: unknown): boolean {
   return code !== undefined && !code.startsWith('08');
 }
 
+/** What keeps an owner's writes in order: its task (two copies of one task share it), or one key for writes without an owner. */
+const keyOf = (item: Queued): string => (item.owner === undefined ? '' : item.owner.id);
+
 export class WriteQueue {
   private pending: Queued[] = [];
-  private draining = false;
-  /** The drain in progress (it never rejects). */
-  private running: Promise<void> = Promise.resolve();
+  /** A start of commits is scheduled (a microtask away). */
+  private scheduled = false;
+  /** The commits in flight (they never reject: a failed commit rejects its writes' promises instead). */
+  private readonly running = new Set<Promise<void>>();
+  /** Tasks (keyOf) with writes in a commit in flight: their next writes wait for it. */
+  private readonly busy = new Set<string>();
   /** Commits so far and writes they carried (for the benchmark and the log). */
   readonly stats = { commits: 0, writes: 0 };
 
@@ -106,6 +112,15 @@ export class WriteQueue {
     private readonly logger: AgentLogger,
     /** Each commit's latency and size (default: not counted). */
     private readonly metrics: Metrics = NO_METRICS,
+    /**
+     * How many commits may be in flight at once (default 1). Each takes only writes of tasks
+     * that no commit in flight carries, so a task's writes still commit one batch after
+     * another, in the order they were queued, and a refused batch never holds back another
+     * task's; batches of different tasks run side by side (on PostgreSQL each on a connection
+     * of its own: the database overlaps their work and their WAL flushes, and this process
+     * builds the next batch while the last one runs).
+     */
+    private readonly lanes = 1,
   ) {}
 
   /**
@@ -139,42 +154,63 @@ export class WriteQueue {
     if (this.held.delete(owner)) this.kick();
   }
 
-  /** Starts a drain unless one runs. */
+  /** Schedules a start of commits unless one is scheduled or every lane is taken. */
   private kick(): void {
-    if (this.draining || this.pending.length === 0) return;
-    this.draining = true;
-    // drain() never rejects: a failed commit rejects its writes' promises instead.
-    this.running = new Promise<void>((done) => queueMicrotask(() => void this.drain().then(done)));
+    if (this.scheduled || this.running.size >= this.lanes || this.pending.length === 0) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      this.start();
+    });
+  }
+
+  /** Starts a commit of what is ready in each free lane. */
+  private start(): void {
+    while (this.running.size < this.lanes) {
+      const items = this.takeReady();
+      if (items.length === 0) return;
+      const keys = new Set(items.map(keyOf));
+      for (const key of keys) this.busy.add(key);
+      for (const item of items) phaseEnd('commit wait', item.queuedAt);
+      const run: Promise<void> = this.commit(items).finally(() => {
+        for (const key of keys) this.busy.delete(key);
+        this.running.delete(run);
+        this.kick();
+      });
+      this.running.add(run);
+    }
   }
 
   /** Resolves once every write queued so far (and meanwhile) was committed or refused: shutdown. Ends every hold. */
   async flushed(): Promise<void> {
     this.held.clear();
     this.kick();
-    while (this.draining) await this.running;
+    // A commit's end starts the next (kick → a microtask), so wait a microtask past each.
+    while (this.running.size > 0 || this.scheduled) {
+      await Promise.all([...this.running]);
+      await Promise.resolve();
+    }
   }
 
-  /** The queued writes of owners not held, taken out of the queue in order. */
+  /**
+   * The queued writes that may commit now, taken out of the queue in order: not of a held
+   * owner, nor of a task with a commit in flight (those wait, and so every later write of
+   * theirs: a task's writes never overtake each other).
+   */
   private takeReady(): Queued[] {
-    if (this.held.size === 0) {
+    if (this.held.size === 0 && this.busy.size === 0) {
       const all = this.pending;
       this.pending = [];
       return all;
     }
-    const ready = this.pending.filter((item) => item.owner === undefined || !this.held.has(item.owner));
-    this.pending = this.pending.filter((item) => item.owner !== undefined && this.held.has(item.owner));
-    return ready;
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      for (let items = this.takeReady(); items.length > 0; items = this.takeReady()) {
-        for (const item of items) phaseEnd('commit wait', item.queuedAt);
-        await this.commit(items);
-      }
-    } finally {
-      this.draining = false;
+    const ready: Queued[] = [];
+    const waiting: Queued[] = [];
+    for (const item of this.pending) {
+      if ((item.owner !== undefined && this.held.has(item.owner)) || this.busy.has(keyOf(item))) waiting.push(item);
+      else ready.push(item);
     }
+    this.pending = waiting;
+    return ready;
   }
 
   private async commit(items: Queued[]): Promise<void> {

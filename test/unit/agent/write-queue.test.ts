@@ -194,3 +194,97 @@ t.test("a held owner's writes wait for its release and then share one commit; ot
   await q.flushed();
   t.equal(await late, 3, 'flushed() ends every hold (shutdown)');
 });
+
+/** A store whose commits wait until the test lets them end; records each batch's tasks as it starts. */
+function gatedStore() {
+  const started: string[][] = [];
+  const gates: Array<() => void> = [];
+  const seqs = new Map<string, number>();
+  let inFlight = 0;
+  let most = 0;
+  const store = {
+    async commit(batch: WriteBatch): Promise<number[]> {
+      started.push(batch.events.map((e) => e.taskId));
+      most = Math.max(most, ++inFlight);
+      await new Promise<void>((r) => gates.push(r));
+      inFlight--;
+      return batch.events.map((e) => {
+        const next = (seqs.get(e.taskId) ?? 0) + 1;
+        seqs.set(e.taskId, next);
+        return next;
+      });
+    },
+  } as unknown as TaskStore;
+  /** Ends the oldest commit still waiting. */
+  const release = () => gates.shift()?.();
+  return { store, started, release, most: () => most };
+}
+
+const ownerOf = (id: string): WriteOwner => {
+  const o: WriteOwner = { id, lastSeq: 0, expectation: () => ({ lastSeq: o.lastSeq }) };
+  return o;
+};
+
+t.test("lanes: other tasks' writes commit beside a commit in flight; a task's own wait for it", async (t) => {
+  const { store, started, release, most } = gatedStore();
+  const q = new WriteQueue(store, logger, undefined, 2);
+  const [a, b, c] = ['a', 'b', 'c'].map(ownerOf) as [WriteOwner, WriteOwner, WriteOwner];
+  const a1 = q.push(event('a'), a);
+  await nextTurn();
+  t.same(started, [['a']], 'the first commit runs');
+  const a2 = q.push(event('a'), a);
+  const b1 = q.push(event('b'), b);
+  await nextTurn();
+  t.same(started, [['a'], ['b']], "b's write takes the second lane at once; a's second write waits for a's first commit");
+  const c1 = q.push(event('c'), c);
+  await nextTurn();
+  t.equal(started.length, 2, 'both lanes taken: c waits');
+  release(); // a's first commit ends
+  t.equal(await a1, 1);
+  await nextTurn();
+  t.same(started[2], ['a', 'c'], 'the freed lane takes what waited, in the order it was queued');
+  release();
+  release();
+  t.same(await Promise.all([b1, a2, c1]), [1, 2, 1], "each task's seqs in its own order");
+  t.equal(a.lastSeq, 2);
+  t.equal(most(), 2, 'never more than two commits at once');
+  t.same(q.stats, { commits: 3, writes: 4 });
+});
+
+t.test('lanes: two copies of one task (same id) never commit side by side', async (t) => {
+  const { store, started, release } = gatedStore();
+  const q = new WriteQueue(store, logger, undefined, 4);
+  const [kept, fresh] = [ownerOf('x'), ownerOf('x')];
+  const first = q.push(event('x'), kept);
+  await nextTurn();
+  const second = q.push(event('x'), fresh);
+  await nextTurn();
+  t.same(started, [['x']], "the fresh copy's write waits for the kept copy's commit");
+  release();
+  await first;
+  await nextTurn();
+  t.same(started, [['x'], ['x']]);
+  release();
+  t.equal(await second, 2);
+});
+
+t.test('lanes: flushed() waits for every lane, and a refused batch in one lane leaves the other alone', async (t) => {
+  const { store, batches } = recordingStore({ delayMs: 5, failOn: 'bad' });
+  const q = new WriteQueue(store, logger, undefined, 2);
+  const [a, b] = [ownerOf('a'), ownerOf('b')];
+  const a1 = q.push(event('a'), a);
+  await nextTurn();
+  const bad = q.push(audit('bad'), b).then(
+    () => 'stored',
+    (e: Error) => e.message,
+  );
+  const a2 = q.push(event('a'), a);
+  await q.flushed();
+  t.equal(await a1, 1);
+  t.equal(await a2, 2, "a's later write committed after its first");
+  t.equal(await bad, 'constraint violated', "b's bad write failed alone");
+  t.same(
+    batches.map((x) => x.events.map((e) => e.taskId)),
+    [['a'], ['a']],
+  );
+});
