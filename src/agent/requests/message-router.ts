@@ -269,7 +269,10 @@ export class MessageRouter {
     const fresh = !message.contextId;
     const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, fresh);
     const task = await this.opts.factory.exclusive(context.id, async () => {
-      if (!fresh) await this.opts.factory.checkContextFree(context.id); // a context made up just now has no task
+      if (!fresh) {
+        await this.opts.factory.checkContextFree(context.id); // a context made up just now has no task
+        await this.opts.factory.applySettings(context, settingsOf(intent)); // accepted: now its settings
+      }
       return this.opts.factory.createTask(context, message, caller, { dialect, history: userTurns(context.history, intent.parts) });
     });
     this.opts.loop.runTurn(task);

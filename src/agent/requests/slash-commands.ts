@@ -198,6 +198,14 @@ export class SlashCommands {
     const requested = this.opts.decoders.rfc.settings(metadata as Record<string, unknown> | undefined, at);
     const own = contextId ?? (await spec.contextFor?.(args, caller));
     const context = await factory.openContext(own ?? randomUUID(), requested, caller, own === undefined);
+    // Settings change only while the conversation is free (a busy one refuses the command, and a
+    // refused message changes nothing); they apply before the command runs, which may use them.
+    if (own !== undefined && factory.changesSettings(context, requested)) {
+      await factory.exclusive(context.id, async () => {
+        await factory.checkContextFree(context.id);
+        await factory.applySettings(context, requested);
+      });
+    }
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     if (started.kind === 'failed') return failed(started.message);
     const text = `${label}${args.trim() === '' ? '' : ` ${args.trim()}`}`;

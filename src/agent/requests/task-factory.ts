@@ -96,9 +96,12 @@ export class TaskFactory {
   }
 
   /**
-   * Loads a context (the caller's own), or creates it with the requested settings; applies changed
-   * settings. `fresh`: the id was just made up here (a random UUID), so no context has it: it is
-   * created without looking it up first, and taken as created.
+   * Loads a context (the caller's own), or creates it with the requested settings. The requested
+   * settings are checked here, but an existing context's are changed only by applySettings, which
+   * the caller runs once the message is accepted (inside `exclusive`, after checkContextFree): a
+   * message refused because the conversation is busy must not switch its approval mode, tools or
+   * MCP servers. `fresh`: the id was just made up here (a random UUID), so no context has it: it
+   * is created without looking it up first, and taken as created.
    */
   async openContext(
     contextId: string,
@@ -115,7 +118,6 @@ export class TaskFactory {
     if (context) {
       checkSameWorkspace(requested, context.workspace);
       await this.checkWorkspace(caller, context.workspace);
-      await this.applySettings(context, requested);
       return context;
     }
     const workspace = requested?.workspace ?? this.opts.defaultWorkspace;
@@ -147,6 +149,11 @@ export class TaskFactory {
     if (principal === undefined) throw forbidden(`workspace ${workspace} can only be opened by an authenticated caller`);
     const claim = await this.opts.store.claimWorkspace(workspace, principal);
     if (!claim.ok) throw access.workspaceTaken(caller, workspace, claim.conflict);
+  }
+
+  /** Whether `requested` would change the context's settings (applySettings would write). */
+  changesSettings(context: ContextState, requested: RequestedSettings | undefined): boolean {
+    return mergeSettings(context.settings, requested) !== undefined;
   }
 
   /** A later message changed the approval mode, allowed tools or MCP servers: store, and re-resolve tools. */

@@ -17,6 +17,7 @@ import { TaskFactory } from '../../../src/agent/requests/task-factory.js';
 import { LegacyDecoder } from '../../../src/agent/wire/legacy-decoder.js';
 import { RfcDecoder } from '../../../src/agent/wire/rfc-decoder.js';
 import { textPart, userMessage as v1Message } from '../../../src/protocol/a2a.js';
+import { DEVTOOL_EXTENSION_URI } from '../../../src/protocol/extension.js';
 import { HoldingModel, makeCore, until } from '../../support/core.js';
 import { buildServer, confirmMessage, dataOf, devtool, textOf, userMessage } from '../../support/server.js';
 import { rpc } from '../../support/sse.js';
@@ -125,6 +126,21 @@ t.test('-32004: one model turn at a time per conversation', async (t) => {
       new RegExp(`^Context ${paused.contextId} is busy: task ${paused.id} is waiting for approval; answer or cancel it`),
     );
     t.same(await listed(paused.contextId), [paused.id], 'no task was created');
+  });
+
+  t.test("a refused new task's settings are not applied: the busy conversation keeps its approval mode", async (t) => {
+    const paused = await newTask('write it');
+    const yolo = { metadata: { [DEVTOOL_EXTENSION_URI]: { approval_mode: 'YOLO' } } };
+    const res = await send(userMessage('write it again', { contextId: paused.contextId, ...yolo }));
+    refused(t, res, -32004, /is busy/);
+    const card = dataOf(results(paused.res)[2]);
+    await send(confirmMessage(paused.id, paused.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'cancel' }));
+    const next = await send(userMessage('write it once more', { contextId: paused.contextId }));
+    t.same(
+      shapeOf(next).slice(-2),
+      ['PENDING', 'input-required!'],
+      'the next write still waits for a person (YOLO was not stored by the refused message)',
+    );
   });
 
   t.test('a working task takes no message, and its context no new task, until it pauses or ends', async (t) => {
