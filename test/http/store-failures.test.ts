@@ -200,11 +200,16 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
   t.ok(existsSync(path.join(workspace, 'hello.txt')), 'the approved write had run before the failure');
   const stored = await inner.loadTask(taskId);
   t.equal(stateName(stored?.task.status?.state), 'failed', 'the failure is stored');
+  // The result's call row went with the lost commit; it is sent again (an upsert cannot land
+  // twice), so the row does not stay `executing` under this process's lease beside a failed task.
+  const row = async () => (await inner.loadCall(card.tool_call_id))?.phase;
+  for (let i = 0; i < 300 && (await row()) !== 'done'; i++) await new Promise((r) => setTimeout(r, 20));
+  t.equal(await row(), 'done', "the call's row is stored done once the store is back");
   const audit = await inner.listAudit({ taskId });
   t.same(
     audit.map((a) => a.decision),
-    ['proposed', 'authorized', 'executed'],
-    'the audit keeps what was committed before the tool ran (its result went with the lost commit)',
+    ['proposed', 'authorized', 'executed', 'succeeded'],
+    'the audit keeps what was committed before the tool ran, and its result once sent again after the failure',
   );
 });
 

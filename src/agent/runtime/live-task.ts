@@ -346,7 +346,12 @@ export class LiveTask {
     // fails for that (abandoning the turn) unless it already ended.
     const droppable = TERMINAL.has(this.state) && write.op.kind === 'event' && !write.op.final;
     const again = write.op.kind !== 'close-turn' && (resend || (finalQueued && !droppable));
-    if (again) return this.keepForResend(err, write);
+    // A call's row is an upsert whose phase only moves forward: sent again it cannot land twice,
+    // so it is always sent again — else a result whose commit was lost (its outcome unknown) left
+    // the row `executing` under this process's lease, renewed for as long as the process lived,
+    // beside a task that had failed. (Events are not: sent again, they could be stored twice.)
+    if (again || write.op.kind === 'call') this.keepForResend(err, write);
+    if (again) return;
     this.deps.logger.error({ err, taskId: this.id }, `store write failed: ${write.op.kind}${finalQueued ? ' (dropped)' : ''}`);
     if (finalQueued || this.failing) return;
     this.failing = true;
