@@ -29,7 +29,7 @@ async function lanesCase(t: Test, store: TaskStore, overlaps = true): Promise<vo
   for (const id of contexts) await store.createContext({ id, workspace: '/tmp/ws' });
   const tasks: Task[] = [];
   for (let i = 0; i < TASKS; i++) {
-    const task = makeTask(contexts[i % CONTEXTS] as string);
+    const task = makeTask(contexts[i % CONTEXTS]);
     await store.createTask(task);
     tasks.push(task);
   }
@@ -69,7 +69,7 @@ async function lanesCase(t: Test, store: TaskStore, overlaps = true): Promise<vo
           { kind: 'audit', entry: { taskId: task.id, contextId: task.contextId, decision: 'proposed', toolCallId: `${task.id}-c${step}` } },
         ];
         const results = await Promise.all(ops.map((op) => q.push(op, owner)));
-        mine.push(results[0] as number);
+        mine.push(results[0]);
       }
       seqs.set(task.id, mine);
     }),
