@@ -36,7 +36,7 @@ export function resolveInWorkspace(
   p: unknown,
   argName: string,
   protectedPaths: ProtectedPaths = ProtectedPaths.NONE,
-): ResolveResult {
+): Promise<ResolveResult> {
   return resolveConfined(workspace, p, argName, protectedPaths);
 }
 

@@ -100,6 +100,9 @@ export type ToolResult =
   | { isError?: false; llmContent: string; display: ToolDisplay }
   | { isError: true; error: ToolError; llmContent?: string; liveOutput?: string };
 
+/** What {@link Tool.validate} answers: the typed arguments, or why they are refused. */
+export type Validation<A> = { ok: true; args: A } | { ok: false; error: ToolError };
+
 export interface Tool<A extends Record<string, unknown> = Record<string, unknown>> {
   readonly name: string;
   readonly description: string;
@@ -107,9 +110,11 @@ export interface Tool<A extends Record<string, unknown> = Record<string, unknown
   readonly kind: ToolKind;
   /**
    * Checks and normalises raw model arguments. Returns the typed arguments or a
-   * message naming the bad argument (fed back to the model as a FAILED call).
+   * message naming the bad argument (fed back to the model as a FAILED call). A tool that looks
+   * at the disk (a path argument) answers with a promise: nothing a model sends is resolved on
+   * the event loop.
    */
-  validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): { ok: true; args: A } | { ok: false; error: ToolError };
+  validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Validation<A> | Promise<Validation<A>>;
   /** A short, human description of this particular call (ToolCall.description). */
   describe(args: A): string;
   /** The confirmation details for a side-effecting call. Read tools may omit it. */

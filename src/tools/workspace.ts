@@ -24,37 +24,106 @@ export function errorReason(err: unknown): string {
 }
 
 /**
+ * One file-system question the path resolution asks: the real path of a path (realpath(3),
+ * throwing its error), or the target of a symlink (undefined when it is none, or unreadable).
+ * The resolution is written once, as steps that yield these questions ({@link realPathSteps},
+ * {@link resolveSteps}); {@link askAsync} answers them off the event loop (libuv's thread
+ * pool), which every tool call uses, and {@link askSync} on it, which only startup uses (the
+ * server's own files, named in its configuration) and the shell tool's `commandLine` (see there).
+ */
+type PathQuestion = { kind: 'realpath'; path: string } | { kind: 'linkTarget'; path: string };
+
+/** Steps yielding {@link PathQuestion}s and ending with `T`. */
+type PathSteps<T> = Generator<PathQuestion, T, string | undefined>;
+
+/** Runs `steps`, answering each question through the thread pool: a slow or hung disk holds this call only. */
+async function askAsync<T>(steps: PathSteps<T>): Promise<T> {
+  let next = steps.next();
+  while (next.done !== true) {
+    const q = next.value;
+    let answer: string | undefined;
+    try {
+      // One native realpath(3) call, not the JS fs.realpath's lstat per path component.
+      answer = q.kind === 'realpath' ? await fs.promises.realpath(q.path) : await linkTarget(q.path);
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(answer);
+  }
+  return next.value;
+}
+
+/**
+ * Runs `steps` on the event loop. Only for paths the server's configuration names, at startup
+ * (ProtectedPaths), and for the shell tool's `commandLine`, which the approval policy reads
+ * synchronously (see there): never for a file or search tool's call.
+ */
+function askSync<T>(steps: PathSteps<T>): T {
+  let next = steps.next();
+  while (next.done !== true) {
+    const q = next.value;
+    let answer: string | undefined;
+    try {
+      answer = q.kind === 'realpath' ? fs.realpathSync.native(q.path) : linkTargetSync(q.path);
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(answer);
+  }
+  return next.value;
+}
+
+/** The target of the symlink at `p`, or undefined when `p` is none (readlink fails EINVAL) or cannot be read. */
+async function linkTarget(p: string): Promise<string | undefined> {
+  try {
+    return await fs.promises.readlink(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** {@link linkTarget} on the event loop (see {@link askSync}). */
+function linkTargetSync(p: string): string | undefined {
+  try {
+    return fs.readlinkSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The real path of `abs`, following symlinks even when the final target does not
  * exist yet (a dangling link is followed to where it would write). Returns
- * undefined on a symlink loop.
+ * undefined on a symlink loop (ELOOP, or more than MAX_LINK_HOPS dangling links followed).
  */
-function realPathOf(abs: string, hops = 0): string | undefined {
-  if (hops > MAX_LINK_HOPS) return undefined;
+function* realPathSteps(abs: string): PathSteps<string | undefined> {
   let existing = abs;
-  const rest: string[] = [];
-  for (;;) {
+  let rest: string[] = [];
+  for (let hops = 0; hops <= MAX_LINK_HOPS;) {
     try {
-      return path.join(fs.realpathSync(existing), ...rest);
+      const real = yield { kind: 'realpath', path: existing };
+      return path.join(real as string, ...rest);
     } catch (err) {
       const code = errorCode(err);
       if (code === 'ELOOP') return undefined;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
     }
     // `existing` does not resolve: a dangling symlink, or simply not there yet.
-    let link: string | undefined;
-    try {
-      if (fs.lstatSync(existing).isSymbolicLink()) link = fs.readlinkSync(existing);
-    } catch {
-      // not present at all; keep walking up
-    }
+    const link = yield { kind: 'linkTarget', path: existing };
     if (link !== undefined) {
-      return realPathOf(path.resolve(path.dirname(existing), link, ...rest), hops + 1);
+      existing = path.resolve(path.dirname(existing), link, ...rest);
+      rest = [];
+      hops++;
+      continue;
     }
     const parent = path.dirname(existing);
     if (parent === existing) return path.join(existing, ...rest);
     rest.unshift(path.basename(existing));
     existing = parent;
   }
+  return undefined;
 }
 
 /** `name` with the case of each letter swapped (`Auth.json` → `aUTH.JSON`). */
@@ -64,9 +133,10 @@ function swapCase(name: string): string {
 
 /**
  * Whether the file system holding `abs` ignores case: the nearest existing ancestor-or-self
- * whose name has letters is looked up under its swapped-case name, and is the same file.
+ * whose name has letters is looked up under its swapped-case name, and is the same file. On the
+ * event loop: asked once per protected path, when ProtectedPaths is built at startup.
  */
-function caseInsensitiveAt(abs: string): boolean {
+function caseInsensitiveAtSync(abs: string): boolean {
   for (let p = abs; ; p = path.dirname(p)) {
     const name = path.basename(p);
     const swapped = swapCase(name);
@@ -110,14 +180,15 @@ export class ProtectedPaths {
       const abs = path.resolve(given);
       let real: string | undefined;
       try {
-        real = realPathOf(abs);
+        // Built once at startup, from the paths the server is configured with: resolved on the event loop.
+        real = askSync(realPathSteps(abs));
       } catch {
         // unreadable on the way: keep the path as given
       }
       const p = real ?? abs;
       if (seen.has(p)) continue;
       seen.add(p);
-      entries.push({ path: p, foldCase: caseInsensitiveAt(p) });
+      entries.push({ path: p, foldCase: caseInsensitiveAtSync(p) });
     }
     this.entries = entries;
   }
@@ -136,12 +207,12 @@ export class ProtectedPaths {
    * True when the entry at `abs` (in a real directory) is protected, or is a symlink that
    * leads, wherever it points, into a protected path: listings leave such entries out.
    */
-  hides(abs: string): boolean {
+  async hides(abs: string): Promise<boolean> {
     if (this.entries.length === 0) return false;
     if (this.covers(abs)) return true;
     let real: string | undefined;
     try {
-      real = realPathOf(abs);
+      real = await askAsync(realPathSteps(abs));
     } catch {
       return false;
     }
@@ -166,9 +237,18 @@ export function isWithin(root: string, candidate: string): boolean {
 }
 
 /** The real path of the workspace itself, or an error when it is missing. */
-export function realWorkspace(workspace: string): ResolveResult {
+export async function realWorkspace(workspace: string): Promise<ResolveResult> {
+  return askAsync(realWorkspaceSteps(workspace));
+}
+
+/** {@link realWorkspace} on the event loop: only for RunShellCommandTool.commandLine (see there why). */
+export function realWorkspaceSync(workspace: string): ResolveResult {
+  return askSync(realWorkspaceSteps(workspace));
+}
+
+function* realWorkspaceSteps(workspace: string): PathSteps<ResolveResult> {
   try {
-    return { ok: true, path: fs.realpathSync(path.resolve(workspace)) };
+    return { ok: true, path: (yield { kind: 'realpath', path: path.resolve(workspace) }) as string };
   } catch (err) {
     return {
       ok: false,
@@ -197,7 +277,25 @@ export const MAX_PATH_PARTS = 256;
  * @param argName the argument's name, used in error messages
  * @param protectedPaths the server's own files (ProtectedPaths.NONE: none)
  */
-export function resolveInWorkspace(workspace: string, p: unknown, argName: string, protectedPaths: ProtectedPaths): ResolveResult {
+export async function resolveInWorkspace(
+  workspace: string,
+  p: unknown,
+  argName: string,
+  protectedPaths: ProtectedPaths,
+): Promise<ResolveResult> {
+  // Judged when the call runs, on the disk as it is then: every call resolves afresh (no cache).
+  return askAsync(resolveSteps(workspace, p, argName, protectedPaths));
+}
+
+/**
+ * {@link resolveInWorkspace} on the event loop: only for the shell tool's `commandLine`, which
+ * the approval policy reads synchronously (RunShellCommandTool.commandLine says why).
+ */
+export function resolveInWorkspaceSync(workspace: string, p: unknown, argName: string, protectedPaths: ProtectedPaths): ResolveResult {
+  return askSync(resolveSteps(workspace, p, argName, protectedPaths));
+}
+
+function* resolveSteps(workspace: string, p: unknown, argName: string, protectedPaths: ProtectedPaths): PathSteps<ResolveResult> {
   if (typeof p !== 'string' || p.trim() === '') {
     return {
       ok: false,
@@ -207,8 +305,9 @@ export function resolveInWorkspace(workspace: string, p: unknown, argName: strin
   if (p.includes('\0')) {
     return { ok: false, error: { type: 'invalid_argument', message: `${argName} must not contain a NUL character` } };
   }
-  // Resolving walks up a path that does not exist folder by folder, each step a system call on the
-  // event loop: a path thousands of folders deep cost a third of a second, and reads run unasked.
+  // Resolving walks up a path that does not exist folder by folder, each step a system call (on the
+  // event loop once: a path thousands of folders deep cost a third of a second; now each holds a
+  // thread of libuv's small pool, which every file operation of the server shares), and reads run unasked.
   if (p.length > MAX_PATH_CHARS || p.split(/[\\/]+/).length > MAX_PATH_PARTS) {
     return {
       ok: false,
@@ -218,7 +317,7 @@ export function resolveInWorkspace(workspace: string, p: unknown, argName: strin
       },
     };
   }
-  const ws = realWorkspace(workspace);
+  const ws = yield* realWorkspaceSteps(workspace);
   if (!ws.ok) return ws;
   const outside: ResolveResult = {
     ok: false,
@@ -228,7 +327,7 @@ export function resolveInWorkspace(workspace: string, p: unknown, argName: strin
   if (!isWithin(ws.path, lexical)) return outside;
   let real: string | undefined;
   try {
-    real = realPathOf(lexical);
+    real = yield* realPathSteps(lexical);
   } catch (err) {
     return { ok: false, error: { type: 'path_unresolvable', message: `Cannot resolve ${argName} "${p}": ${errorReason(err)}` } };
   }
@@ -247,8 +346,8 @@ export interface WorkspaceToolOptions {
 }
 
 /** `abs` relative to the workspace with forward slashes (`.` for the workspace itself). */
-export function workspaceRelative(workspace: string, abs: string): string {
-  const ws = realWorkspace(workspace);
+export async function workspaceRelative(workspace: string, abs: string): Promise<string> {
+  const ws = await realWorkspace(workspace);
   const rel = path.relative(ws.ok ? ws.path : workspace, abs);
   return rel === '' ? '.' : rel.split(path.sep).join('/');
 }

@@ -110,7 +110,7 @@ export class RestoreCommands {
 
   /** True when the file is as the checkpoint kept it (same bytes, or absent both times). */
   private async unchanged(workspace: string, file: CheckpointFile): Promise<boolean> {
-    const resolved = resolveInWorkspace(workspace, file.path, 'file_path', this.opts.protectedPaths);
+    const resolved = await resolveInWorkspace(workspace, file.path, 'file_path', this.opts.protectedPaths);
     if (!resolved.ok) return false; // restore_file refuses it, with the reason, on its card
     const now = await readRegularFile(resolved.path, 16 * 1024 * 1024); // larger than any checkpoint keeps: changed
     if (!now.ok) return now.reason === 'missing' && file.content === undefined;

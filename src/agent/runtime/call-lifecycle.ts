@@ -48,7 +48,13 @@ function responsePart(call: TurnCall, response: Record<string, unknown>): ModelP
  * already. A valid one is published as being validated (`call-step`) until its first card.
  * `byCommand`: the server's own command proposed it, and may name a command's own tool (ToolSet.commandTools).
  */
-export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: number, set: ToolSet, byCommand = false): TurnCall {
+export async function proposeCall(
+  task: LiveTask,
+  fc: ModelFunctionCall,
+  position: number,
+  set: ToolSet,
+  byCommand = false,
+): Promise<TurnCall> {
   const input = fc.args ?? {};
   const call: TurnCall = {
     snapshot: { id: `tc_${randomUUID()}`, toolName: fc.name, status: 'PENDING', input },
@@ -65,7 +71,7 @@ export function proposeCall(task: LiveTask, fc: ModelFunctionCall, position: num
     return call;
   }
   call.tool = tool;
-  const checked = tool.validate(input, { workspace: task.context.workspace });
+  const checked = await tool.validate(input, { workspace: task.context.workspace });
   if (!checked.ok) {
     call.snapshot.error = checked.error;
     return call;
@@ -141,7 +147,7 @@ export async function rejudgeCall(task: LiveTask, call: TurnCall, approvalTimeou
     return stale === undefined ? true : reproposeCall(task, call, stale.reason, approvalTimeoutMs, stale.now);
   }
   if (tool.kind === 'edit') {
-    const checked = tool.validate(args, { workspace: task.context.workspace });
+    const checked = await tool.validate(args, { workspace: task.context.workspace });
     if (!checked.ok) {
       call.snapshot.error = checked.error;
       call.args = undefined;

@@ -49,7 +49,7 @@ export class Checkpointer implements CallCheckpoints {
     if (tool?.kind !== 'edit' || tool.editedPath === undefined || args === undefined) return undefined;
     const { workspace } = task.context;
     const given = tool.editedPath(args);
-    const resolved = resolveInWorkspace(workspace, given, 'file_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(workspace, given, 'file_path', this.protectedPaths);
     if (!resolved.ok) return undefined; // the call fails on its own argument; nothing is written
     const file = await this.read(workspace, resolved.path);
     const at = new Date();

@@ -16,7 +16,7 @@ export const MAX_MEMORY_BYTES = 64 * 1024;
  * the workspace, or it is — through a link — one of the server's own files).
  */
 export async function readMemory(workspace: string, protectedPaths = ProtectedPaths.NONE): Promise<string | undefined> {
-  const resolved = resolveInWorkspace(workspace, MEMORY_FILE, 'file_path', protectedPaths);
+  const resolved = await resolveInWorkspace(workspace, MEMORY_FILE, 'file_path', protectedPaths);
   if (!resolved.ok) return undefined;
   // A regular file only, opened without blocking (a FIFO named GEMINI.md must not hold a thread).
   const read = await readRegularFile(resolved.path, MAX_MEMORY_BYTES, { truncate: true });

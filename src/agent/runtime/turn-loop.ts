@@ -373,7 +373,9 @@ export class TurnLoop {
   private async proposeTurn(task: LiveTask, calls: ModelFunctionCall[], byCommand: boolean): Promise<boolean> {
     task.turnNo += 1;
     task.publish({ type: 'turn-step', step: 'calls' });
-    task.turn = calls.map((fc, position) => proposeCall(task, fc, position, task.context.tools, byCommand));
+    // Validating resolves path arguments off the event loop: the turn holds each call once it is proposed.
+    task.turn = [];
+    for (const [position, fc] of calls.entries()) task.turn.push(await proposeCall(task, fc, position, task.context.tools, byCommand));
     for (const call of task.turn) await requestApproval(task, call, this.opts.approvalTimeoutMs);
     for (const call of task.turn) showCall(task, call);
     const waiting = task.awaiting();

@@ -2,7 +2,7 @@
 import type { Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import type { Tool, ToolContext, ToolParameterSchema, ToolResult, Validation } from '../tool.js';
 import { describeGivenPath, errorCode, errorReason, ProtectedPaths, resolveInWorkspace, type WorkspaceToolOptions } from '../workspace.js';
 
 /** Arguments of `list_directory`. */
@@ -34,11 +34,8 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: ListDirectoryArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path', this.protectedPaths);
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<ListDirectoryArgs>> {
+    const resolved = await resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     return { ok: true, args: { dir_path: args.dir_path as string } };
   }
@@ -48,7 +45,7 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
   }
 
   async run(args: ListDirectoryArgs, ctx: ToolContext): Promise<ToolResult> {
-    const resolved = resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(ctx.workspace, args.dir_path, 'dir_path', this.protectedPaths);
     if (!resolved.ok) return { isError: true, error: resolved.error };
     const where = describeGivenPath(ctx.workspace, args.dir_path);
     let entries: Dirent[];
@@ -68,7 +65,7 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
     for (const entry of entries) {
       const abs = path.join(resolved.path, entry.name);
       // The server's own files, and links into them, are not shown.
-      if (this.protectedPaths.hides(abs)) continue;
+      if (await this.protectedPaths.hides(abs)) continue;
       const isDir = entry.isDirectory() || (entry.isSymbolicLink() && (await this.linksToDirectory(ctx.workspace, abs)));
       (isDir ? dirs : files).push(entry.name);
     }
@@ -82,7 +79,7 @@ export class ListDirectoryTool implements Tool<ListDirectoryArgs> {
 
   /** A symlink counts as a directory only when its target is a directory inside the workspace. */
   private async linksToDirectory(workspace: string, linkPath: string): Promise<boolean> {
-    const target = resolveInWorkspace(workspace, linkPath, 'entry', this.protectedPaths);
+    const target = await resolveInWorkspace(workspace, linkPath, 'entry', this.protectedPaths);
     if (!target.ok) return false;
     try {
       return (await fs.stat(target.path)).isDirectory();

@@ -1,5 +1,5 @@
 /** `read_file`: returns the text of one file inside the workspace, whole or a range of lines. */
-import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult, Validation } from '../tool.js';
 import { describeGivenPath, ProtectedPaths, readRegularFile, resolveInWorkspace, type WorkspaceToolOptions } from '../workspace.js';
 
 /** Arguments of `read_file`. */
@@ -105,11 +105,8 @@ export class ReadFileTool implements Tool<ReadFileArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: ReadFileArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<ReadFileArgs>> {
+    const resolved = await resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const offset = optionalInteger(args, 'offset', 0, '0-based line number to start reading from');
     if (!offset.ok) return offset;
@@ -128,7 +125,7 @@ export class ReadFileTool implements Tool<ReadFileArgs> {
   }
 
   async run(args: ReadFileArgs, ctx: ToolContext): Promise<ToolResult> {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return { isError: true, error: resolved.error };
     const where = describeGivenPath(ctx.workspace, args.file_path);
     const read = await readTextFile(resolved.path, where);

@@ -6,7 +6,7 @@ import { compileGlob, type CompiledGlob } from '../search/glob-pattern.js';
 import { DEFAULT_MATCH_BUDGET_MS, MatchBudget, PathFilter } from '../search/path-filter.js';
 import { RegexWorker } from '../search/regex-worker.js';
 import { pathKind, resolvePattern, walkFiles, type WalkEntry } from '../search/walk.js';
-import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult, Validation } from '../tool.js';
 import {
   fileKind,
   ProtectedPaths,
@@ -194,10 +194,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: ReadManyFilesArgs } | { ok: false; error: ToolError } {
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<ReadManyFilesArgs>> {
     const paths = stringList(args.paths, 'paths', true);
     if (!paths.ok) return paths;
     const out: ReadManyFilesArgs = { paths: paths.value as string[] };
@@ -214,14 +211,14 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     }
     const excludes = compileExcludes(out.exclude);
     if (!excludes.ok) return excludes;
-    const ws = realWorkspace(ctx.workspace);
+    const ws = await realWorkspace(ctx.workspace);
     if (!ws.ok) return ws;
     for (const [p, name] of namedPatterns(out)) {
-      const checked = resolvePattern(ctx.workspace, ws.path, p, name, this.protectedPaths);
+      const checked = await resolvePattern(ctx.workspace, ws.path, p, name, this.protectedPaths);
       if (!checked.ok) return checked;
       // A path named outright must itself be readable: a protected file fails the call here.
       if (!picomatch.scan(p).isGlob) {
-        const target = resolveInWorkspace(ctx.workspace, path.resolve(ws.path, p), name, this.protectedPaths);
+        const target = await resolveInWorkspace(ctx.workspace, path.resolve(ws.path, p), name, this.protectedPaths);
         if (!target.ok && target.error.type === 'path_protected') return { ok: false, error: protectedPathError(name, p) };
       }
     }
@@ -233,7 +230,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
   }
 
   async run(args: ReadManyFilesArgs, ctx: ToolContext): Promise<ToolResult> {
-    const ws = realWorkspace(ctx.workspace);
+    const ws = await realWorkspace(ctx.workspace);
     if (!ws.ok) return { isError: true, error: ws.error };
     const collected = await this.collect(args, ws.path, ctx.signal);
     if (!collected.ok) return { isError: true, error: collected.error };
@@ -345,13 +342,13 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
     };
     try {
       for (const [p, name] of namedPatterns(args)) {
-        const resolved = resolvePattern(workspace, workspace, p, name, this.protectedPaths);
+        const resolved = await resolvePattern(workspace, workspace, p, name, this.protectedPaths);
         if (!resolved.ok) return resolved;
         let walked: AsyncIterable<Candidate>;
         if (!picomatch.scan(p).isGlob) {
-          const target = resolveInWorkspace(workspace, path.resolve(workspace, p), name, this.protectedPaths);
+          const target = await resolveInWorkspace(workspace, path.resolve(workspace, p), name, this.protectedPaths);
           if (!target.ok) return target.error.type === 'path_protected' ? { ok: false, error: protectedPathError(name, p) } : target;
-          const kind = pathKind(target.path);
+          const kind = await pathKind(target.path);
           if (kind === 'missing') missing.push(p);
           // A FIFO, socket or device is never opened: reading it could block or never end.
           if (kind === 'other') special.push(`${p} (${await describeSpecial(target.path)}, not a regular file)`);
@@ -365,7 +362,7 @@ export class ReadManyFilesTool implements Tool<ReadManyFilesArgs> {
           } else continue;
         } else {
           const { baseReal, glob } = resolved.pattern;
-          if (pathKind(baseReal) !== 'directory') continue;
+          if ((await pathKind(baseReal)) !== 'directory') continue;
           const compiled = compileGlob(glob, {}, name);
           if (!compiled.ok) return compiled;
           const globFilter = new PathFilter(worker, compiled.glob, name, budget, signal);

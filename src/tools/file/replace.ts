@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
 import { contentHash, staleProposal, ToolFailure } from '../tool.js';
-import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
+import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult, Validation } from '../tool.js';
 import {
   describeGivenPath,
   errorCode,
@@ -80,11 +80,8 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: ReplaceArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<ReplaceArgs>> {
+    const resolved = await resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const { old_string, new_string, expected_replacements } = args;
     if (typeof old_string !== 'string') return invalid('old_string must be a string (the exact text to replace; empty to create a file)');
@@ -153,7 +150,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
 
   /** The base hash of the file as it is now (a file that cannot be read has none). */
   private async currentBase(args: ReplaceArgs, workspace: string): Promise<string | undefined> {
-    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return undefined;
     const read = await readTextFile(resolved.path, args.file_path, this.name);
     if (read.ok) return contentHash(read.text);
@@ -162,7 +159,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
 
   /** Reads the file as it is now and computes the change, or why it cannot be made. */
   private async plan(args: ReplaceArgs, workspace: string): Promise<Planned> {
-    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const where = describeGivenPath(workspace, args.file_path);
     const read = await readTextFile(resolved.path, where, this.name);
@@ -171,7 +168,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
       return { ok: false, error: { type: 'write_error', message: `Cannot write ${where}: a parent of it is a file, not a directory` } };
     }
     const oldContent = read.ok ? read.text : undefined;
-    const rel = workspaceRelative(workspace, resolved.path);
+    const rel = await workspaceRelative(workspace, resolved.path);
     const computed = this.newContent(args, oldContent, where, rel);
     if (!computed.ok) return computed;
     const change: FileChange = {

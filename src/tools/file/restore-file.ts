@@ -12,7 +12,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
 import { staleProposal, ToolFailure } from '../tool.js';
-import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
+import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult, Validation } from '../tool.js';
 import {
   errorReason,
   isWithin,
@@ -64,10 +64,7 @@ export class RestoreFileTool implements Tool<RestoreFileArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: RestoreFileArgs } | { ok: false; error: ToolError } {
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<RestoreFileArgs>> {
     const { file_path: given, content, checkpoint } = args;
     if (typeof checkpoint !== 'string' || checkpoint === '') return invalid('checkpoint must name the checkpoint restored');
     if (typeof given !== 'string' || given === '' || path.posix.isAbsolute(given) || given.split('/').includes('..')) {
@@ -78,7 +75,7 @@ export class RestoreFileTool implements Tool<RestoreFileArgs> {
     if (content !== undefined && (typeof content !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(content))) {
       return invalid('content must be base64 (absent: the file did not exist)');
     }
-    const resolved = resolveInWorkspace(ctx.workspace, given, 'file_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(ctx.workspace, given, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     return { ok: true, args: { file_path: given, checkpoint, ...(content !== undefined ? { content } : {}) } };
   }
@@ -118,10 +115,10 @@ export class RestoreFileTool implements Tool<RestoreFileArgs> {
 
   /** The change from the file as it is now to the checkpoint's content. */
   private async plan(args: RestoreFileArgs, workspace: string): Promise<Planned> {
-    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const filePath = resolved.path;
-    const rel = workspaceRelative(workspace, filePath);
+    const rel = await workspaceRelative(workspace, filePath);
     if (inGitInternals(rel)) return { ok: false, error: { type: 'path_protected', message: `${rel} is inside a .git folder` } };
     const read = await readRegularFile(filePath, MAX_EDIT_BYTES);
     if (!read.ok && read.reason !== 'missing') {
@@ -173,7 +170,7 @@ async function removeRegular(
   } finally {
     await handle.close();
   }
-  const ws = realWorkspace(guard.workspace);
+  const ws = await realWorkspace(guard.workspace);
   if (!isWithin(ws.ok ? ws.path : guard.workspace, real)) throw new Error(`refused: it would land outside the workspace (${real})`);
   if (guard.protectedPaths.covers(real)) throw new Error("refused: it would land on one of the server's own files");
   const why = guard.refuse?.(real);

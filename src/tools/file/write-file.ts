@@ -1,11 +1,11 @@
 /** `write_file`: creates or overwrites one file inside the workspace, after showing a diff. */
-import { constants as fsConstants, statSync } from 'node:fs';
+import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { unifiedDiff } from '../diff.js';
 import { MAX_READ_BYTES as MAX_EDIT_BYTES } from './read-file.js';
 import { contentHash, staleProposal, ToolFailure } from '../tool.js';
-import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
+import type { FileChange, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult, Validation } from '../tool.js';
 import {
   describeGivenPath,
   errorCode,
@@ -55,11 +55,8 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: WriteFileArgs } | { ok: false; error: ToolError } {
-    const resolved = resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<WriteFileArgs>> {
+    const resolved = await resolveInWorkspace(ctx.workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     if (typeof args.content !== 'string') {
       return { ok: false, error: { type: 'invalid_argument', message: 'content must be a string (the complete new file content)' } };
@@ -69,7 +66,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
       return { ok: false, error: contentTooLarge(Buffer.byteLength(args.content)) };
     }
     const file_path = args.file_path as string;
-    if (isDirectory(resolved.path)) {
+    if (await isDirectory(resolved.path)) {
       return { ok: false, error: directoryError(ctx.workspace, file_path) };
     }
     return { ok: true, args: { file_path, content: args.content } };
@@ -122,7 +119,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
 
   /** Resolves the target and reads what is there now, producing the change to make. */
   private async plan(args: WriteFileArgs, workspace: string): Promise<Planned> {
-    const resolved = resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     if (typeof args.content !== 'string') {
       return { ok: false, error: { type: 'invalid_argument', message: 'content must be a string (the complete new file content)' } };
@@ -135,13 +132,13 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
     else if (current.reason === 'directory') return { ok: false, error: directoryError(workspace, args.file_path) };
     else if (current.reason !== 'missing') {
       return { ok: false, error: { type: 'write_error', message: `Cannot write ${args.file_path}: it ${current.message}` } };
-    } else if (parentIsFile(filePath)) {
+    } else if (await parentIsFile(filePath)) {
       return {
         ok: false,
         error: { type: 'write_error', message: `Cannot write ${args.file_path}: a parent of it is a file, not a directory` },
       };
     }
-    const rel = workspaceRelative(workspace, filePath);
+    const rel = await workspaceRelative(workspace, filePath);
     const change: FileChange = {
       fileName: path.basename(filePath),
       filePath,
@@ -189,14 +186,14 @@ async function openedPath(fd: number, filePath: string): Promise<string> {
 }
 
 /** Why `guard` refuses a write landing at `real`, or undefined. */
-function refusal(real: string, guard: WriteGuard): string | undefined {
-  if (!isWithin(realWorkspacePath(guard.workspace), real)) return `it would land outside the workspace (${real})`;
+async function refusal(real: string, guard: WriteGuard): Promise<string | undefined> {
+  if (!isWithin(await realWorkspacePath(guard.workspace), real)) return `it would land outside the workspace (${real})`;
   if (guard.protectedPaths.covers(real)) return "it would land on one of the server's own files";
   return guard.refuse?.(real);
 }
 
-const realWorkspacePath = (workspace: string): string => {
-  const ws = realWorkspace(workspace);
+const realWorkspacePath = async (workspace: string): Promise<string> => {
+  const ws = await realWorkspace(workspace);
   return ws.ok ? ws.path : workspace;
 };
 
@@ -219,7 +216,7 @@ async function writeRegular(filePath: string, content: string | Uint8Array, guar
     if (!(await handle.stat()).isFile()) throw new Error('it is not a regular file');
     if (guard !== undefined) {
       const real = await openedPath(handle.fd, filePath);
-      const why = refusal(real, guard);
+      const why = await refusal(real, guard);
       if (why !== undefined) {
         if (created) await fs.unlink(real).catch(() => undefined);
         throw new Error(`refused: ${why}`);
@@ -233,10 +230,10 @@ async function writeRegular(filePath: string, content: string | Uint8Array, guar
 }
 
 /** True when some parent of `p` exists as a file (the write would fail with ENOTDIR). */
-function parentIsFile(p: string): boolean {
+async function parentIsFile(p: string): Promise<boolean> {
   for (let dir = path.dirname(p); dir !== path.dirname(dir); dir = path.dirname(dir)) {
     try {
-      return !statSync(dir).isDirectory();
+      return !(await fs.stat(dir)).isDirectory();
     } catch {
       // not there: look further up
     }
@@ -244,9 +241,9 @@ function parentIsFile(p: string): boolean {
   return false;
 }
 
-function isDirectory(p: string): boolean {
+async function isDirectory(p: string): Promise<boolean> {
   try {
-    return statSync(p).isDirectory();
+    return (await fs.stat(p)).isDirectory();
   } catch {
     return false;
   }

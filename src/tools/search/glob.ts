@@ -1,7 +1,7 @@
 /** `glob`: finds files by glob pattern inside the workspace, newest first. */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult, Validation } from '../tool.js';
 import {
   describeGivenPath,
   ProtectedPaths,
@@ -81,10 +81,7 @@ export class GlobTool implements Tool<GlobArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: GlobArgs } | { ok: false; error: ToolError } {
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<GlobArgs>> {
     const out: GlobArgs = { pattern: args.pattern as string };
     if (args.path !== undefined && args.path !== null && args.path !== '') out.path = args.path as string;
     for (const flag of ['case_sensitive', 'respect_git_ignore'] as const) {
@@ -93,7 +90,7 @@ export class GlobTool implements Tool<GlobArgs> {
       if (typeof v !== 'boolean') return invalid(`${flag} must be a boolean when given`);
       out[flag] = v;
     }
-    const setup = this.setup(out, ctx.workspace);
+    const setup = await this.setup(out, ctx.workspace);
     if (!setup.ok) return setup;
     return { ok: true, args: out };
   }
@@ -103,10 +100,10 @@ export class GlobTool implements Tool<GlobArgs> {
   }
 
   async run(args: GlobArgs, ctx: ToolContext): Promise<ToolResult> {
-    const setup = this.setup(args, ctx.workspace);
+    const setup = await this.setup(args, ctx.workspace);
     if (!setup.ok) return { isError: true, error: setup.error };
     const { searchDir, pattern } = setup;
-    const ws = realWorkspace(ctx.workspace);
+    const ws = await realWorkspace(ctx.workspace);
     if (!ws.ok) return { isError: true, error: ws.error };
     const nocase = args.case_sensitive !== true;
     const gitignore = args.respect_git_ignore === false ? undefined : await loadGitignore(ws.path, this.protectedPaths);
@@ -116,8 +113,8 @@ export class GlobTool implements Tool<GlobArgs> {
     let root = pattern.baseReal;
     let lexicalRoot = pattern.baseLexical;
     let glob = pattern.glob;
-    if (!isDirectory(root)) {
-      if (!nocase || pattern.relPattern === undefined) return this.noMatch(args, ctx.workspace, searchDir);
+    if (!(await isDirectory(root))) {
+      if (!nocase || pattern.relPattern === undefined) return await this.noMatch(args, ctx.workspace, searchDir);
       root = searchDir;
       lexicalRoot = searchDir;
       glob = pattern.relPattern;
@@ -135,11 +132,11 @@ export class GlobTool implements Tool<GlobArgs> {
       found.push({ path: path.join(lexicalRoot, entry.rel), mtime });
     }
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The file search was cancelled' } };
-    if (found.length === 0) return this.noMatch(args, ctx.workspace, searchDir, gitignore?.notes);
+    if (found.length === 0) return await this.noMatch(args, ctx.workspace, searchDir, gitignore?.notes);
     found.sort((a, b) => b.mtime - a.mtime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return this.report(
       args,
-      workspaceRelative(ctx.workspace, searchDir),
+      await workspaceRelative(ctx.workspace, searchDir),
       found.map((f) => f.path),
       gitignore,
     );
@@ -200,25 +197,25 @@ export class GlobTool implements Tool<GlobArgs> {
     return { llmContent: text, display: { type: 'text', text } };
   }
 
-  private noMatch(args: GlobArgs, workspace: string, searchDir: string, notes: readonly string[] = []): ToolResult {
+  private async noMatch(args: GlobArgs, workspace: string, searchDir: string, notes: readonly string[] = []): Promise<ToolResult> {
     const text = [
-      `No files found matching pattern "${args.pattern}" within ${workspaceRelative(workspace, searchDir)}`,
+      `No files found matching pattern "${args.pattern}" within ${await workspaceRelative(workspace, searchDir)}`,
       ...notes.map((n) => `[Note: ${n}]`),
     ].join('\n');
     return { llmContent: text, display: { type: 'text', text } };
   }
 
   /** Resolves `path` (must be a directory inside the workspace) and the pattern's base. */
-  private setup(args: GlobArgs, workspace: string): Setup {
+  private async setup(args: GlobArgs, workspace: string): Promise<Setup> {
     let searchDir: string;
     if (args.path === undefined) {
-      const ws = realWorkspace(workspace);
+      const ws = await realWorkspace(workspace);
       if (!ws.ok) return ws;
       searchDir = ws.path;
     } else {
-      const resolved = resolveInWorkspace(workspace, args.path, 'path', this.protectedPaths);
+      const resolved = await resolveInWorkspace(workspace, args.path, 'path', this.protectedPaths);
       if (!resolved.ok) return resolved;
-      const kind = pathKind(resolved.path);
+      const kind = await pathKind(resolved.path);
       const where = describeGivenPath(workspace, args.path);
       if (kind === 'missing') return { ok: false, error: { type: 'dir_not_found', message: `Directory not found: ${where}` } };
       if (kind !== 'directory') {
@@ -229,7 +226,7 @@ export class GlobTool implements Tool<GlobArgs> {
       }
       searchDir = resolved.path;
     }
-    const pattern = resolvePattern(workspace, searchDir, args.pattern, 'pattern', this.protectedPaths);
+    const pattern = await resolvePattern(workspace, searchDir, args.pattern, 'pattern', this.protectedPaths);
     if (!pattern.ok) return pattern;
     return { ok: true, searchDir, pattern: pattern.pattern };
   }

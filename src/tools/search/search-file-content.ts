@@ -1,7 +1,7 @@
 /** `search_file_content`: a regular-expression search over the text files of the workspace, in plain JS. */
 import path from 'node:path';
 import { looksBinary } from '../file/read-file.js';
-import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult } from '../tool.js';
+import type { Tool, ToolContext, ToolError, ToolParameterSchema, ToolResult, Validation } from '../tool.js';
 import {
   describeGivenPath,
   ProtectedPaths,
@@ -98,10 +98,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
     this.matchBudgetMs = options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: SearchFileContentArgs } | { ok: false; error: ToolError } {
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<SearchFileContentArgs>> {
     const { pattern, include } = args;
     if (typeof pattern !== 'string' || pattern === '') return invalid('pattern must be a non-empty regular expression string');
     const compiled = compile(pattern);
@@ -115,7 +112,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
     }
     if (args.path !== undefined && args.path !== null && args.path !== '') {
       out.path = args.path as string;
-      const target = this.target(out, ctx.workspace);
+      const target = await this.target(out, ctx.workspace);
       if (!target.ok) return target;
     }
     return { ok: true, args: out };
@@ -128,9 +125,9 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
   async run(args: SearchFileContentArgs, ctx: ToolContext): Promise<ToolResult> {
     const compiled = compile(args.pattern);
     if (!compiled.ok) return { isError: true, error: compiled.error };
-    const target = this.target(args, ctx.workspace);
+    const target = await this.target(args, ctx.workspace);
     if (!target.ok) return { isError: true, error: target.error };
-    const ws = realWorkspace(ctx.workspace);
+    const ws = await realWorkspace(ctx.workspace);
     if (!ws.ok) return { isError: true, error: ws.error };
     const include = args.include === undefined ? undefined : compileInclude(args.include);
     if (include && !include.ok) return { isError: true, error: include.error };
@@ -156,7 +153,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
         const found = await worker.matchLines(compiled.regex, text, this.maxMatches - count, this.fileTimeoutMs, ctx.signal);
         if (!found.ok) {
           if (found.reason === 'cancelled') break;
-          const rel = workspaceRelative(ws.path, file.abs);
+          const rel = await workspaceRelative(ws.path, file.abs);
           return {
             isError: true,
             error: {
@@ -167,7 +164,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
         }
         if (found.hits.length === 0) continue;
         const lines = text.split('\n');
-        const rel = workspaceRelative(ws.path, file.abs);
+        const rel = await workspaceRelative(ws.path, file.abs);
         const hits = byFile.get(rel) ?? [];
         for (const i of found.hits) {
           const line = (lines[i] ?? '').replace(/\r$/, ''); // i indexes this very text
@@ -210,14 +207,14 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
   }
 
   /** Resolves `path` (default: the workspace) to an existing file or directory inside it. */
-  private target(args: SearchFileContentArgs, workspace: string): Target {
+  private async target(args: SearchFileContentArgs, workspace: string): Promise<Target> {
     if (args.path === undefined) {
-      const ws = realWorkspace(workspace);
+      const ws = await realWorkspace(workspace);
       return ws.ok ? { ok: true, real: ws.path, isFile: false } : ws;
     }
-    const resolved = resolveInWorkspace(workspace, args.path, 'path', this.protectedPaths);
+    const resolved = await resolveInWorkspace(workspace, args.path, 'path', this.protectedPaths);
     if (!resolved.ok) return resolved;
-    const kind = pathKind(resolved.path);
+    const kind = await pathKind(resolved.path);
     if (kind === 'missing') {
       return { ok: false, error: { type: 'path_not_found', message: `Path not found: ${describeGivenPath(workspace, args.path)}` } };
     }

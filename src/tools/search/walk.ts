@@ -2,7 +2,6 @@
  * The workspace walker shared by `glob`, `search_file_content` and `read_many_files`,
  * with glob-pattern resolution and a small `.gitignore` reader.
  */
-import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
@@ -112,7 +111,7 @@ async function directoryCandidates(root: string, relDir: string, options: WalkOp
 
 /** The real path of a symlink's target when it is a regular file inside the workspace and not protected. */
 async function linkedFile(workspace: string, link: string, protectedPaths: ProtectedPaths): Promise<string | undefined> {
-  const resolved = resolveInWorkspace(workspace, link, 'entry', protectedPaths);
+  const resolved = await resolveInWorkspace(workspace, link, 'entry', protectedPaths);
   if (!resolved.ok) return undefined;
   try {
     return (await fs.stat(resolved.path)).isFile() ? resolved.path : undefined;
@@ -140,13 +139,13 @@ export interface ResolvedPattern {
  * argument; `..` after the first glob character and negated patterns are refused too,
  * and so is a pattern over the complexity limit (`pattern_too_complex`, glob-pattern.ts).
  */
-export function resolvePattern(
+export async function resolvePattern(
   workspace: string,
   searchDir: string,
   pattern: unknown,
   argName: string,
   protectedPaths: ProtectedPaths,
-): { ok: true; pattern: ResolvedPattern } | { ok: false; error: ToolError } {
+): Promise<{ ok: true; pattern: ResolvedPattern } | { ok: false; error: ToolError }> {
   const invalid = (message: string): { ok: false; error: ToolError } => ({ ok: false, error: { type: 'invalid_argument', message } });
   if (typeof pattern !== 'string' || pattern.trim() === '') return invalid(`${argName} must be a non-empty glob pattern string`);
   if (pattern.includes('\0')) return invalid(`${argName} must not contain a NUL character`);
@@ -160,7 +159,7 @@ export function resolvePattern(
     return invalid(`${argName} "${pattern}" must not contain ".." after a wildcard; name the directory before the wildcard instead`);
   }
   const baseLexical = path.resolve(searchDir, base === '' ? '.' : base);
-  const resolved = resolveInWorkspace(workspace, baseLexical, argName, protectedPaths);
+  const resolved = await resolveInWorkspace(workspace, baseLexical, argName, protectedPaths);
   if (!resolved.ok) {
     if (resolved.error.type === 'path_protected') return { ok: false, error: protectedPathError(argName, pattern) };
     if (resolved.error.type !== 'path_outside_workspace') return resolved;
@@ -179,14 +178,14 @@ function escapeGlob(name: string): string {
 }
 
 /** True when `dir` is an existing directory. */
-export function isDirectory(dir: string): boolean {
-  return pathKind(dir) === 'directory';
+export async function isDirectory(dir: string): Promise<boolean> {
+  return (await pathKind(dir)) === 'directory';
 }
 
-/** What lies at `p` (symlinks followed). */
-export function pathKind(p: string): 'directory' | 'file' | 'missing' | 'other' {
+/** What lies at `p` (symlinks followed), asked off the event loop (`p` comes from a tool argument). */
+export async function pathKind(p: string): Promise<'directory' | 'file' | 'missing' | 'other'> {
   try {
-    const stat = statSync(p);
+    const stat = await fs.stat(p);
     return stat.isDirectory() ? 'directory' : stat.isFile() ? 'file' : 'other';
   } catch {
     return 'missing';
@@ -219,7 +218,7 @@ export interface Gitignore {
  * is skipped with a note. Returns undefined when there is no `.gitignore` and nothing to note.
  */
 export async function loadGitignore(workspace: string, protectedPaths: ProtectedPaths): Promise<Gitignore | undefined> {
-  const resolved = resolveInWorkspace(workspace, '.gitignore', '.gitignore', protectedPaths);
+  const resolved = await resolveInWorkspace(workspace, '.gitignore', '.gitignore', protectedPaths);
   if (!resolved.ok) return { globs: [], notes: [`.gitignore was not used: ${resolved.error.message}`] };
   const read = await readRegularFile(resolved.path, GITIGNORE_MAX_BYTES);
   if (!read.ok) return read.reason === 'missing' ? undefined : { globs: [], notes: [`.gitignore was not used: it ${read.message}`] };

@@ -1,11 +1,20 @@
 /** `run_shell_command`: runs `bash -c` inside the workspace, in its own process group (in a sandbox when there is one). */
 import { spawn } from 'node:child_process';
-import { statSync } from 'node:fs';
+import fs from 'node:fs';
 import { gitSafeEnvironment } from './git-env.js';
 import { recordGroup } from './process-group.js';
 import { NO_SANDBOX, type SandboxedCommand, type ShellSandbox } from './sandbox.js';
-import type { CommandLine, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult } from '../tool.js';
-import { describeGivenPath, ProtectedPaths, realWorkspace, resolveInWorkspace, workspaceRelative } from '../workspace.js';
+import type { CommandLine, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult, Validation } from '../tool.js';
+import {
+  describeGivenPath,
+  ProtectedPaths,
+  realWorkspace,
+  realWorkspaceSync,
+  resolveInWorkspace,
+  resolveInWorkspaceSync,
+  workspaceRelative,
+  type ResolveResult,
+} from '../workspace.js';
 
 /** A shell is not confined to paths (it asks instead), so its dir_path is not checked against the server's own files. */
 const SHELL_PROTECTS_NOTHING = ProtectedPaths.NONE;
@@ -112,10 +121,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     this.protectedPaths = options.protectedPaths ?? ProtectedPaths.NONE;
   }
 
-  validate(
-    args: Record<string, unknown>,
-    ctx: Pick<ToolContext, 'workspace'>,
-  ): { ok: true; args: RunShellCommandArgs } | { ok: false; error: ToolError } {
+  async validate(args: Record<string, unknown>, ctx: Pick<ToolContext, 'workspace'>): Promise<Validation<RunShellCommandArgs>> {
     const { command, description, dir_path } = args;
     if (typeof command !== 'string' || command.trim() === '') {
       return { ok: false, error: { type: 'invalid_argument', message: 'command must be a non-empty string' } };
@@ -126,7 +132,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     const out: RunShellCommandArgs = { command };
     if (typeof description === 'string') out.description = description;
     if (dir_path !== undefined && dir_path !== null && dir_path !== '') {
-      const resolved = resolveInWorkspace(ctx.workspace, dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
+      const resolved = await resolveInWorkspace(ctx.workspace, dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
       if (!resolved.ok) return resolved;
       out.dir_path = dir_path as string;
     }
@@ -138,26 +144,32 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     return `${args.command}${where}${args.description ? ` (${args.description})` : ''}`;
   }
 
-  /** The line this call runs and where; the approval rules read it (agent/policy/shell-rules.ts). */
+  /**
+   * The line this call runs and where; the approval rules read it (agent/policy/shell-rules.ts).
+   * Its directory is resolved on the event loop: the approval policy asks synchronously (and its
+   * judgeLine stats the line's paths synchronously too), so this stays sync until the policy
+   * becomes async. The only per-call resolution of a tool argument left on the event loop; the
+   * call's own propose and run resolve it off it.
+   */
   commandLine(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): CommandLine | undefined {
     if (typeof args.command !== 'string') return undefined;
-    const cwd = this.workingDirectory(args, ctx.workspace);
+    const cwd = this.workingDirectorySync(args, ctx.workspace);
     return cwd.ok ? { command: args.command, cwd: cwd.path, protectedPaths: this.protectedPaths } : undefined;
   }
 
   async propose(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<ToolProposal> {
-    const cwd = this.workingDirectory(args, ctx.workspace);
+    const cwd = await this.workingDirectory(args, ctx.workspace);
     return { type: 'execute', command: args.command, workingDirectory: cwd.ok ? cwd.path : undefined };
   }
 
   async run(args: RunShellCommandArgs, ctx: ToolContext): Promise<ToolResult> {
-    const cwd = this.workingDirectory(args, ctx.workspace);
+    const cwd = await this.workingDirectory(args, ctx.workspace);
     if (!cwd.ok) return { isError: true, error: cwd.error };
     if (ctx.signal.aborted) {
       return { isError: true, error: { type: 'cancelled', message: 'Command was cancelled before it started' } };
     }
     // The sandbox binds the workspace at its real path, where the (real) cwd lies.
-    const workspace = realWorkspace(ctx.workspace);
+    const workspace = await realWorkspace(ctx.workspace);
     if (!workspace.ok) return { isError: true, error: workspace.error };
     const output = new TailBuffer(this.maxOutputBytes);
     const ending = await this.execute(args.command, { cwd: cwd.path, workspace: workspace.path }, output, ctx);
@@ -170,7 +182,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     const text = output.text() + quarantined;
     const llmContent = [
       `Command: ${args.command}`,
-      `Directory: ${workspaceRelative(ctx.workspace, cwd.path)}`,
+      `Directory: ${await workspaceRelative(ctx.workspace, cwd.path)}`,
       `Output:\n${text === '' ? '(empty)' : text}`,
       ending.ending.kind === 'exit' && ending.ending.code !== null ? `Exit Code: ${ending.ending.code}` : '',
     ]
@@ -195,23 +207,25 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     return fail({ type: 'shell_signal', message: withTail(`Command was killed by signal ${e.signal ?? 'unknown'}`) });
   }
 
-  private workingDirectory(args: RunShellCommandArgs, workspace: string): { ok: true; path: string } | { ok: false; error: ToolError } {
+  /** The real directory the call starts in (dir_path, or the workspace), asked off the event loop. */
+  private async workingDirectory(args: RunShellCommandArgs, workspace: string): Promise<ResolveResult> {
     if (args.dir_path === undefined) return realWorkspace(workspace);
-    const resolved = resolveInWorkspace(workspace, args.dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
+    const resolved = await resolveInWorkspace(workspace, args.dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
     if (!resolved.ok) return resolved;
-    let isDir = false;
-    try {
-      isDir = statSync(resolved.path).isDirectory();
-    } catch {
-      // missing
-    }
-    if (!isDir) {
-      return {
-        ok: false,
-        error: { type: 'dir_not_found', message: `Directory not found: ${describeGivenPath(workspace, args.dir_path)}` },
-      };
-    }
-    return resolved;
+    const isDir = await fs.promises.stat(resolved.path).then(
+      (s) => s.isDirectory(),
+      () => false, // missing
+    );
+    return isDir ? resolved : dirNotFound(workspace, args.dir_path);
+  }
+
+  /** {@link workingDirectory} on the event loop, for {@link commandLine} only (see there why). */
+  private workingDirectorySync(args: RunShellCommandArgs, workspace: string): ResolveResult {
+    if (args.dir_path === undefined) return realWorkspaceSync(workspace);
+    const resolved = resolveInWorkspaceSync(workspace, args.dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
+    if (!resolved.ok) return resolved;
+    const isDir = fs.statSync(resolved.path, { throwIfNoEntry: false })?.isDirectory() === true;
+    return isDir ? resolved : dirNotFound(workspace, args.dir_path);
   }
 
   /**
@@ -339,4 +353,8 @@ function lastLines(text: string): string {
   const lines = text.replace(/\s+$/, '').split('\n');
   if (lines.length === 1 && lines[0] === '') return '';
   return lines.slice(-TAIL_LINES).join('\n');
+}
+
+function dirNotFound(workspace: string, given: string): ResolveResult {
+  return { ok: false, error: { type: 'dir_not_found', message: `Directory not found: ${describeGivenPath(workspace, given)}` } };
 }

@@ -28,7 +28,9 @@ type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 /** Opens a model turn of `calls` as the turn loop does: propose all, ask where needed, then show every card. */
 async function openTurn(task: LiveTask, calls: Array<[string, Record<string, unknown>]>, approvalTimeoutMs?: number): Promise<TurnCall[]> {
   task.turnNo += 1;
-  task.turn = calls.map(([name, args], i) => proposeCall(task, { id: `model-${i}`, name, args }, i, task.context.tools));
+  task.turn = [];
+  for (const [i, [name, args]] of calls.entries())
+    task.turn.push(await proposeCall(task, { id: `model-${i}`, name, args }, i, task.context.tools));
   for (const call of task.turn) await requestApproval(task, call, approvalTimeoutMs);
   for (const call of task.turn) showCall(task, call);
   await task.flush();

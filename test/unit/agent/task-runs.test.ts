@@ -133,8 +133,8 @@ t.test('TaskRuns.fail closes the open calls of the turn: waiting ones CANCELLED,
   const task = await startTask(core);
   task.turnNo = 0;
   task.turn = [
-    proposeCall(task, { id: 'm0', name: 'edit', args: { path: 'a', content: 'A' } }, 0, task.context.tools),
-    proposeCall(task, { id: 'm1', name: 'look', args: {} }, 1, task.context.tools),
+    await proposeCall(task, { id: 'm0', name: 'edit', args: { path: 'a', content: 'A' } }, 0, task.context.tools),
+    await proposeCall(task, { id: 'm1', name: 'look', args: {} }, 1, task.context.tools),
   ];
   for (const c of task.turn) await requestApproval(task, c, undefined);
   for (const c of task.turn) showCall(task, c);

@@ -17,7 +17,9 @@ import { makeCore, startTask } from '../../support/core.js';
 
 async function openTurn(task: LiveTask, calls: Array<[string, Record<string, unknown>]>): Promise<TurnCall[]> {
   task.turnNo += 1;
-  task.turn = calls.map(([name, args], i) => proposeCall(task, { id: `model-${i}`, name, args }, i, task.context.tools));
+  task.turn = [];
+  for (const [i, [name, args]] of calls.entries())
+    task.turn.push(await proposeCall(task, { id: `model-${i}`, name, args }, i, task.context.tools));
   for (const call of task.turn) await requestApproval(task, call, undefined);
   for (const call of task.turn) showCall(task, call);
   await task.flush();

@@ -143,14 +143,14 @@ t.test('the tools refuse over-limit patterns in validate and run, in millisecond
   const glob = new GlobTool();
   const search = new SearchFileContentTool();
   for (const pattern of [braces(8), 'a*'.repeat(5_000), nestedBraces(40), '**/'.repeat(200) + 'x']) {
-    t.match(glob.validate({ pattern }, ctx), { ok: false, error: { type: 'pattern_too_complex' } });
-    t.match(search.validate({ pattern: 'x', include: pattern }, ctx), { ok: false, error: { type: 'pattern_too_complex' } });
+    t.match(await glob.validate({ pattern }, ctx), { ok: false, error: { type: 'pattern_too_complex' } });
+    t.match(await search.validate({ pattern: 'x', include: pattern }, ctx), { ok: false, error: { type: 'pattern_too_complex' } });
     const { value, elapsedMs } = await withTicker(() => glob.run({ pattern }, ctx));
     t.match(errorOf(value), { type: 'pattern_too_complex' });
     t.ok(elapsedMs < 1_000, `glob refused in ${elapsedMs} ms`);
     t.match(errorOf(await search.run({ pattern: 'x', include: pattern }, ctx)), { type: 'pattern_too_complex' });
   }
-  t.match(glob.validate({ pattern: path.join(ctx.workspace, braces(8)) }, ctx), {
+  t.match(await glob.validate({ pattern: path.join(ctx.workspace, braces(8)) }, ctx), {
     ok: false,
     error: { type: 'pattern_too_complex' },
   });
@@ -252,8 +252,11 @@ t.test('a cancelled match stops at once', async (t) => {
 t.test('read_many_files refuses over-limit globs too (they go through resolvePattern)', async (t) => {
   const ctx = workspace(t, { [NAME_29]: 'x' });
   const tool = new ReadManyFilesTool();
-  t.match(tool.validate({ paths: [braces(8)] }, ctx), { ok: false, error: { type: 'pattern_too_complex', message: /^paths\[0\] / } });
-  t.match(tool.validate({ paths: ['*.ts'], include: ['a*'.repeat(600)] }, ctx), { ok: false, error: { type: 'pattern_too_complex' } });
+  t.match(await tool.validate({ paths: [braces(8)] }, ctx), { ok: false, error: { type: 'pattern_too_complex', message: /^paths\[0\] / } });
+  t.match(await tool.validate({ paths: ['*.ts'], include: ['a*'.repeat(600)] }, ctx), {
+    ok: false,
+    error: { type: 'pattern_too_complex' },
+  });
 });
 
 t.test('.gitignore lines over the limit are skipped', async (t) => {

@@ -55,23 +55,23 @@ t.test('shape and validate', async (t) => {
   t.notOk('propose' in tool);
   t.equal(tool.describe({ pattern: '**/*.ts', path: 'src' }), 'Find files matching **/*.ts in src');
   t.equal(tool.describe({ pattern: '*.md' }), 'Find files matching *.md');
-  t.same(tool.validate({ pattern: '**/*.ts', path: 'src', case_sensitive: true, respect_git_ignore: false, x: 1 }, ctx), {
+  t.same(await tool.validate({ pattern: '**/*.ts', path: 'src', case_sensitive: true, respect_git_ignore: false, x: 1 }, ctx), {
     ok: true,
     args: { pattern: '**/*.ts', path: 'src', case_sensitive: true, respect_git_ignore: false },
   });
-  t.same(tool.validate({ pattern: '*.ts', path: '', case_sensitive: null }, ctx), { ok: true, args: { pattern: '*.ts' } });
-  t.match(tool.validate({}, ctx), { ok: false, error: { type: 'invalid_argument', message: /^pattern must be a non-empty glob/ } });
-  t.match(tool.validate({ pattern: 5 }, ctx), { ok: false, error: { type: 'invalid_argument', message: /pattern/ } });
-  t.match(tool.validate({ pattern: '*.ts', case_sensitive: 'yes' }, ctx), {
+  t.same(await tool.validate({ pattern: '*.ts', path: '', case_sensitive: null }, ctx), { ok: true, args: { pattern: '*.ts' } });
+  t.match(await tool.validate({}, ctx), { ok: false, error: { type: 'invalid_argument', message: /^pattern must be a non-empty glob/ } });
+  t.match(await tool.validate({ pattern: 5 }, ctx), { ok: false, error: { type: 'invalid_argument', message: /pattern/ } });
+  t.match(await tool.validate({ pattern: '*.ts', case_sensitive: 'yes' }, ctx), {
     ok: false,
     error: { type: 'invalid_argument', message: 'case_sensitive must be a boolean when given' },
   });
-  t.match(tool.validate({ pattern: '*.ts', respect_git_ignore: 1 }, ctx), {
+  t.match(await tool.validate({ pattern: '*.ts', respect_git_ignore: 1 }, ctx), {
     ok: false,
     error: { type: 'invalid_argument', message: /respect_git_ignore/ },
   });
-  t.match(tool.validate({ pattern: '!*.ts' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /negated/ } });
-  t.match(tool.validate({ pattern: 'src/**/../../x' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /"\.\."/ } });
+  t.match(await tool.validate({ pattern: '!*.ts' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /negated/ } });
+  t.match(await tool.validate({ pattern: 'src/**/../../x' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /"\.\."/ } });
 });
 
 t.test('finds files newest first, as absolute paths', async (t) => {
@@ -178,7 +178,7 @@ t.test('path must be a directory inside the workspace', async (t) => {
     error: { type: 'dir_not_found', message: `Directory not found: nope (relative to the workspace ${ws})` },
   });
   t.match(await tool.run({ pattern: '*', path: 'top.ts' }, ctx), { isError: true, error: { type: 'path_is_not_a_directory' } });
-  t.match(tool.validate({ pattern: '*', path: 'top.ts' }, ctx), { ok: false, error: { type: 'path_is_not_a_directory' } });
+  t.match(await tool.validate({ pattern: '*', path: 'top.ts' }, ctx), { ok: false, error: { type: 'path_is_not_a_directory' } });
 });
 
 t.test('escapes are refused', async (t) => {
@@ -191,7 +191,7 @@ t.test('escapes are refused', async (t) => {
   });
   t.match(await tool.run({ pattern: 'out-link/*.ts' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } });
   t.match(await tool.run({ pattern: '/etc/*' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } });
-  t.match(tool.validate({ pattern: '../outside/**' }, ctx), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(await tool.validate({ pattern: '../outside/**' }, ctx), { ok: false, error: { type: 'path_outside_workspace' } });
 });
 
 t.test('abort stops the search', async (t) => {

@@ -49,9 +49,9 @@ t.test('absolute path and empty directory', async (t) => {
 
 t.test('validate', async (t) => {
   const { ws } = setup(t);
-  t.same(tool.validate({ dir_path: 'adir', x: 1 }, { workspace: ws }), { ok: true, args: { dir_path: 'adir' } });
-  t.match(tool.validate({}, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /dir_path/ } });
-  t.match(tool.validate({ dir_path: '..' }, { workspace: ws }), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.same(await tool.validate({ dir_path: 'adir', x: 1 }, { workspace: ws }), { ok: true, args: { dir_path: 'adir' } });
+  t.match(await tool.validate({}, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /dir_path/ } });
+  t.match(await tool.validate({ dir_path: '..' }, { workspace: ws }), { ok: false, error: { type: 'path_outside_workspace' } });
 });
 
 t.test('missing directory', async (t) => {

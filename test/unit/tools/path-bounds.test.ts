@@ -13,13 +13,13 @@ const workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'path-bounds-'
 t.teardown(() => rmSync(workspace, { recursive: true, force: true }));
 
 t.test('a path deeper than the bound is refused at once, naming the argument', async (t) => {
-  const r = resolveInWorkspace(workspace, 'a/'.repeat(2000) + 'x', 'file_path', ProtectedPaths.NONE);
+  const r = await resolveInWorkspace(workspace, 'a/'.repeat(2000) + 'x', 'file_path', ProtectedPaths.NONE);
   t.match(r, { ok: false, error: { type: 'invalid_argument', message: /^file_path is too long/ } });
-  const long = resolveInWorkspace(workspace, 'x'.repeat(5000), 'dir_path', ProtectedPaths.NONE);
+  const long = await resolveInWorkspace(workspace, 'x'.repeat(5000), 'dir_path', ProtectedPaths.NONE);
   t.match(long, { ok: false, error: { type: 'invalid_argument', message: /^dir_path is too long/ } });
 });
 
 t.test('a path within the bound resolves as before', async (t) => {
-  const r = resolveInWorkspace(workspace, 'a/'.repeat(MAX_PATH_PARTS - 2) + 'x', 'file_path', ProtectedPaths.NONE);
+  const r = await resolveInWorkspace(workspace, 'a/'.repeat(MAX_PATH_PARTS - 2) + 'x', 'file_path', ProtectedPaths.NONE);
   t.match(r, { ok: true });
 });

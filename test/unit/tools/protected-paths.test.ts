@@ -123,18 +123,18 @@ t.test('ProtectedPaths: real paths, missing paths against their nearest existing
   t.notOk(p.covers(path.join(ws, '.database')));
   t.notOk(p.covers(ws), 'the directory holding them is not protected');
   t.notOk(p.covers(path.join(root, 'creds/gac.json')));
-  t.ok(p.hides(path.join(ws, 'auth-link')), 'hides: a link to a protected file');
-  t.ok(p.hides(path.join(ws, 'data-link')), 'hides: a link to a protected directory');
-  t.notOk(p.hides(path.join(ws, 'here')), 'a link to the workspace itself is not hidden');
-  t.notOk(p.hides(path.join(ws, 'README.md')));
+  t.ok(await p.hides(path.join(ws, 'auth-link')), 'hides: a link to a protected file');
+  t.ok(await p.hides(path.join(ws, 'data-link')), 'hides: a link to a protected directory');
+  t.notOk(await p.hides(path.join(ws, 'here')), 'a link to the workspace itself is not hidden');
+  t.notOk(await p.hides(path.join(ws, 'README.md')));
   t.same(ProtectedPaths.NONE.paths, []);
-  t.notOk(ProtectedPaths.NONE.hides(path.join(ws, 'auth.json')));
+  t.notOk(await ProtectedPaths.NONE.hides(path.join(ws, 'auth.json')));
 });
 
 t.test('resolveInWorkspace: every hostile spelling fails path_protected; the rest resolves as before', async (t) => {
   const { ws, root, protectedPaths } = server(t);
   for (const p of hostilePaths(ws)) {
-    const r = resolveInWorkspace(ws, p, 'file_path', protectedPaths);
+    const r = await resolveInWorkspace(ws, p, 'file_path', protectedPaths);
     t.match(r, { ok: false, error: { type: 'path_protected' } }, `${p} is refused`);
     if (!r.ok) {
       t.equal(
@@ -144,39 +144,46 @@ t.test('resolveInWorkspace: every hostile spelling fails path_protected; the res
     }
   }
   t.match(
-    resolveInWorkspace(ws, '.data/new/file', 'file_path', protectedPaths),
+    await resolveInWorkspace(ws, '.data/new/file', 'file_path', protectedPaths),
     { ok: false, error: { type: 'path_protected' } },
     'a new file in it',
   );
-  t.match(resolveInWorkspace(ws, '.data', 'dir_path', protectedPaths), { ok: false, error: { type: 'path_protected' } }, 'the directory');
   t.match(
-    resolveInWorkspace(ws, path.join(root, 'creds/gac.json'), 'file_path', protectedPaths),
+    await resolveInWorkspace(ws, '.data', 'dir_path', protectedPaths),
+    { ok: false, error: { type: 'path_protected' } },
+    'the directory',
+  );
+  t.match(
+    await resolveInWorkspace(ws, path.join(root, 'creds/gac.json'), 'file_path', protectedPaths),
     { ok: false, error: { type: 'path_outside_workspace' } },
     'a protected file outside the workspace is refused as outside',
   );
-  t.match(resolveInWorkspace(ws, 'creds-link', 'file_path', protectedPaths), { ok: false, error: { type: 'path_outside_workspace' } });
-  t.same(resolveInWorkspace(ws, 'README.md', 'file_path', protectedPaths), { ok: true, path: path.join(ws, 'README.md') });
-  t.same(resolveInWorkspace(ws, 'auth.json.new', 'file_path', protectedPaths), { ok: true, path: path.join(ws, 'auth.json.new') });
-  t.same(resolveInWorkspace(ws, '.', 'dir_path', protectedPaths), { ok: true, path: ws });
-  t.same(resolveInWorkspace(ws, 'here', 'dir_path', protectedPaths), { ok: true, path: ws });
+  t.match(await resolveInWorkspace(ws, 'creds-link', 'file_path', protectedPaths), {
+    ok: false,
+    error: { type: 'path_outside_workspace' },
+  });
+  t.same(await resolveInWorkspace(ws, 'README.md', 'file_path', protectedPaths), { ok: true, path: path.join(ws, 'README.md') });
+  t.same(await resolveInWorkspace(ws, 'auth.json.new', 'file_path', protectedPaths), { ok: true, path: path.join(ws, 'auth.json.new') });
+  t.same(await resolveInWorkspace(ws, '.', 'dir_path', protectedPaths), { ok: true, path: ws });
+  t.same(await resolveInWorkspace(ws, 'here', 'dir_path', protectedPaths), { ok: true, path: ws });
   t.same(
-    resolveInWorkspace(ws, 'auth.json', 'file_path', ProtectedPaths.NONE),
+    await resolveInWorkspace(ws, 'auth.json', 'file_path', ProtectedPaths.NONE),
     { ok: true, path: path.join(ws, 'auth.json') },
     'NONE protects nothing',
   );
   t.same(
-    resolveForAgent(ws, 'auth.json', 'file_path'),
+    await resolveForAgent(ws, 'auth.json', 'file_path'),
     { ok: true, path: path.join(ws, 'auth.json') },
     "the agent's resolver: confinement only",
   );
-  t.match(resolveForAgent(ws, 'auth.json', 'file_path', protectedPaths), { ok: false, error: { type: 'path_protected' } });
+  t.match(await resolveForAgent(ws, 'auth.json', 'file_path', protectedPaths), { ok: false, error: { type: 'path_protected' } });
 });
 
 t.test('a protected path that does not exist yet is protected once created, and a new link to it is too', async (t) => {
   const { ws, ctx } = server(t);
   const protectedPaths = new ProtectedPaths([path.join(ws, 'later-data')]);
   const write = new WriteFileTool({ protectedPaths });
-  t.match(write.validate({ file_path: 'later-data/x', content: 'x' }, ctx), { ok: false, error: { type: 'path_protected' } });
+  t.match(await write.validate({ file_path: 'later-data/x', content: 'x' }, ctx), { ok: false, error: { type: 'path_protected' } });
   fs.mkdirSync(path.join(ws, 'later-data'));
   fs.writeFileSync(path.join(ws, 'later-data/db'), DATA_SECRET);
   fs.symlinkSync('later-data', path.join(ws, 'later-link'));
@@ -202,7 +209,7 @@ t.test('read_file: refused at validation and when run, before anything is read',
   const { ws, ctx, protectedPaths } = server(t);
   const tool = new ReadFileTool({ protectedPaths });
   for (const p of hostilePaths(ws)) {
-    t.match(tool.validate({ file_path: p }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
+    t.match(await tool.validate({ file_path: p }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
     const r = await tool.run({ file_path: p }, ctx);
     t.match(r, { isError: true, error: { type: 'path_protected', message: /one of this server's own files/ } }, `run ${p}`);
     noSecrets(t, text(r), p);
@@ -219,7 +226,7 @@ t.test('read_many_files: named protected paths fail; directories and globs leave
   const { ws, ctx, protectedPaths } = server(t);
   const tool = new ReadManyFilesTool({ protectedPaths });
   for (const p of hostilePaths(ws)) {
-    const v = tool.validate({ paths: ['README.md', p] }, ctx);
+    const v = await tool.validate({ paths: ['README.md', p] }, ctx);
     t.match(
       v,
       { ok: false, error: { type: 'path_protected', message: /^paths\[1\] ".+" is one of this server's own files/ } },
@@ -230,7 +237,7 @@ t.test('read_many_files: named protected paths fail; directories and globs leave
     noSecrets(t, text(r), p);
   }
   for (const p of ['.data', 'data-link', '.data/**', '.data/*', 'here/.data/**', 'data-link/**/*']) {
-    t.match(tool.validate({ paths: [p] }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
+    t.match(await tool.validate({ paths: [p] }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
     t.match(
       await tool.run({ paths: [p], useDefaultExcludes: false }, ctx),
       { isError: true, error: { type: 'path_protected' } },
@@ -238,7 +245,7 @@ t.test('read_many_files: named protected paths fail; directories and globs leave
     );
   }
   t.match(
-    tool.validate({ paths: ['README.md'], include: ['auth.json'] }, ctx),
+    await tool.validate({ paths: ['README.md'], include: ['auth.json'] }, ctx),
     { ok: false, error: { type: 'path_protected' } },
     'include too',
   );
@@ -279,7 +286,7 @@ t.test('list_directory: protected entries and links into them are left out; the 
     'through a symlinked parent',
   );
   for (const p of ['.data', '.data/base', 'data-link', 'here/.data', './.data/']) {
-    t.match(tool.validate({ dir_path: p }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
+    t.match(await tool.validate({ dir_path: p }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
     const r = await tool.run({ dir_path: p }, ctx);
     t.match(r, { isError: true, error: { type: 'path_protected' } }, `run ${p}`);
     t.notMatch(text(r), /PG_VERSION|Directory listing/, `${p}: nothing of it shown`);
@@ -318,7 +325,7 @@ t.test('glob: protected files never match, whatever the pattern', async (t) => {
     { pattern: '*', path: '.data' },
     { pattern: '**', path: 'here/.data' },
   ]) {
-    t.match(tool.validate(args, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${JSON.stringify(args)}`);
+    t.match(await tool.validate(args, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${JSON.stringify(args)}`);
     t.match(await tool.run(args, ctx), { isError: true, error: { type: 'path_protected' } }, `run ${JSON.stringify(args)}`);
   }
 });
@@ -350,7 +357,7 @@ t.test('search_file_content: protected files are never searched', async (t) => {
     'others are searched',
   );
   for (const p of ['auth.json', 'auth-link', '.data', 'data-link', 'here/auth.json']) {
-    t.match(tool.validate({ pattern: 'x', path: p }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate path ${p}`);
+    t.match(await tool.validate({ pattern: 'x', path: p }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate path ${p}`);
     t.match(await tool.run({ pattern: 'x', path: p }, ctx), { isError: true, error: { type: 'path_protected' } }, `run path ${p}`);
   }
 });
@@ -367,7 +374,11 @@ t.test('write_file: a protected target fails at validation and at proposal (nobo
   const tool = new WriteFileTool({ protectedPaths });
   const before = fs.readFileSync(path.join(ws, 'auth.json'), 'utf8');
   for (const p of [...hostilePaths(ws), '.data/new.txt', 'data-link/new/deep.txt']) {
-    t.match(tool.validate({ file_path: p, content: 'pwned' }, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
+    t.match(
+      await tool.validate({ file_path: p, content: 'pwned' }, ctx),
+      { ok: false, error: { type: 'path_protected' } },
+      `validate ${p}`,
+    );
     await t.rejects(
       tool.propose({ file_path: p, content: 'pwned' }, ctx),
       { name: 'ToolFailure', error: { type: 'path_protected', message: /one of this server's own files/ } },
@@ -386,7 +397,7 @@ t.test('replace: a protected target fails at validation and at proposal, and is 
   const before = fs.readFileSync(path.join(ws, 'auth.json'), 'utf8');
   for (const p of hostilePaths(ws)) {
     const args = { file_path: p, old_string: 'admin', new_string: 'approver' };
-    t.match(tool.validate(args, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
+    t.match(await tool.validate(args, ctx), { ok: false, error: { type: 'path_protected' } }, `validate ${p}`);
     await t.rejects(
       tool.propose(args, ctx),
       { name: 'ToolFailure', error: { type: 'path_protected', message: /one of this server's own files/ } },
@@ -394,7 +405,7 @@ t.test('replace: a protected target fails at validation and at proposal, and is 
     );
     t.match(await tool.run(args, ctx), { isError: true, error: { type: 'path_protected' } }, `run ${p}`);
   }
-  t.match(tool.validate({ file_path: '.data/new', old_string: '', new_string: 'x' }, ctx), {
+  t.match(await tool.validate({ file_path: '.data/new', old_string: '', new_string: 'x' }, ctx), {
     ok: false,
     error: { type: 'path_protected' },
   });
@@ -416,10 +427,14 @@ t.test('createDefaultTools: every file and search tool gets the protected paths'
     ['replace', { file_path: 'auth.json', old_string: 'a', new_string: 'b' }],
   ];
   for (const [name, args] of calls) {
-    t.match(tools.get(name)?.validate(args, ctx), { ok: false, error: { type: 'path_protected' } }, name);
+    t.match(await tools.get(name)?.validate(args, ctx), { ok: false, error: { type: 'path_protected' } }, name);
   }
   const listing = await tools.get('list_directory')?.run({ dir_path: '.' }, ctx);
   t.notMatch(listing && text(listing), /auth\.json|\.data/);
   const shell = tools.get('run_shell_command');
-  t.match(shell?.validate({ command: 'ls', dir_path: '.data' }, ctx), { ok: true }, 'run_shell_command is not confined by them (it asks)');
+  t.match(
+    await shell?.validate({ command: 'ls', dir_path: '.data' }, ctx),
+    { ok: true },
+    'run_shell_command is not confined by them (it asks)',
+  );
 });

@@ -52,10 +52,13 @@ t.test('reads an absolute path inside the workspace', async (t) => {
 
 t.test('validate', async (t) => {
   const { ws } = setup(t);
-  t.same(tool.validate({ file_path: 'hello.txt', extra: 1 }, { workspace: ws }), { ok: true, args: { file_path: 'hello.txt' } });
-  t.match(tool.validate({}, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /file_path/ } });
-  t.match(tool.validate({ file_path: 3 }, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /file_path/ } });
-  t.match(tool.validate({ file_path: '../outside/secret.txt' }, { workspace: ws }), {
+  t.same(await tool.validate({ file_path: 'hello.txt', extra: 1 }, { workspace: ws }), { ok: true, args: { file_path: 'hello.txt' } });
+  t.match(await tool.validate({}, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /file_path/ } });
+  t.match(await tool.validate({ file_path: 3 }, { workspace: ws }), {
+    ok: false,
+    error: { type: 'invalid_argument', message: /file_path/ },
+  });
+  t.match(await tool.validate({ file_path: '../outside/secret.txt' }, { workspace: ws }), {
     ok: false,
     error: { type: 'path_outside_workspace' },
   });
@@ -121,14 +124,17 @@ t.test('escapes are refused at run time too', async (t) => {
 t.test('validate offset and limit', async (t) => {
   const { ws } = setup(t);
   const ctx = { workspace: ws };
-  t.same(tool.validate({ file_path: 'five.txt', offset: 0, limit: 2 }, ctx), {
+  t.same(await tool.validate({ file_path: 'five.txt', offset: 0, limit: 2 }, ctx), {
     ok: true,
     args: { file_path: 'five.txt', offset: 0, limit: 2 },
   });
-  t.same(tool.validate({ file_path: 'five.txt', offset: null, limit: undefined }, ctx), { ok: true, args: { file_path: 'five.txt' } });
+  t.same(await tool.validate({ file_path: 'five.txt', offset: null, limit: undefined }, ctx), {
+    ok: true,
+    args: { file_path: 'five.txt' },
+  });
   for (const offset of [-1, 1.5, '2', true, Number.NaN]) {
     t.match(
-      tool.validate({ file_path: 'five.txt', offset }, ctx),
+      await tool.validate({ file_path: 'five.txt', offset }, ctx),
       {
         ok: false,
         error: { type: 'invalid_argument', message: /^offset must be a non-negative integer/ },
@@ -138,7 +144,7 @@ t.test('validate offset and limit', async (t) => {
   }
   for (const limit of [0, -3, 2.5, '10']) {
     t.match(
-      tool.validate({ file_path: 'five.txt', limit }, ctx),
+      await tool.validate({ file_path: 'five.txt', limit }, ctx),
       {
         ok: false,
         error: { type: 'invalid_argument', message: /^limit must be an integer >= 1/ },

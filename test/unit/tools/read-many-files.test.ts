@@ -51,8 +51,8 @@ t.test('shape and validate', async (t) => {
   t.equal(tool.parameters.properties.paths.type, 'array');
   t.equal(tool.describe({ paths: ['a', 'src/**'], include: ['*.md'] }), 'Read a, src/**, *.md');
   const full = { paths: ['src'], include: ['*.md'], exclude: ['*.test.ts'], recursive: false, useDefaultExcludes: false };
-  t.same(tool.validate({ ...full, extra: 1 }, ctx), { ok: true, args: full });
-  t.same(tool.validate({ paths: ['a'], include: null, recursive: undefined }, ctx), { ok: true, args: { paths: ['a'] } });
+  t.same(await tool.validate({ ...full, extra: 1 }, ctx), { ok: true, args: full });
+  t.same(await tool.validate({ paths: ['a'], include: null, recursive: undefined }, ctx), { ok: true, args: { paths: ['a'] } });
   const bad: [Record<string, unknown>, RegExp][] = [
     [{}, /^paths must be a non-empty array of strings/],
     [{ paths: [] }, /^paths must be a non-empty array/],
@@ -66,12 +66,12 @@ t.test('shape and validate', async (t) => {
     [{ paths: ['!src'] }, /^paths\[0\] "!src" is a negated pattern/],
   ];
   for (const [args, message] of bad)
-    t.match(tool.validate(args, ctx), { ok: false, error: { type: 'invalid_argument', message } }, JSON.stringify(args));
-  t.match(tool.validate({ paths: ['a', '../outside/secret.txt'] }, ctx), {
+    t.match(await tool.validate(args, ctx), { ok: false, error: { type: 'invalid_argument', message } }, JSON.stringify(args));
+  t.match(await tool.validate({ paths: ['a', '../outside/secret.txt'] }, ctx), {
     ok: false,
     error: { type: 'path_outside_workspace', message: /paths\[1\]/ },
   });
-  t.match(tool.validate({ paths: ['a'], include: ['out-link/*'] }, ctx), {
+  t.match(await tool.validate({ paths: ['a'], include: ['out-link/*'] }, ctx), {
     ok: false,
     error: { type: 'path_outside_workspace', message: /include\[0\]/ },
   });

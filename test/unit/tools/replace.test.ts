@@ -48,7 +48,7 @@ t.test('validate checks argument types only (and confinement)', async (t) => {
   const { ws } = setup(t);
   const ctx = { workspace: ws };
   t.same(
-    tool.validate(
+    await tool.validate(
       { file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: 2, modified_content: 'evil', x: 1 },
       ctx,
     ),
@@ -57,25 +57,25 @@ t.test('validate checks argument types only (and confinement)', async (t) => {
       args: { file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: 2 },
     },
   );
-  t.same(tool.validate({ file_path: 'nope.js', old_string: 'not checked here', new_string: '', expected_replacements: null }, ctx), {
+  t.same(await tool.validate({ file_path: 'nope.js', old_string: 'not checked here', new_string: '', expected_replacements: null }, ctx), {
     ok: true,
     args: { file_path: 'nope.js', old_string: 'not checked here', new_string: '' },
   });
-  t.match(tool.validate({ old_string: 'a', new_string: 'b' }, ctx), {
+  t.match(await tool.validate({ old_string: 'a', new_string: 'b' }, ctx), {
     ok: false,
     error: { type: 'invalid_argument', message: /^file_path/ },
   });
-  t.match(tool.validate({ file_path: 'code.js', new_string: 'b' }, ctx), {
+  t.match(await tool.validate({ file_path: 'code.js', new_string: 'b' }, ctx), {
     ok: false,
     error: { type: 'invalid_argument', message: /^old_string must be a string/ },
   });
-  t.match(tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 1 }, ctx), {
+  t.match(await tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 1 }, ctx), {
     ok: false,
     error: { type: 'invalid_argument', message: /^new_string must be a string/ },
   });
   for (const n of [0, -1, 1.5, '2']) {
     t.match(
-      tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: n }, ctx),
+      await tool.validate({ file_path: 'code.js', old_string: 'a', new_string: 'b', expected_replacements: n }, ctx),
       {
         ok: false,
         error: { type: 'invalid_argument', message: /^expected_replacements must be an integer >= 1/ },
@@ -83,11 +83,11 @@ t.test('validate checks argument types only (and confinement)', async (t) => {
       String(n),
     );
   }
-  t.match(tool.validate({ file_path: 'code.js', old_string: 'same', new_string: 'same' }, ctx), {
+  t.match(await tool.validate({ file_path: 'code.js', old_string: 'same', new_string: 'same' }, ctx), {
     ok: false,
     error: { type: 'edit_no_change', message: /identical/ },
   });
-  t.match(tool.validate({ file_path: '../outside/secret.txt', old_string: 'a', new_string: 'b' }, ctx), {
+  t.match(await tool.validate({ file_path: '../outside/secret.txt', old_string: 'a', new_string: 'b' }, ctx), {
     ok: false,
     error: { type: 'path_outside_workspace' },
   });

@@ -39,11 +39,14 @@ const tool = new RestoreFileTool();
 t.test('validate: relative paths inside the workspace, no "..", no .git, base64 content', async (t) => {
   const { ws } = setup(t);
   const ctx = { workspace: ws };
-  t.same(tool.validate({ file_path: 'a.txt', content: b64('x'), checkpoint: 'cp', extra: 1 }, ctx), {
+  t.same(await tool.validate({ file_path: 'a.txt', content: b64('x'), checkpoint: 'cp', extra: 1 }, ctx), {
     ok: true,
     args: { file_path: 'a.txt', checkpoint: 'cp', content: b64('x') },
   });
-  t.same(tool.validate({ file_path: 'gone.txt', checkpoint: 'cp' }, ctx), { ok: true, args: { file_path: 'gone.txt', checkpoint: 'cp' } });
+  t.same(await tool.validate({ file_path: 'gone.txt', checkpoint: 'cp' }, ctx), {
+    ok: true,
+    args: { file_path: 'gone.txt', checkpoint: 'cp' },
+  });
   const refusals: Array<[Record<string, unknown>, string]> = [
     [{ file_path: '/etc/passwd', checkpoint: 'cp' }, 'invalid_argument'],
     [{ file_path: '../outside/secret.txt', checkpoint: 'cp' }, 'invalid_argument'],
@@ -54,9 +57,9 @@ t.test('validate: relative paths inside the workspace, no "..", no .git, base64 
     [{ file_path: 'a.txt', checkpoint: 'cp', content: 'not base64!' }, 'invalid_argument'],
     [{ file_path: 'a.txt', content: b64('x') }, 'invalid_argument'],
   ];
-  for (const [args, type] of refusals) t.match(tool.validate(args, ctx), { ok: false, error: { type } }, JSON.stringify(args));
+  for (const [args, type] of refusals) t.match(await tool.validate(args, ctx), { ok: false, error: { type } }, JSON.stringify(args));
   const guarded = new RestoreFileTool({ protectedPaths: new ProtectedPaths([path.join(ws, 'data')]) });
-  t.match(guarded.validate({ file_path: 'data/db.bin', checkpoint: 'cp', content: b64('x') }, ctx), {
+  t.match(await guarded.validate({ file_path: 'data/db.bin', checkpoint: 'cp', content: b64('x') }, ctx), {
     ok: false,
     error: { type: 'path_protected' },
   });

@@ -61,22 +61,25 @@ t.test('shape, validate, describe, propose', async (t) => {
   t.equal(tool.name, 'run_shell_command');
   t.equal(tool.kind, 'execute');
   t.same(tool.parameters.required, ['command']);
-  t.same(tool.validate({ command: 'ls', extra: 1 }, { workspace: ws }), { ok: true, args: { command: 'ls' } });
-  t.same(tool.validate({ command: 'ls', description: 'list', dir_path: 'sub' }, { workspace: ws }), {
+  t.same(await tool.validate({ command: 'ls', extra: 1 }, { workspace: ws }), { ok: true, args: { command: 'ls' } });
+  t.same(await tool.validate({ command: 'ls', description: 'list', dir_path: 'sub' }, { workspace: ws }), {
     ok: true,
     args: { command: 'ls', description: 'list', dir_path: 'sub' },
   });
-  t.match(tool.validate({}, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /command/ } });
-  t.match(tool.validate({ command: '  ' }, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /command/ } });
-  t.match(tool.validate({ command: 'ls', description: 3 }, { workspace: ws }), {
+  t.match(await tool.validate({}, { workspace: ws }), { ok: false, error: { type: 'invalid_argument', message: /command/ } });
+  t.match(await tool.validate({ command: '  ' }, { workspace: ws }), {
+    ok: false,
+    error: { type: 'invalid_argument', message: /command/ },
+  });
+  t.match(await tool.validate({ command: 'ls', description: 3 }, { workspace: ws }), {
     ok: false,
     error: { type: 'invalid_argument', message: /description/ },
   });
-  t.match(tool.validate({ command: 'ls', dir_path: 5 }, { workspace: ws }), {
+  t.match(await tool.validate({ command: 'ls', dir_path: 5 }, { workspace: ws }), {
     ok: false,
     error: { type: 'invalid_argument', message: /dir_path/ },
   });
-  t.match(tool.validate({ command: 'ls', dir_path: '../' }, { workspace: ws }), {
+  t.match(await tool.validate({ command: 'ls', dir_path: '../' }, { workspace: ws }), {
     ok: false,
     error: { type: 'path_outside_workspace', message: /dir_path "\.\.\/"/ },
   });

@@ -46,15 +46,15 @@ t.test('shape and validate', async (t) => {
   t.same(tool.parameters.required, ['pattern']);
   t.equal(tool.describe({ pattern: 'foo', path: 'src', include: '*.ts' }), 'Search for /foo/ in src (*.ts)');
   t.equal(tool.describe({ pattern: 'foo' }), 'Search for /foo/ in .');
-  t.same(tool.validate({ pattern: 'a+', path: 'src', include: '*.ts', x: 1 }, ctx), {
+  t.same(await tool.validate({ pattern: 'a+', path: 'src', include: '*.ts', x: 1 }, ctx), {
     ok: true,
     args: { pattern: 'a+', path: 'src', include: '*.ts' },
   });
-  t.same(tool.validate({ pattern: 'a', path: '', include: null }, ctx), { ok: true, args: { pattern: 'a' } });
-  t.match(tool.validate({}, ctx), { ok: false, error: { type: 'invalid_argument', message: /^pattern must be/ } });
-  t.match(tool.validate({ pattern: '' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /^pattern/ } });
-  t.match(tool.validate({ pattern: 'a', include: 3 }, ctx), { ok: false, error: { type: 'invalid_argument', message: /^include/ } });
-  t.match(tool.validate({ pattern: 'a', path: 7 }, ctx), { ok: false, error: { type: 'invalid_argument', message: /path/ } });
+  t.same(await tool.validate({ pattern: 'a', path: '', include: null }, ctx), { ok: true, args: { pattern: 'a' } });
+  t.match(await tool.validate({}, ctx), { ok: false, error: { type: 'invalid_argument', message: /^pattern must be/ } });
+  t.match(await tool.validate({ pattern: '' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /^pattern/ } });
+  t.match(await tool.validate({ pattern: 'a', include: 3 }, ctx), { ok: false, error: { type: 'invalid_argument', message: /^include/ } });
+  t.match(await tool.validate({ pattern: 'a', path: 7 }, ctx), { ok: false, error: { type: 'invalid_argument', message: /path/ } });
 });
 
 t.test('invalid regex is an invalid argument with the SyntaxError message', async (t) => {
@@ -63,7 +63,7 @@ t.test('invalid regex is an invalid argument with the SyntaxError message', asyn
     type: 'invalid_argument',
     message: /^pattern is not a valid JavaScript regular expression: Invalid regular expression: .*\(foo/,
   };
-  t.match(tool.validate({ pattern: '(foo' }, { workspace: ws }), { ok: false, error: expected });
+  t.match(await tool.validate({ pattern: '(foo' }, { workspace: ws }), { ok: false, error: expected });
   t.match(await tool.run({ pattern: '(foo' }, ctx), { isError: true, error: expected });
   t.match(await tool.run({ pattern: '[a-' }, ctx), { isError: true, error: { type: 'invalid_argument' } });
 });
@@ -156,7 +156,10 @@ t.test('path errors and escapes', async (t) => {
   t.match(await tool.run({ pattern: 'x', path: '../outside' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } });
   t.match(await tool.run({ pattern: 'x', path: 'out-link' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } });
   t.match(await tool.run({ pattern: 'x', path: 'out-file.txt' }, ctx), { isError: true, error: { type: 'path_outside_workspace' } });
-  t.match(tool.validate({ pattern: 'x', path: 'out-link' }, { workspace: ws }), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(await tool.validate({ pattern: 'x', path: 'out-link' }, { workspace: ws }), {
+    ok: false,
+    error: { type: 'path_outside_workspace' },
+  });
 });
 
 t.test('abort stops the search', async (t) => {

@@ -126,37 +126,37 @@ t.test('filter globs: base name without a slash, path with one', async (t) => {
 
 t.test('resolvePattern', async (t) => {
   const ws = setup(t);
-  t.match(resolvePattern(ws, ws, 'b/**/*.txt', 'p', NONE), {
+  t.match(await resolvePattern(ws, ws, 'b/**/*.txt', 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'b'), glob: '**/*.txt', relPattern: 'b/**/*.txt' },
   });
-  t.match(resolvePattern(ws, ws, 'b/c/y.txt', 'p', NONE), {
+  t.match(await resolvePattern(ws, ws, 'b/c/y.txt', 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'b/c'), glob: 'y.txt', relPattern: 'b/c/y.txt' },
   });
   t.match(
-    resolvePattern(ws, ws, 'a(1).txt', 'p', NONE),
+    await resolvePattern(ws, ws, 'a(1).txt', 'p', NONE),
     { ok: true, pattern: { baseReal: ws, glob: 'a(1).txt' } },
     'picomatch matches such names literally too',
   );
-  t.match(resolvePattern(ws, path.join(ws, 'b'), path.join(ws, 'skip/*'), 'p', NONE), {
+  t.match(await resolvePattern(ws, path.join(ws, 'b'), path.join(ws, 'skip/*'), 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'skip'), relPattern: undefined },
   });
-  t.match(resolvePattern(ws, ws, 'dir-link/*', 'p', NONE), {
+  t.match(await resolvePattern(ws, ws, 'dir-link/*', 'p', NONE), {
     ok: true,
     pattern: { baseReal: path.join(ws, 'b'), baseLexical: path.join(ws, 'dir-link') },
   });
-  t.match(resolvePattern(ws, ws, '', 'p', NONE), { ok: false, error: { type: 'invalid_argument', message: /^p must be/ } });
-  t.match(resolvePattern(ws, ws, 'a\0b', 'p', NONE), { ok: false, error: { type: 'invalid_argument', message: /NUL/ } });
-  t.match(resolvePattern(ws, ws, '../*', 'p', NONE), { ok: false, error: { type: 'path_outside_workspace' } });
-  t.match(resolvePattern('/no/such/ws', '/no/such/ws', '*', 'p', NONE), { ok: false, error: { type: 'workspace_not_found' } });
+  t.match(await resolvePattern(ws, ws, '', 'p', NONE), { ok: false, error: { type: 'invalid_argument', message: /^p must be/ } });
+  t.match(await resolvePattern(ws, ws, 'a\0b', 'p', NONE), { ok: false, error: { type: 'invalid_argument', message: /NUL/ } });
+  t.match(await resolvePattern(ws, ws, '../*', 'p', NONE), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(await resolvePattern('/no/such/ws', '/no/such/ws', '*', 'p', NONE), { ok: false, error: { type: 'workspace_not_found' } });
 });
 
 t.test('pathKind', async (t) => {
   const ws = setup(t);
-  t.equal(pathKind(ws), 'directory');
-  t.equal(pathKind(path.join(ws, 'a.txt')), 'file');
-  t.equal(pathKind(path.join(ws, 'nope')), 'missing');
-  t.equal(pathKind('/dev/null'), 'other');
+  t.equal(await pathKind(ws), 'directory');
+  t.equal(await pathKind(path.join(ws, 'a.txt')), 'file');
+  t.equal(await pathKind(path.join(ws, 'nope')), 'missing');
+  t.equal(await pathKind('/dev/null'), 'other');
 });

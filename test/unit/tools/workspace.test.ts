@@ -22,17 +22,17 @@ function setup(t: Fixtures): { ws: string; outside: string } {
 
 t.test('relative and absolute paths inside resolve to real absolute paths', async (t) => {
   const { ws } = setup(t);
-  t.same(resolveInWorkspace(ws, 'src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
-  t.same(resolveInWorkspace(ws, path.join(ws, 'src/a.ts'), 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
-  t.same(resolveInWorkspace(ws, '.', 'dir_path'), { ok: true, path: ws });
-  t.same(resolveInWorkspace(ws, 'new/dir/file.txt', 'file_path'), { ok: true, path: path.join(ws, 'new/dir/file.txt') });
-  t.same(resolveInWorkspace(ws, 'src/../src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
-  t.same(resolveInWorkspace(ws, 'inner-link/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
+  t.same(await resolveInWorkspace(ws, 'src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
+  t.same(await resolveInWorkspace(ws, path.join(ws, 'src/a.ts'), 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
+  t.same(await resolveInWorkspace(ws, '.', 'dir_path'), { ok: true, path: ws });
+  t.same(await resolveInWorkspace(ws, 'new/dir/file.txt', 'file_path'), { ok: true, path: path.join(ws, 'new/dir/file.txt') });
+  t.same(await resolveInWorkspace(ws, 'src/../src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
+  t.same(await resolveInWorkspace(ws, 'inner-link/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
 });
 
 t.test('escape via ..', async (t) => {
   const { ws } = setup(t);
-  const r = resolveInWorkspace(ws, '../outside/secret.txt', 'file_path');
+  const r = await resolveInWorkspace(ws, '../outside/secret.txt', 'file_path');
   t.equal(r.ok, false);
   if (!r.ok) {
     t.equal(r.error.type, 'path_outside_workspace');
@@ -42,57 +42,57 @@ t.test('escape via ..', async (t) => {
 
 t.test('escape via absolute path', async (t) => {
   const { ws } = setup(t);
-  const r = resolveInWorkspace(ws, '/etc/passwd', 'file_path');
+  const r = await resolveInWorkspace(ws, '/etc/passwd', 'file_path');
   t.match(r, { ok: false, error: { type: 'path_outside_workspace', message: /file_path "\/etc\/passwd" is outside the workspace/ } });
   // a sibling sharing the workspace's name as a prefix is still outside
-  t.match(resolveInWorkspace(ws, ws + '-other/x', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(await resolveInWorkspace(ws, ws + '-other/x', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
 });
 
 t.test('escape via a symlink pointing outside', async (t) => {
   const { ws } = setup(t);
-  t.match(resolveInWorkspace(ws, 'out-link/secret.txt', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
-  t.match(resolveInWorkspace(ws, 'out-link', 'dir_path'), {
+  t.match(await resolveInWorkspace(ws, 'out-link/secret.txt', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(await resolveInWorkspace(ws, 'out-link', 'dir_path'), {
     ok: false,
     error: { type: 'path_outside_workspace', message: /dir_path "out-link"/ },
   });
-  t.match(resolveInWorkspace(ws, 'out-link/not-yet/new.txt', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(await resolveInWorkspace(ws, 'out-link/not-yet/new.txt', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
 });
 
 t.test('escape via a dangling symlink whose target would be created outside', async (t) => {
   const { ws, outside } = setup(t);
   fs.symlinkSync(path.join(outside, 'created-by-write.txt'), path.join(ws, 'dangling'));
-  t.match(resolveInWorkspace(ws, 'dangling', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
+  t.match(await resolveInWorkspace(ws, 'dangling', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
   fs.symlinkSync('src/new.txt', path.join(ws, 'dangling-inside'));
-  t.same(resolveInWorkspace(ws, 'dangling-inside', 'file_path'), { ok: true, path: path.join(ws, 'src/new.txt') });
+  t.same(await resolveInWorkspace(ws, 'dangling-inside', 'file_path'), { ok: true, path: path.join(ws, 'src/new.txt') });
 });
 
 t.test('symlink loops are refused', async (t) => {
   const { ws } = setup(t);
   fs.symlinkSync('loop-b', path.join(ws, 'loop-a'));
   fs.symlinkSync('loop-a', path.join(ws, 'loop-b'));
-  t.match(resolveInWorkspace(ws, 'loop-a/x', 'file_path'), { ok: false, error: { type: 'path_unresolvable' } });
+  t.match(await resolveInWorkspace(ws, 'loop-a/x', 'file_path'), { ok: false, error: { type: 'path_unresolvable' } });
 });
 
 t.test('empty and non-string paths are invalid arguments', async (t) => {
   const { ws } = setup(t);
   for (const bad of ['', '   ', undefined, null, 42, {}]) {
     t.match(
-      resolveInWorkspace(ws, bad, 'file_path'),
+      await resolveInWorkspace(ws, bad, 'file_path'),
       { ok: false, error: { type: 'invalid_argument', message: /file_path/ } },
       String(JSON.stringify(bad)),
     );
   }
-  t.match(resolveInWorkspace(ws, 'a\0b', 'file_path'), { ok: false, error: { type: 'invalid_argument' } });
+  t.match(await resolveInWorkspace(ws, 'a\0b', 'file_path'), { ok: false, error: { type: 'invalid_argument' } });
 });
 
 t.test('missing workspace', async (t) => {
-  t.match(resolveInWorkspace('/no/such/workspace/here', 'x', 'file_path'), { ok: false, error: { type: 'workspace_not_found' } });
+  t.match(await resolveInWorkspace('/no/such/workspace/here', 'x', 'file_path'), { ok: false, error: { type: 'workspace_not_found' } });
 });
 
 t.test('helpers', async (t) => {
   const { ws } = setup(t);
-  t.equal(workspaceRelative(ws, path.join(ws, 'src', 'a.ts')), 'src/a.ts');
-  t.equal(workspaceRelative(ws, ws), '.');
+  t.equal(await workspaceRelative(ws, path.join(ws, 'src', 'a.ts')), 'src/a.ts');
+  t.equal(await workspaceRelative(ws, ws), '.');
   t.ok(isWithin('/w', '/w'));
   t.ok(isWithin('/w', '/w/..x'));
   t.notOk(isWithin('/w', '/w2'));

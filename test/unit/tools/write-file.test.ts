@@ -36,12 +36,18 @@ t.test('shape', async (t) => {
 t.test('validate', async (t) => {
   const { ws } = setup(t);
   const ctx = { workspace: ws };
-  t.same(tool.validate({ file_path: 'x.txt', content: '', extra: true }, ctx), { ok: true, args: { file_path: 'x.txt', content: '' } });
-  t.match(tool.validate({ content: 'x' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /file_path/ } });
-  t.match(tool.validate({ file_path: 'x.txt' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /content/ } });
-  t.match(tool.validate({ file_path: 'x.txt', content: 5 }, ctx), { ok: false, error: { type: 'invalid_argument', message: /content/ } });
-  t.match(tool.validate({ file_path: 'src', content: 'x' }, ctx), { ok: false, error: { type: 'target_is_directory' } });
-  t.match(tool.validate({ file_path: '../evil.txt', content: 'x' }, ctx), {
+  t.same(await tool.validate({ file_path: 'x.txt', content: '', extra: true }, ctx), {
+    ok: true,
+    args: { file_path: 'x.txt', content: '' },
+  });
+  t.match(await tool.validate({ content: 'x' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /file_path/ } });
+  t.match(await tool.validate({ file_path: 'x.txt' }, ctx), { ok: false, error: { type: 'invalid_argument', message: /content/ } });
+  t.match(await tool.validate({ file_path: 'x.txt', content: 5 }, ctx), {
+    ok: false,
+    error: { type: 'invalid_argument', message: /content/ },
+  });
+  t.match(await tool.validate({ file_path: 'src', content: 'x' }, ctx), { ok: false, error: { type: 'target_is_directory' } });
+  t.match(await tool.validate({ file_path: '../evil.txt', content: 'x' }, ctx), {
     ok: false,
     error: { type: 'path_outside_workspace', message: `file_path "../evil.txt" is outside the workspace ${ws}` },
   });
