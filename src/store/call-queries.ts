@@ -6,7 +6,7 @@
 import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
 import type { CallClaim, ClaimResult, StoredCall, WriteBatch } from '../agent/task-store.js';
 import { commitBatch, type NotifyTo } from './commit.js';
-import { anyOf, rowsOf, type StoreDb } from './db.js';
+import { anyOf, rowsOf, type Database, type Queryable, type StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
 import { closedTurns, tasks, toolCalls } from './schema.js';
 
@@ -32,6 +32,9 @@ export async function loadCall(db: StoreDb, id: string): Promise<StoredCall | un
   return row ? callFromRow(row) : undefined;
 }
 
+/** The claim's one statement (a fixed text, run by Database.query: prepared, no ORM). */
+export const CLAIM_STATEMENT = 'select devtool_claim_calls($1::text, $2::jsonb, $3::text, $4::timestamptz, $5::integer) as r';
+
 /**
  * One statement: the stored function `devtool_claim_calls` (drizzle/0008_claim_function.sql; with
  * `expectSeq`, drizzle/0011_commit_function.sql refuses a copy behind the store before anything)
@@ -44,7 +47,7 @@ export async function loadCall(db: StoreDb, id: string): Promise<StoredCall | un
  * against the committed row: exactly one of them wins.
  */
 export async function claimCalls(
-  db: StoreDb,
+  db: Queryable,
   taskId: string,
   claims: CallClaim[],
   owner: string,
@@ -55,11 +58,13 @@ export async function claimCalls(
     claims.map((c) => ({ id: c.id, answer: c.answer, args: c.args, snapshot: c.snapshot, shown_hash: c.shownHash })),
   );
   const until = leaseUntil.toISOString();
-  const [row] = rowsOf<{ r: { ok: boolean; last_seq?: number; lost?: string[]; behind?: number } }>(
-    await db.execute(
-      sql`select devtool_claim_calls(${taskId}::text, ${json}::jsonb, ${owner}::text, ${until}::timestamptz, ${expectSeq ?? null}::integer) as r`,
-    ),
-  );
+  const [row] = await db.query<{ r: { ok: boolean; last_seq?: number; lost?: string[]; behind?: number } }>(CLAIM_STATEMENT, [
+    taskId,
+    json,
+    owner,
+    until,
+    expectSeq ?? null,
+  ]);
   const r = row?.r ?? { ok: false, lost: claims.map((c) => c.id) };
   if (r.ok) return { ok: true, lastSeq: Number(r.last_seq ?? 0) };
   if (r.behind !== undefined) return { ok: false, notAwaiting: [], behind: Number(r.behind) };
@@ -98,7 +103,7 @@ export async function reopenCall(db: StoreDb, call: StoredCall, owner: string, p
  * the wait under READ COMMITTED).
  */
 export async function commitWhileAwaiting(
-  db: StoreDb,
+  db: Database,
   notify: NotifyTo,
   batch: WriteBatch,
   taskId: string,
@@ -106,17 +111,18 @@ export async function commitWhileAwaiting(
 ): Promise<number[] | undefined> {
   const ids = [...new Set(callIds)];
   return db.transaction(async (tx) => {
-    await tx.select({ id: tasks.id }).from(tasks).where(eq(tasks.id, taskId)).for('no key update');
-    const still = await tx
-      .select({ id: toolCalls.id })
-      .from(toolCalls)
-      .where(and(eq(toolCalls.taskId, taskId), inArray(toolCalls.id, ids), eq(toolCalls.phase, 'awaiting')))
-      .orderBy(asc(toolCalls.id))
-      .for('share');
+    await tx.query(LOCK_TASK, [taskId]);
+    const still = await tx.query(LOCK_AWAITING_CALLS, [taskId, JSON.stringify(ids)]);
     if (still.length !== ids.length) return undefined;
     return commitBatch(tx, notify, batch);
   });
 }
+
+/** commitWhileAwaiting's locks, as fixed texts (the commit in the same transaction is one already). */
+const LOCK_TASK = 'select id from tasks where id = $1::text for no key update';
+const LOCK_AWAITING_CALLS = `select id from tool_calls
+  where task_id = $1::text and id = any(array(select jsonb_array_elements_text($2::jsonb))) and phase = 'awaiting'
+  order by id for share`;
 
 /**
  * loadTurn and closeTurn as ONE statement: the latest turn's calls, and the insert that closes

@@ -2,18 +2,19 @@
  * Group commit (TaskStore.commit): a whole WriteBatch as ONE statement, the stored function
  * `devtool_commit` (drizzle/0011_commit_function.sql), which is its own transaction: one round
  * trip per batch of any size, no BEGIN/COMMIT, the same fixed statement text every time
- * (prepared once per connection by postgres.js). The batch travels as one JSON parameter.
+ * (COMMIT_STATEMENT, run by Database.query straight on the driver: prepared once per connection
+ * by postgres.js, once per worker on PGlite). The batch travels as one JSON parameter.
  *
  * The function takes its locks in the order every writer keeps — task rows (id order) →
  * context rows (id order) → call rows (id order) → grant keys — checks everything before it
  * writes anything, and answers either the tasks' new last_seq or why it wrote nothing: a copy
  * behind the store (StaleWriteError), an unknown task or context (a refusal).
  */
-import { getTableColumns, sql } from 'drizzle-orm';
+import { getTableColumns } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { WriteBatch } from '../agent/task-store.js';
 import { planBatch, seqsOf, type BatchPlan } from './batch-plan.js';
-import { rowsOf, type StoreDb } from './db.js';
+import type { Queryable } from './db.js';
 import { callToRow, taskToJson } from './mappers.js';
 import { stateName } from '../protocol/a2a.js';
 import { CALL_PHASE_ORDER, FINISHED } from '../protocol/task-states.js';
@@ -101,13 +102,16 @@ function planJson(plan: BatchPlan): string {
 /** The SQLSTATE devtool_commit raises a refusal with when the batch created rows (they must roll back). */
 const REFUSED_AFTER_CREATING = 'DVCM1';
 
-/** The message of the database's own error in `err` (drizzle wraps the driver's error as its cause). */
+/** The message of the database's own error in `err` (the driver's error itself, or a wrapper's cause). */
 function messageOf(err: unknown): string {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     if ((e as { code?: unknown }).code === REFUSED_AFTER_CREATING) return e.message;
   }
   throw err;
 }
+
+/** The group commit's one statement (a fixed text: prepared once per connection; no ORM builds it). */
+export const COMMIT_STATEMENT = 'select devtool_commit($1::jsonb, $2::text, $3::text) as r';
 
 /** What devtool_commit answers. */
 interface CommitAnswer {
@@ -122,22 +126,20 @@ interface CommitAnswer {
  * in batch order; an empty batch does nothing. An unknown task or context, or a copy behind
  * the store, fails the whole batch with nothing written.
  */
-export async function commitBatch(db: StoreDb, notify: NotifyTo, batch: WriteBatch): Promise<number[]> {
+export async function commitBatch(db: Queryable, notify: NotifyTo, batch: WriteBatch): Promise<number[]> {
   const plan = planBatch(batch);
   if (plan.empty) return [];
-  const r = await db
-    .execute(sql`select devtool_commit(${planJson(plan)}::jsonb, ${notify.channel}::text, ${notify.origin}::text) as r`)
-    .then(
-      (result) => {
-        const answer = rowsOf<{ r: CommitAnswer | string }>(result)[0]?.r;
-        return typeof answer === 'string' ? (JSON.parse(answer) as CommitAnswer) : (answer ?? {});
-      },
-      (err: unknown) => {
-        // A refusal after creations: raised, so that they roll back; its message is the answer.
-        if (sqlStateOf(err) !== REFUSED_AFTER_CREATING) throw err;
-        return JSON.parse(messageOf(err)) as CommitAnswer;
-      },
-    );
+  const r = await db.query<{ r: CommitAnswer | string }>(COMMIT_STATEMENT, [planJson(plan), notify.channel, notify.origin]).then(
+    (rows) => {
+      const answer = rows[0]?.r;
+      return typeof answer === 'string' ? (JSON.parse(answer) as CommitAnswer) : (answer ?? {});
+    },
+    (err: unknown) => {
+      // A refusal after creations: raised, so that they roll back; its message is the answer.
+      if (sqlStateOf(err) !== REFUSED_AFTER_CREATING) throw err;
+      return JSON.parse(messageOf(err)) as CommitAnswer;
+    },
+  );
   if (r.unknown_task !== undefined) throw rejected(`commit: unknown task ${r.unknown_task}`);
   if (r.unknown_context !== undefined) throw rejected(`commit: unknown context ${r.unknown_context}`);
   if (r.stale !== undefined) {

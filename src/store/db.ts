@@ -36,9 +36,25 @@ export interface OpenOptions {
   durability?: 'relaxed' | 'strict';
 }
 
-export interface Database {
+/**
+ * Fixed statement texts straight to the driver, no ORM: what the hot path runs (the group
+ * commit, the claim, the log read). The text is a module constant with `$n` parameters, prepared
+ * once per connection (postgres.js) or per worker (PGlite's prepared path); the rows come back
+ * as the driver parsed them (jsonb parsed, column names as keys). A failure is the driver's own
+ * error, unwrapped: a postgres.js PostgresError (or its CONNECTION_* error) or PGlite's
+ * DatabaseError as the worker sends it back, each with its `code` — what sqlStateOf and
+ * isStoreUnavailable read.
+ */
+export interface Queryable {
+  query<T extends object>(text: string, params: readonly unknown[]): Promise<T[]>;
+}
+
+export interface Database extends Queryable {
   kind: 'pglite' | 'postgres';
+  /** drizzle, for migrations and the cold paths. */
   db: StoreDb;
+  /** BEGIN, `fn`'s statements (on the same connection), COMMIT; ROLLBACK when `fn` throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** The channel appendEvent notifies on; per schema so parallel test schemas stay apart. */
   notifyChannel: string;
   /** LISTENs on `channel`; resolves once listening, to a function that stops. */
@@ -159,6 +175,11 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     const database: Database = {
       kind: 'pglite',
       db,
+      query: async <T extends object>(text: string, params: readonly unknown[]) => (await pg.query<T>(text, [...params])).rows,
+      transaction: (fn) =>
+        pg.transaction((tx) =>
+          fn({ query: async <T extends object>(text: string, params: readonly unknown[]) => (await tx.query<T>(text, [...params])).rows }),
+        ),
       notifyChannel: channelFor(undefined),
       listen: (channel, cb) => pg.listen(channel, cb),
       close: () => pg.close(),
@@ -253,6 +274,12 @@ async function reservedTransaction(client: postgres.Sql, options: string, body: 
   }
 }
 
+/** Database.query on postgres.js: the text prepared (once per connection, kept by text), on the pool or a reserved connection. */
+function rawQuery(client: postgres.Sql): Queryable['query'] {
+  return <T extends object>(text: string, params: readonly unknown[]) =>
+    client.unsafe<T[]>(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }) as unknown as Promise<T[]>;
+}
+
 /**
  * Seconds before a connection is tried again after its last one failed. postgres.js counts the
  * failures of all its connections together and, by default, waits 3^failures/100 s (up to
@@ -286,9 +313,16 @@ async function openPostgres(url: string, schema: string | undefined, durability:
     ...(durability === 'relaxed' ? { synchronous_commit: 'off' } : {}),
   };
   const client = postgres(url, { ...DRIVER_OPTIONS, max: 10, connection });
+  // The store's statements send JSON as text to a `$n::jsonb` parameter: as given, not
+  // JSON.stringify'd again (postgres.js's default). drizzle's driver sets the same on this
+  // client; set here too so the raw statements do not depend on it.
+  client.options.serializers[114] = client.options.serializers[3802] = (x: unknown) => x;
   const database: Database = {
     kind: 'postgres',
     db: drizzlePostgres({ client: preparing(client), schema: tables }),
+    query: rawQuery(client),
+    transaction: async (fn) =>
+      (await reservedTransaction(client, '', (tx) => fn({ query: rawQuery(tx) }))) as Awaited<ReturnType<typeof fn>>,
     notifyChannel: channelFor(schema),
     listen: async (channel, cb) => {
       // A dedicated connection that postgres.js re-LISTENs on after a reconnect.

@@ -1,5 +1,7 @@
 /**
- * TaskStore on drizzle-orm, the same code for PGlite and PostgreSQL. Every rule of the
+ * TaskStore on PGlite or PostgreSQL, the same code for both: the hot path's statements (the
+ * group commit, the claim, the log read) as fixed texts straight on the driver
+ * (Database.query), everything else through drizzle-orm. Every rule of the
  * port contract is decided by the database: row locks order appenders and claimers, the
  * snapshot and its event share a transaction, and pg_notify (delivered on commit) tells
  * every process about new events. Every write of events, calls, history, grants and audit
@@ -39,12 +41,23 @@ import { parseNotification } from './batch-plan.js';
 import { commitBatch, type NotifyTo } from './commit.js';
 import { stateName } from '../protocol/a2a.js';
 import { auditFromRow, eventFromRow, taskFromJson, taskToJson } from './mappers.js';
-import { auditLog, contextHistory, contexts, events, tasks, trustGrants } from './schema.js';
+import { auditLog, contextHistory, contexts, tasks, trustGrants } from './schema.js';
 
 /** A jsonb value of a raw query: parsed by both drivers, but kept as text when a driver did not. */
 function jsonValue(value: unknown): unknown {
   return typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
 }
+
+/**
+ * The log read (eventsAfter) as a fixed text, run by Database.query (prepared, no ORM): every
+ * replay, resubscription and follower of another process's task reads it. `limit null` is no
+ * limit, so one text serves both.
+ */
+const EVENTS_AFTER = `select e.seq - e.span + x.i::int as seq, x.p as payload, e.final
+  from events e,
+    jsonb_array_elements(case when e.span = 1 then jsonb_build_array(e.payload) else e.payload end) with ordinality as x(p, i)
+  where e.task_id = $1::text and e.seq > $2::int and e.seq - e.span + x.i::int > $2::int
+  order by e.seq, x.i limit $3::int`;
 
 /** A batch with nothing in it, to spread the one-kind writes over. */
 const NOTHING: WriteBatch = Object.freeze({ events: [], calls: [], history: [], trust: [], audit: [] });
@@ -185,11 +198,11 @@ export class PgTaskStore implements TaskStore, PushStore {
    * nothing) when any task or context of the batch does not exist.
    */
   commit(batch: WriteBatch): Promise<number[]> {
-    return commitBatch(this.db, this.notify, batch);
+    return commitBatch(this.database, this.notify, batch);
   }
 
   commitWhileAwaiting(batch: WriteBatch, taskId: string, callIds: string[]): Promise<number[] | undefined> {
-    return calls_.commitWhileAwaiting(this.db, this.notify, batch, taskId, callIds);
+    return calls_.commitWhileAwaiting(this.database, this.notify, batch, taskId, callIds);
   }
 
   /**
@@ -199,14 +212,8 @@ export class PgTaskStore implements TaskStore, PushStore {
    * last seq, in index order; a run's events follow in their array's order).
    */
   async eventsAfter(taskId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
-    const page = limit === undefined ? sql`` : sql` limit ${Math.max(0, Math.floor(limit))}::int`;
-    const rows = rowsOf<{ seq: number; payload: unknown; final: boolean }>(
-      await this.db.execute(sql`select e.seq - e.span + x.i::int as seq, x.p as payload, e.final
-        from ${events} e,
-          jsonb_array_elements(case when e.span = 1 then jsonb_build_array(e.payload) else e.payload end) with ordinality as x(p, i)
-        where e.task_id = ${taskId}::text and e.seq > ${afterSeq}::int and e.seq - e.span + x.i::int > ${afterSeq}::int
-        order by e.seq, x.i${page}`),
-    );
+    const page = limit === undefined ? null : Math.max(0, Math.floor(limit));
+    const rows = await this.database.query<{ seq: number; payload: unknown; final: boolean }>(EVENTS_AFTER, [taskId, afterSeq, page]);
     return rows.map(eventFromRow);
   }
 
@@ -259,7 +266,7 @@ export class PgTaskStore implements TaskStore, PushStore {
   }
 
   claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): Promise<ClaimResult> {
-    return calls_.claimCalls(this.db, taskId, claims, owner, leaseUntil, expectSeq);
+    return calls_.claimCalls(this.database, taskId, claims, owner, leaseUntil, expectSeq);
   }
 
   reopenCall(call: StoredCall, owner: string, previousId?: string): Promise<boolean> {

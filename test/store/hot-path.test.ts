@@ -2,7 +2,8 @@
  * What the hot path reads and hears from a store, on the in-memory store, PGlite and (with
  * TEST_DATABASE_URL) PostgreSQL: a task's version (what a parked copy is checked against),
  * one listTasks over several states, the context in one read, notifications of this store's
- * own commits heard as local (another store's not), and the prepared statements and
+ * own commits heard as local (another store's not), the hot path's statements run without
+ * drizzle (errors in the shapes the write queue reads), and the prepared statements and
  * DURABILITY settings of the PostgreSQL connections.
  */
 import t from 'tap';
@@ -13,9 +14,13 @@ import type { TaskStore } from '../../src/agent/task-store.js';
 import { stateName } from '../../src/protocol/a2a.js';
 import { parseNotification } from '../../src/store/batch-plan.js';
 import { openDatabase, rowsOf } from '../../src/store/db.js';
+import type { Database, StoreDb } from '../../src/store/db.js';
+import { rejectedByDatabase } from '../../src/agent/runtime/write-queue.js';
+import { isStoreUnavailable, sqlStateOf } from '../../src/protocol/errors.js';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
-import { eventually, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
+import { COMMIT_STATEMENT } from '../../src/store/commit.js';
+import { eventually, makeCall, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -77,6 +82,77 @@ function hotPathCases(t: Test, open: () => Promise<{ a: TaskStore; b: TaskStore 
   });
 }
 
+/** A drizzle handle that fails the test wherever it is touched. */
+const NO_DRIZZLE = new Proxy(
+  {},
+  {
+    get(_target, key) {
+      throw new Error(`drizzle was used on the hot path (${String(key)})`);
+    },
+  },
+) as StoreDb;
+
+/** The error `p` rejects with (fails when it resolves). */
+async function failureOf(t: Test, p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => t.fail('expected a rejection'),
+    (e: unknown) => e,
+  );
+}
+
+/**
+ * The hot path's statements (the group commit, a commit while calls are awaiting, the claim, the
+ * log read) go straight to the driver: they work on a store whose drizzle handle throws when
+ * touched, and their refusals keep the shape the write queue and the error mapping read.
+ */
+function noOrmCases(t: Test, database: Database): void {
+  const none = { events: [], calls: [], history: [], trust: [], audit: [] };
+  t.test('the hot path runs without drizzle', async (t) => {
+    const hot = new PgTaskStore({ ...database, db: NO_DRIZZLE, close: async () => {} });
+    const contextId = uid('ctx');
+    const task = makeTask(contextId);
+    const call = makeCall(task.id, { phase: 'awaiting', shownHash: 'h1' });
+    const created = { contexts: [{ id: contextId, workspace: '/tmp/ws' }], tasks: [{ task }] };
+    const first = { taskId: task.id, task, response: statusEvent(task, 1), final: false };
+    t.same(await hot.commit({ ...none, create: created, events: [first], calls: [call] }), [1], 'a start, as one commit');
+    const second = { taskId: task.id, task, response: statusEvent(task, 2), final: false };
+    t.same(await hot.commitWhileAwaiting({ ...none, events: [second] }, task.id, [call.id]), [2], 'a commit while the call awaits');
+    const until = new Date(Date.now() + 60_000);
+    t.same(await hot.claimCalls(task.id, [{ id: call.id, answer: 'proceed_once', shownHash: 'h1' }], 'me', until, 2), {
+      ok: true,
+      lastSeq: 2,
+    });
+    t.equal(await hot.commitWhileAwaiting({ ...none, events: [second] }, task.id, [call.id]), undefined, 'no longer awaiting: nothing');
+    t.same(
+      (await hot.eventsAfter(task.id, 0)).map((e) => e.seq),
+      [1, 2],
+    );
+    t.same(
+      (await hot.eventsAfter(task.id, 0, 1)).map((e) => e.seq),
+      [1],
+      'a page',
+    );
+
+    const ghost = makeTask(uid('nope'));
+    const ghostEvent = { taskId: ghost.id, task: ghost, response: statusEvent(ghost), final: false };
+    const unknown = await failureOf(t, hot.commit({ ...none, events: [ghostEvent] }));
+    t.ok(rejectedByDatabase(unknown), 'an unknown task: refused, and the write queue can tell');
+    const other = makeTask(uid('ctx'));
+    const withCreation = { contexts: [{ id: other.contextId, workspace: '/tmp/ws' }], tasks: [{ task: other }] };
+    const afterCreating = await failureOf(t, hot.commit({ ...none, create: withCreation, events: [ghostEvent] }));
+    t.match(
+      afterCreating,
+      { message: `commit: unknown task ${ghost.id}`, code: '23503' },
+      'refused after creating (DVCM1): the answer is read',
+    );
+    const cold = new PgTaskStore({ ...database, close: async () => {} });
+    t.equal(await cold.loadContext(other.contextId), undefined, 'and the creations rolled back');
+    const duplicate = await failureOf(t, hot.commit({ ...none, create: { contexts: [], tasks: [{ task }] } }));
+    t.equal(sqlStateOf(duplicate), '23505', "the database's own refusal: its SQLSTATE, on the driver's error");
+    t.ok(rejectedByDatabase(duplicate) && !isStoreUnavailable(duplicate));
+  });
+}
+
 t.test('in-memory store', async (t) => {
   const db = new MemoryTaskStore();
   t.teardown(() => db.close());
@@ -88,6 +164,7 @@ t.test('PGlite', async (t) => {
   t.teardown(() => shared.close());
   const store = () => new PgTaskStore({ ...shared, close: async () => {} });
   hotPathCases(t, async () => ({ a: store(), b: store() }));
+  noOrmCases(t, shared);
 
   t.test("a store hears its own commits as local, another store's as not", async (t) => {
     const [a, b] = [store(), store()];
@@ -119,6 +196,20 @@ if (url === undefined || url === '') {
       a: new PgTaskStore({ ...relaxed, close: async () => {} }),
       b: new PgTaskStore({ ...strict, close: async () => {} }),
     }));
+    noOrmCases(t, relaxed);
+
+    t.test('a connection lost under a raw statement: the store-unavailable error, and the pool carries on', async (t) => {
+      // The statement ends its own session, as a restart or failover ends it mid-statement.
+      const killed = await failureOf(t, relaxed.query('select pg_terminate_backend(pg_backend_pid())', []));
+      t.ok(isStoreUnavailable(killed), `unavailable (${String((killed as { code?: unknown }).code)})`);
+      t.notOk(rejectedByDatabase(killed), 'its outcome is unknown to the write queue');
+      const inTx = await failureOf(
+        t,
+        relaxed.transaction((tx) => tx.query('select pg_terminate_backend(pg_backend_pid())', [])),
+      );
+      t.ok(isStoreUnavailable(inTx), 'in a transaction too');
+      t.same(await relaxed.query('select $1::int as n', [7]), [{ n: 7 }], 'the next statement runs');
+    });
 
     t.test('DURABILITY: relaxed connections commit asynchronously, strict ones synchronously', async (t) => {
       const setting = async (db: typeof relaxed) =>
@@ -141,6 +232,11 @@ if (url === undefined || url === '') {
         await db.db.execute(sql`select count(*)::int as n from pg_prepared_statements where statement like ${'%from "tasks"%'}`),
       );
       t.ok((row?.n ?? 0) >= 1, 'a prepared statement of the task read on this connection');
+      for (let i = 0; i < 30; i++) await store.appendEvent(task, statusEvent(task, i), false);
+      const raw = await db.query<{ n: number }>('select count(*)::int as n from pg_prepared_statements where statement = $1', [
+        COMMIT_STATEMENT,
+      ]);
+      t.ok((raw[0]?.n ?? 0) >= 1, 'and the group commit, a raw statement, too');
     });
   });
 }
