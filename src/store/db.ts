@@ -197,7 +197,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
  * parallel test runs) booting at once do not race each other's CREATE statements.
  */
 async function migratePostgres(url: string, schema: string | undefined) {
-  const conn = postgres(url, { ...DRIVER_OPTIONS, max: 1, ...(schema ? { connection: { search_path: schema } } : {}) });
+  const conn = connect(url, { max: 1, ...(schema ? { connection: { search_path: schema } } : {}) });
   try {
     await conn`select pg_advisory_lock(hashtext(${'a2a-store-migrate:' + (schema ?? '')}))`;
     if (schema !== undefined) await conn.unsafe(`create schema if not exists "${schema}"`);
@@ -306,13 +306,34 @@ const DRIVER_OPTIONS = {
   connect_timeout: 5,
 } satisfies postgres.Options<Record<string, postgres.PostgresType>>;
 
+/**
+ * The driver's target for a DATABASE_URL. postgres.js takes a Unix socket only as an option
+ * (`path`); libpq, psql and most tools take it in the URL as `?host=/var/run/postgresql`. That
+ * form is read here (the socket is `<dir>/.s.PGSQL.<port>`, the URL's host is then ignored, as
+ * libpq does). On one machine a Unix socket spares each statement the kernel's TCP path on both
+ * ends, which the sending thread pays (docs/performance.md).
+ */
+export function driverTarget(url: string): { url: string; path?: string } {
+  const parsed = new URL(url);
+  const host = parsed.searchParams.get('host');
+  if (host === null || !host.startsWith('/')) return { url };
+  parsed.searchParams.delete('host');
+  return { url: parsed.toString(), path: `${host.replace(/\/+$/, '')}/.s.PGSQL.${parsed.port || '5432'}` };
+}
+
+/** A postgres.js client for DATABASE_URL (see driverTarget) with the store's driver options. */
+function connect(url: string, options: postgres.Options<Record<string, postgres.PostgresType>>) {
+  const target = driverTarget(url);
+  return postgres(target.url, { ...DRIVER_OPTIONS, ...(target.path !== undefined ? { path: target.path } : {}), ...options });
+}
+
 async function openPostgres(url: string, schema: string | undefined, durability: 'relaxed' | 'strict'): Promise<Database> {
   const counts = await migratePostgres(url, schema);
   const connection = {
     ...(schema ? { search_path: schema } : {}),
     ...(durability === 'relaxed' ? { synchronous_commit: 'off' } : {}),
   };
-  const client = postgres(url, { ...DRIVER_OPTIONS, max: 10, connection });
+  const client = connect(url, { max: 10, connection });
   // The store's statements send JSON as text to a `$n::jsonb` parameter: as given, not
   // JSON.stringify'd again (postgres.js's default). drizzle's driver sets the same on this
   // client; set here too so the raw statements do not depend on it.

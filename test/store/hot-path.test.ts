@@ -8,12 +8,13 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import postgres from 'postgres';
 import { sql } from 'drizzle-orm';
 import type { TaskStore } from '../../src/agent/task-store.js';
 import { stateName } from '../../src/protocol/a2a.js';
 import { parseNotification } from '../../src/store/batch-plan.js';
-import { openDatabase, rowsOf } from '../../src/store/db.js';
+import { driverTarget, openDatabase, rowsOf } from '../../src/store/db.js';
 import type { Database, StoreDb } from '../../src/store/db.js';
 import { rejectedByDatabase } from '../../src/agent/runtime/write-queue.js';
 import { isStoreUnavailable, sqlStateOf } from '../../src/protocol/errors.js';
@@ -29,6 +30,27 @@ t.test('parseNotification: an origin token may follow the flag', async (t) => {
   t.same(parseNotification('a:b:3:0:ff00'), { taskId: 'a:b', seq: 3, final: false, origin: 'ff00' });
   t.same(parseNotification('t:3:0'), { taskId: 't', seq: 3, final: false }, 'without one');
   t.equal(parseNotification('t:x:1:abcd'), undefined, 'malformed before the origin');
+});
+
+t.test("driverTarget: a Unix socket given as libpq does (?host=/dir) becomes the driver's path", async (t) => {
+  t.same(driverTarget('postgres://u:p@db.example:6000/app'), { url: 'postgres://u:p@db.example:6000/app' }, 'a TCP URL as it is');
+  t.same(driverTarget('postgres://u@localhost/app?host=/var/run/postgresql&sslmode=disable'), {
+    url: 'postgres://u@localhost/app?sslmode=disable',
+    path: '/var/run/postgresql/.s.PGSQL.5432',
+  });
+  t.same(
+    driverTarget('postgresql://u@x:6432/app?host=/cloudsql/proj:region:db/'),
+    {
+      url: 'postgresql://u@x:6432/app',
+      path: '/cloudsql/proj:region:db/.s.PGSQL.6432',
+    },
+    "the URL's port names the socket",
+  );
+  t.same(
+    driverTarget('postgres://u@localhost/app?host=db.internal'),
+    { url: 'postgres://u@localhost/app?host=db.internal' },
+    'a host name is left to the driver',
+  );
 });
 
 /** The cases every store passes; `a` and `b` are two stores on one database. */
@@ -209,6 +231,21 @@ if (url === undefined || url === '') {
       );
       t.ok(isStoreUnavailable(inTx), 'in a transaction too');
       t.same(await relaxed.query('select $1::int as n', [7]), [{ n: 7 }], 'the next statement runs');
+    });
+
+    const socketDir = '/var/run/postgresql';
+    const local =
+      ['127.0.0.1', 'localhost'].includes(new URL(url).hostname) && existsSync(`${socketDir}/.s.PGSQL.${new URL(url).port || 5432}`);
+    t.test('a store opens on the Unix socket named in the URL', { skip: local ? false : `no local socket in ${socketDir}` }, async (t) => {
+      const viaSocket = new URL(url);
+      viaSocket.searchParams.set('host', socketDir);
+      const db = await openDatabase({ databaseUrl: viaSocket.toString(), schema });
+      t.teardown(() => db.close());
+      const [row] = rowsOf<{ addr: string | null }>(await db.db.execute(sql`select inet_client_addr()::text as addr`));
+      t.equal(row?.addr, null, 'the connection is not TCP (no client address)');
+      const store = new PgTaskStore({ ...db, close: async () => {} });
+      const task = await seedTask(store);
+      t.equal((await store.loadTask(task.id))?.task.id, task.id, 'and the store works on it');
     });
 
     t.test('DURABILITY: relaxed connections commit asynchronously, strict ones synchronously', async (t) => {
