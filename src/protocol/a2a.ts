@@ -12,14 +12,28 @@ export type JsonObject = Record<string, unknown>;
 export type A2aVersion = '0.3' | '1.0';
 
 /**
- * ServerCallContext.state keys shared by the transport and the request handler:
- * the request's Last-Event-ID (a number), and the SSE ids of the yielded events, in order
- * (`undefined` for an event without one, e.g. a resubscribe's Task snapshot), with beside them
- * whether each logged event ends a turn (its `final` flag; `undefined` for an event without one).
+ * ServerCallContext.state keys shared by the transport and the request handler: the request's
+ * Last-Event-ID (a number), and one SseTag per yielded event, in order (CTX_SSE_TAGS).
  */
 export const CTX_LAST_EVENT_ID = 'devtool.lastEventId';
-export const CTX_SSE_IDS = 'devtool.sseIds';
-export const CTX_SSE_FINALS = 'devtool.sseFinals';
+export const CTX_SSE_TAGS = 'devtool.sseTags';
+/**
+ * ServerCallContext.state key set (to true) by a v0.3 transport that puts each status update's
+ * metadata back on the converted event itself (SseTag.metadata): the request handler then yields
+ * status updates without it, and the SDK's v0.3 conversion does not deep-copy (structuredClone)
+ * the same few metadata objects once per frame — a long answer's 10,000 text deltas, 10,000 copies.
+ */
+export const CTX_SSE_OWN_METADATA = 'devtool.sseOwnMetadata';
+
+/** What the transport needs of one yielded event beside the event (CTX_SSE_TAGS). */
+export interface SseTag {
+  /** The event's SSE id (its seq); undefined for an event without one (a resubscribe's Task snapshot). */
+  id?: number;
+  /** Whether the logged event ends a turn; undefined for an event without one. */
+  final?: boolean;
+  /** The status update's metadata, held back from the SDK (CTX_SSE_OWN_METADATA): the transport puts it back. */
+  metadata?: JsonObject;
+}
 /**
  * ServerCallContext.state key of the transport's callback `(taskId, contextId?) => void`: the
  * request handler names the task a request is about once it knows it, and every later log line
@@ -97,6 +111,19 @@ export function userMessage(contextId: string, parts: Part[]): Message {
   };
 }
 
+/** The last timestamp made, and its millisecond (see isoNow). */
+let lastIso = { ms: Number.NaN, iso: '' };
+
+/**
+ * `new Date().toISOString()`, made once per millisecond: a streamed answer publishes many
+ * events within one millisecond, each stamped with it.
+ */
+export function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== lastIso.ms) lastIso = { ms, iso: new Date(ms).toISOString() };
+  return lastIso.iso;
+}
+
 export function statusUpdate(
   taskId: string,
   contextId: string,
@@ -104,7 +131,7 @@ export function statusUpdate(
   message: Message | undefined,
   metadata: JsonObject | undefined,
 ): TaskStatusUpdateEvent {
-  return { taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata };
+  return { taskId, contextId, status: { state, message, timestamp: isoNow() }, metadata };
 }
 
 export function newTask(id: string, contextId: string, userMessage: Message): Task {

@@ -27,7 +27,8 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { aboutTask, CTX_LAST_EVENT_ID, CTX_SSE_FINALS, CTX_SSE_IDS, stateName } from '../../protocol/a2a.js';
+import { aboutTask, CTX_LAST_EVENT_ID, CTX_SSE_OWN_METADATA, CTX_SSE_TAGS, stateName } from '../../protocol/a2a.js';
+import type { SseTag } from '../../protocol/a2a.js';
 import { callerOf } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
 import {
@@ -96,14 +97,26 @@ function applyHistoryLength(task: Task, historyLength: number | undefined): Task
   return copy;
 }
 
-/** Records the SSE id of the next yielded event for the transport (see CTX_SSE_IDS). */
-function tagId(ctx: ServerCallContext, seq: number | undefined, final?: boolean): void {
-  let ids = ctx.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined;
-  if (!ids) ctx.state.set(CTX_SSE_IDS, (ids = []));
-  ids.push(seq);
-  let finals = ctx.state.get(CTX_SSE_FINALS) as Array<boolean | undefined> | undefined;
-  if (!finals) ctx.state.set(CTX_SSE_FINALS, (finals = []));
-  finals.push(final);
+/** Records what the transport needs of the next yielded event (see CTX_SSE_TAGS). */
+function tag(ctx: ServerCallContext, t: SseTag): void {
+  let tags = ctx.state.get(CTX_SSE_TAGS) as SseTag[] | undefined;
+  if (!tags) ctx.state.set(CTX_SSE_TAGS, (tags = []));
+  tags.push(t);
+}
+
+/**
+ * Tags a logged event and returns what to yield for it: the event itself, or — when the
+ * transport puts status updates' metadata back itself (CTX_SSE_OWN_METADATA) — a shallow copy
+ * of its status update without the metadata, which rides in the tag instead.
+ */
+function emitLogged(ctx: ServerCallContext, ev: StoredEvent): StreamResponse {
+  const payload = ev.response.payload;
+  if (payload?.$case === 'statusUpdate' && payload.value.metadata !== undefined && ctx.state.get(CTX_SSE_OWN_METADATA) === true) {
+    tag(ctx, { id: ev.seq, final: ev.final, metadata: payload.value.metadata });
+    return { payload: { $case: 'statusUpdate', value: { ...payload.value, metadata: undefined } } };
+  }
+  tag(ctx, { id: ev.seq, final: ev.final });
+  return ev.response;
 }
 
 /** Whether a logged event ends a subscription: any final one, or under v1.0 only a terminal state. */
@@ -141,10 +154,7 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
 
   async *sendMessageStream(params: SendMessageRequest, ctx: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const { task, afterSeq } = await this.routeWithPush(params, ctx);
-    for await (const ev of this.opts.hub.follow(task.id, afterSeq)) {
-      tagId(ctx, ev.seq, ev.final);
-      yield ev.response;
-    }
+    for await (const ev of this.opts.hub.follow(task.id, afterSeq)) yield emitLogged(ctx, ev);
   }
 
   async sendMessage(params: SendMessageRequest, ctx?: ServerCallContext): Promise<Task | Message> {
@@ -260,9 +270,9 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     if (untilTerminal && TERMINAL.has(state) && lastEventId === undefined) {
       throw unsupported(`Task ${params.id} is ${state}: a task in a terminal state has no updates to subscribe to; read it with GetTask`);
     }
-    tagId(ctx, undefined);
+    tag(ctx, {});
     yield { payload: { $case: 'task', value: this.opts.encoders[stored.dialect].taskView(stored.task) } };
-    const emit = (ev: StoredEvent) => (tagId(ctx, ev.seq, ev.final), ev.response);
+    const emit = (ev: StoredEvent) => emitLogged(ctx, ev);
     let cursor = lastEventId ?? stored.lastSeq;
     if (PAUSED.has(state)) {
       // What was missed, plus the waiting cards and the pause (always re-sent), in log order.

@@ -146,11 +146,18 @@ export class EventHub {
     }
   }
 
+  /** The task whose tail was touched last (tailOf): touching it again changes nothing. */
+  private touched?: { taskId: string; tail: Tail };
+
   /** The task's tail, touched (kept longest). */
   private tailOf(taskId: string): Tail {
+    // A streamed answer touches its task's tail once per event: no Map delete and insert for each.
+    const last = this.touched;
+    if (last !== undefined && last.taskId === taskId && this.tails.get(taskId) === last.tail) return last.tail;
     const tail = this.tails.get(taskId) ?? { known: 0, recent: [], sizes: [], bytes: 0 };
     this.tails.delete(taskId);
     this.tails.set(taskId, tail);
+    this.touched = { taskId, tail };
     if (this.tails.size > TAILS_KEPT) this.tails.delete(this.tails.keys().next().value as string);
     return tail;
   }

@@ -472,9 +472,11 @@ export class LiveTask {
    * every text delta's status was a measurable share of a long answer's CPU.
    */
   private eventOp(response: Parameters<TaskStore['appendEvent']>[1], final: boolean, whole = final, key?: string): EventOp {
-    const status = this.task.status;
-    const snapshot = whole ? { task: structuredClone(this.task) } : { status: status && { ...status } };
-    return { kind: 'event', taskId: this.id, ...snapshot, response, final, ...(key !== undefined ? { key } : {}) };
+    const op: EventOp = { kind: 'event', taskId: this.id, response, final };
+    if (whole) op.task = structuredClone(this.task);
+    else op.status = this.task.status && { ...this.task.status };
+    if (key !== undefined) op.key = key;
+    return op;
   }
 
   private committed({ response, final, key, task }: EventOp, seq: number): void {

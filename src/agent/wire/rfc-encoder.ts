@@ -82,17 +82,19 @@ export class RfcEncoder implements WireEncoder {
   readonly dialect = 'rfc' as const;
   constructor(private readonly schema: DevtoolSchema) {}
 
-  /** Built metadata without an error, by kind and model: the same few objects for every event. */
-  private readonly metaCache = new Map<string, JsonObject>();
+  /** Built metadata without an error, by model and kind: the same few objects for every event. */
+  private readonly metaCache = new Map<string, Map<DevtoolEventKind, JsonObject>>();
 
   private meta(kind: DevtoolEventKind, ctx: EncodeContext, error?: string): JsonObject {
     const build = () => ({
       [DEVTOOL_EXTENSION_URI]: this.schema.developmentToolEvent({ kind, model: ctx.model, ...(error ? { error } : {}) }),
     });
     if (error) return build();
-    const key = `${kind}\u0000${ctx.model}`;
-    let meta = this.metaCache.get(key);
-    if (!meta) this.metaCache.set(key, (meta = build()));
+    // Looked up once per event (every text delta): two map reads, no key string built.
+    let byKind = this.metaCache.get(ctx.model);
+    if (!byKind) this.metaCache.set(ctx.model, (byKind = new Map<DevtoolEventKind, JsonObject>()));
+    let meta = byKind.get(kind);
+    if (!meta) byKind.set(kind, (meta = build()));
     return meta;
   }
 

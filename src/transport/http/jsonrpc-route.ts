@@ -13,6 +13,8 @@ import { isLegacyJsonRpcMethod, isV1JsonRpcMethod, legacyJsonRpcToV1Method, v1Me
 import { contentTypeUnsupported, RPC_ERROR_CODE, storeUnavailableError, streamFailure } from '../../protocol/errors.js';
 import { phaseEnd, phaseSpent, phaseStart, probing } from '../../protocol/probe.js';
 import { isPaused } from '../../protocol/task-states.js';
+import { CTX_SSE_OWN_METADATA } from '../../protocol/a2a.js';
+import type { JsonObject, SseTag } from '../../protocol/a2a.js';
 import type { Caller } from '../../protocol/caller.js';
 import { checkRequestFields, validateParams } from './validate-params.js';
 import type { WireVersion } from './validate-params.js';
@@ -71,13 +73,19 @@ function hideInternal(envelope: Envelope, request: FastifyRequest): Envelope {
 }
 
 /**
- * v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A step 4).
- * `logged`: the logged event's own flag, when known — an update that only repeats a paused state
- * (the gemini-cli dialect's tool updates after an answer) ends nothing.
+ * The v0.3 envelope of a logged event as it goes out, from the SDK's conversion and the event's
+ * tag (RequestContext.nextSse):
+ * - v0.3 marks `final` only on terminal states; a pause also ends the stream (RFC Appendix A
+ *   step 4). The tag's `final` is the logged event's own flag, when known — an update that only
+ *   repeats a paused state (the gemini-cli dialect's tool updates after an answer) ends nothing.
+ * - A status update's metadata, held back from the SDK's conversion (CTX_SSE_OWN_METADATA), is put
+ *   back where the SDK puts it (its last key), so the frame's JSON is the SDK's to the byte.
  */
-export function fixLegacyFinal(envelope: Envelope, logged?: boolean): Envelope {
-  const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean } | undefined;
-  if (r?.kind === 'status-update' && isPaused(r.status?.state) && logged !== false) r.final = true;
+export function legacyFrame(envelope: Envelope, tag: SseTag): Envelope {
+  const r = envelope.result as { kind?: string; status?: { state?: string }; final?: boolean; metadata?: JsonObject } | undefined;
+  if (r?.kind !== 'status-update') return envelope;
+  if (isPaused(r.status?.state) && tag.final !== false) r.final = true;
+  if (tag.metadata !== undefined) r.metadata = tag.metadata;
   return envelope;
 }
 
@@ -218,6 +226,8 @@ export async function startA2a(
   phaseEnd('parse', started);
   if ('jsonrpc' in prepared) return { kind: 'answer', envelope: prepared };
   const { id, version } = req;
+  // Both v0.3 routes that stream through here put status updates' metadata back (legacyFrame).
+  if (version === '0.3') prepared.ctx.state.set(CTX_SSE_OWN_METADATA, true);
   const out = await sdk.handle(prepared.rpc, prepared.ctx);
   if (!(Symbol.asyncIterator in (out as object))) return { kind: 'answer', envelope: hideInternal(out as Envelope, request) };
   const stream = out as AsyncGenerator<Envelope, void, undefined>;
@@ -247,7 +257,7 @@ async function runA2a(request: FastifyRequest, reply: FastifyReply, rpc: Rpc, re
     // The handler records each event's sequence number in order; one envelope per event.
     frame: (item) => {
       const next = outcome.kind === 'stream' ? request.a2a.nextSse() : {};
-      return { data: version === '0.3' ? fixLegacyFinal(item as Envelope, next.final) : item, id: next.id };
+      return { data: version === '0.3' ? legacyFrame(item as Envelope, next) : item, id: next.id };
     },
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');

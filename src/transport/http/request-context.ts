@@ -10,8 +10,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServerCallContext, UnauthenticatedUser } from '@a2a-js/sdk/server';
-import { CTX_ABOUT_TASK, CTX_LAST_EVENT_ID, CTX_SSE_FINALS, CTX_SSE_IDS } from '../../protocol/a2a.js';
-import type { A2aVersion } from '../../protocol/a2a.js';
+import { CTX_ABOUT_TASK, CTX_LAST_EVENT_ID, CTX_SSE_TAGS } from '../../protocol/a2a.js';
+import type { A2aVersion, SseTag } from '../../protocol/a2a.js';
 import { CallerUser } from '../../protocol/caller.js';
 import type { Caller } from '../../protocol/caller.js';
 import { invalidParams, RPC_ERROR_CODE } from '../../protocol/errors.js';
@@ -78,21 +78,21 @@ class RequestContext {
   }
 
   /**
-   * The SSE id of the next event written: the request handler records each yielded event's
-   * sequence number in order (CTX_SSE_IDS), one per event; undefined for an event without one
-   * (a resubscription's Task snapshot) or before any call context exists.
+   * The SSE id of the next event written: the request handler tags each yielded event in order
+   * (CTX_SSE_TAGS), one per event; undefined for an event without one (a resubscription's Task
+   * snapshot) or before any call context exists.
    */
   nextSseId(): number | undefined {
     return this.nextSse().id;
   }
 
-  /** The next event's SSE id (nextSseId) and whether its logged event ends a turn (undefined: not known). */
-  nextSse(): { id?: number; final?: boolean } {
-    const final = (this.call?.state.get(CTX_SSE_FINALS) as Array<boolean | undefined> | undefined)?.shift();
-    const id = (this.call?.state.get(CTX_SSE_IDS) as Array<number | undefined> | undefined)?.shift();
-    return { ...(id !== undefined ? { id } : {}), ...(final !== undefined ? { final } : {}) };
+  /** The next event's tag: its SSE id (nextSseId), whether its logged event ends a turn, its held-back metadata. */
+  nextSse(): SseTag {
+    return (this.call?.state.get(CTX_SSE_TAGS) as SseTag[] | undefined)?.shift() ?? NO_TAG;
   }
 }
+
+const NO_TAG: SseTag = Object.freeze({});
 
 declare module 'fastify' {
   interface FastifyRequest {

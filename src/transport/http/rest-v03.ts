@@ -22,7 +22,7 @@ import {
   taskToProtoJson,
 } from '../../protocol/proto-json-v03.js';
 import { requestedVersion } from './a2a-version.js';
-import { fixLegacyFinal, startA2a } from './jsonrpc-route.js';
+import { legacyFrame, startA2a } from './jsonrpc-route.js';
 import type { Envelope } from './jsonrpc-route.js';
 import { objectBody } from './json-body.js';
 import { intQuery, taskTarget } from './rest-common.js';
@@ -163,7 +163,7 @@ export async function answerV03(request: FastifyRequest, reply: FastifyReply, pa
     closing: opts.closing,
     frame: (item) => {
       const next = request.a2a.nextSse();
-      return { data: streamEventToProtoJson(fixLegacyFinal(item as Envelope, next.final).result as JsonObject), id: next.id };
+      return { data: streamEventToProtoJson(legacyFrame(item as Envelope, next).result as JsonObject), id: next.id };
     },
     onError: (err) => {
       request.log.error({ err }, 'stream failed after it started');

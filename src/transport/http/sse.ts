@@ -4,11 +4,13 @@
  * Stopping early only stops reading: the source is an event-log follower, so the task
  * itself goes on (a client disconnect never cancels a task).
  *
- * A client that stops reading costs at most one frame beyond the socket's buffers: the next
- * frame is only taken once the last one drained, and a client that has not read for
- * `stallTimeoutMs` while a write waits is disconnected (it resumes with Last-Event-ID,
+ * Frames made in the same tick leave in one write (each still its own frame with its own id).
+ * A client that stops reading costs at most one write of frames (≤ 16 KB) beyond the socket's
+ * buffers: no frame is taken while the socket waits for `drain`, and a client that has not read
+ * for `stallTimeoutMs` while a write waits is disconnected (it resumes with Last-Event-ID,
  * replayed from the compacted log). Heartbeats are not queued behind a waiting write.
  */
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import type { Metrics } from '../../lib/metrics.js';
@@ -34,6 +36,9 @@ export interface SseOptions {
 const SHUTDOWN_COMMENT = ': server shutting down; reconnect with Last-Event-ID to resume\n\n';
 
 const CLOSING = Symbol('closing');
+
+/** Pending frames are written at once from this size (a socket's default high-water mark). */
+const FLUSH_BYTES = 16 * 1024;
 
 /**
  * Waits that end when `signal` aborts: `next(p)` settles as `p` does, or with CLOSING once the
@@ -68,6 +73,76 @@ export function sseFrame(data: unknown, id?: number, event?: string): string {
   return `${head}data: ${JSON.stringify(data)}\n\n`;
 }
 
+/**
+ * The socket side of one stream: frames queued to leave together, backpressure, and whether the
+ * client is gone. Frames made in the same tick leave in one write: a commit hands a stream many
+ * events at once (a long answer's text deltas), and each res.write is a chunk of its own (length
+ * line, data, CRLF: four socket writes) with its length counted and its share of the writev.
+ * Each frame keeps its own id; only the HTTP chunking differs.
+ */
+function socketWriter(res: ServerResponse, stallTimeoutMs: number) {
+  const state = { closed: false, wake: undefined as (() => void) | undefined };
+  res.on('close', () => {
+    state.closed = true;
+    state.wake?.();
+  });
+  res.on('drain', () => state.wake?.());
+  /** Whole frames made since the last write to the socket (see flush). */
+  let pending = '';
+  let flushQueued = false;
+  /** Hands the pending frames to the socket as ONE write; false when the socket asks for `drain`. */
+  const flush = (): boolean => {
+    flushQueued = false;
+    if (pending === '' || state.closed) {
+      pending = '';
+      return !res.writableNeedDrain;
+    }
+    const text = pending;
+    pending = '';
+    const writing = phaseStart();
+    const ok = res.write(text);
+    phaseEnd('write', writing);
+    return ok;
+  };
+  /** Waits for the client to read what was written (at once when the stream is closed). */
+  const waitDrain = async (): Promise<void> => {
+    if (state.closed) return;
+    const stalled = setTimeout(() => {
+      // The client stopped reading: drop it rather than hold the stream (it resumes by Last-Event-ID).
+      res.destroy();
+    }, stallTimeoutMs);
+    await new Promise<void>((resolve) => (state.wake = resolve));
+    clearTimeout(stalled);
+    state.wake = undefined;
+  };
+  return {
+    state,
+    flush,
+    waitDrain,
+    /**
+     * Adds a frame to the next write: at once when the pending frames reach a socket buffer's
+     * worth or the socket is already full (then false: wait for `drain`), else once the frames
+     * of this turn are made — process.nextTick queued from a microtask runs after the microtask
+     * queue drains, so the events a follower holds go out in one write, none later than this tick.
+     */
+    queue(text: string): boolean {
+      pending += text;
+      if (pending.length >= FLUSH_BYTES || res.writableNeedDrain) return flush();
+      if (!flushQueued) {
+        flushQueued = true;
+        process.nextTick(flush);
+      }
+      return true;
+    },
+    /** Writes `text` after the pending frames, now, and waits if the socket is full. */
+    async send(text: string): Promise<void> {
+      if (state.closed) return;
+      pending += text;
+      if (!flush()) await waitDrain();
+    },
+  };
+}
+
 export async function writeSse(
   reply: FastifyReply,
   source: AsyncIterator<unknown>,
@@ -82,56 +157,40 @@ export async function writeSse(
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  let closed = false;
-  let wake: (() => void) | undefined;
-  res.on('close', () => {
-    closed = true;
-    wake?.();
-  });
-  res.on('drain', () => wake?.());
+  const out = socketWriter(res, opts.stallTimeoutMs);
+  const { state } = out;
   const heartbeat = setInterval(() => {
-    if (!closed && !res.writableNeedDrain) res.write(': keep-alive\n\n');
+    if (!state.closed && out.flush()) res.write(': keep-alive\n\n');
   }, opts.heartbeatMs);
   heartbeat.unref();
-
-  const send = async (text: string): Promise<void> => {
-    if (closed) return;
-    if (res.write(text)) return;
-    const stalled = setTimeout(() => {
-      // The client stopped reading: drop it rather than hold the stream (it resumes by Last-Event-ID).
-      res.destroy();
-    }, opts.stallTimeoutMs);
-    await new Promise<void>((resolve) => (wake = resolve));
-    clearTimeout(stalled);
-    wake = undefined;
-  };
   opts.metrics?.sseOpened();
   // A client that does not read holds no shutdown up: a write waiting for it is dropped.
-  const shutdown = closer(opts.closing, () => wake !== undefined && res.destroy());
+  const shutdown = closer(opts.closing, () => state.wake !== undefined && res.destroy());
   let ending = false;
   try {
     let r: IteratorResult<unknown> | typeof CLOSING = first;
-    while (r !== CLOSING && !r.done && !closed) {
+    while (r !== CLOSING && !r.done && !state.closed) {
       const encoding = phaseStart();
       const { data, id } = opts.frame(r.value);
       const text = sseFrame(data, id);
       phaseEnd('encode', encoding);
-      const writing = phaseStart();
-      await send(text);
-      phaseEnd('write', writing);
-      if (closed) break;
+      // A frame the socket takes needs no wait (no promise, no turn of the microtask queue per
+      // frame); only a full socket is waited for.
+      if (!out.queue(text)) await out.waitDrain();
+      if (state.closed) break;
       r = await shutdown.next(source.next());
     }
     ending = r === CLOSING;
-    if (ending && !closed) res.write(SHUTDOWN_COMMENT);
+    if (ending && !state.closed) out.queue(SHUTDOWN_COMMENT);
   } catch (err) {
-    await send(sseFrame(opts.onError(err), undefined, 'error'));
+    await out.send(sseFrame(opts.onError(err), undefined, 'error'));
   } finally {
     opts.metrics?.sseClosed();
     shutdown.off();
     clearInterval(heartbeat);
     // Stopped early (the client left, or the server shuts down): stop following the log.
-    if (closed || ending) void source.return?.(undefined);
+    if (state.closed || ending) void source.return?.(undefined);
+    out.flush();
     if (!res.writableEnded) res.end();
   }
 }
