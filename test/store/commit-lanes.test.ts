@@ -7,8 +7,6 @@
  * deadlocks (the database takes every commit's row locks in one order).
  */
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import type { Task } from '@a2a-js/sdk';
 import type { TaskStore } from '../../src/agent/task-store.js';
 import { WriteQueue, type WriteOp, type WriteOwner } from '../../src/agent/runtime/write-queue.js';
@@ -16,6 +14,7 @@ import { openDatabase } from '../../src/store/db.js';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { makeCall, makeTask, statusEvent, uid } from './fixtures/builders.js';
+import { onPostgres } from './fixtures/open.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -124,19 +123,8 @@ t.test('PGlite', async (t) => {
   await lanesCase(t, new PgTaskStore({ ...shared, close: async () => {} }));
 });
 
-const url = process.env.TEST_DATABASE_URL;
-if (url === undefined || url === '') {
-  t.test('PostgreSQL', { skip: 'TEST_DATABASE_URL is unset (e.g. postgres://postgres@127.0.0.1:5432/test)' }, () => {});
-} else {
-  t.test('PostgreSQL', async (t) => {
-    const schema = `t_${randomBytes(6).toString('hex')}`;
-    const admin = postgres(url, { max: 1, onnotice: () => {} });
-    t.teardown(async () => {
-      await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-      await admin.end({ timeout: 2 });
-    });
-    const db = await openDatabase({ databaseUrl: url, schema });
-    t.teardown(() => db.close());
-    await lanesCase(t, new PgTaskStore({ ...db, close: async () => {} }));
-  });
-}
+onPostgres('PostgreSQL', async (t, { url, schema }) => {
+  const db = await openDatabase({ databaseUrl: url, schema });
+  t.teardown(() => db.close());
+  await lanesCase(t, new PgTaskStore({ ...db, close: async () => {} }));
+});

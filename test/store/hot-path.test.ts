@@ -7,9 +7,7 @@
  * DURABILITY settings of the PostgreSQL connections.
  */
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import postgres from 'postgres';
 import { sql } from 'drizzle-orm';
 import type { TaskStore } from '../../src/agent/task-store.js';
 import { stateName } from '../../src/protocol/a2a.js';
@@ -22,6 +20,7 @@ import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { PgTaskStore } from '../../src/store/pg-task-store.js';
 import { COMMIT_STATEMENT } from '../../src/store/commit.js';
 import { eventually, makeCall, makeTask, seedTask, statusEvent, uid } from './fixtures/builders.js';
+import { onPostgres } from './fixtures/open.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -200,80 +199,69 @@ t.test('PGlite', async (t) => {
   });
 });
 
-const url = process.env.TEST_DATABASE_URL;
-if (url === undefined || url === '') {
-  t.test('PostgreSQL', { skip: 'TEST_DATABASE_URL is unset (e.g. postgres://postgres@127.0.0.1:5432/test)' }, () => {});
-} else {
-  t.test('PostgreSQL', async (t) => {
-    const schema = `t_${randomBytes(6).toString('hex')}`;
-    const admin = postgres(url, { max: 1, onnotice: () => {} });
-    t.teardown(async () => {
-      await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-      await admin.end({ timeout: 2 });
-    });
-    const relaxed = await openDatabase({ databaseUrl: url, schema });
-    const strict = await openDatabase({ databaseUrl: url, schema, durability: 'strict' });
-    t.teardown(() => Promise.all([relaxed.close(), strict.close()]));
-    hotPathCases(t, async () => ({
-      a: new PgTaskStore({ ...relaxed, close: async () => {} }),
-      b: new PgTaskStore({ ...strict, close: async () => {} }),
-    }));
-    noOrmCases(t, relaxed);
+onPostgres('PostgreSQL', async (t, { url, schema }) => {
+  const relaxed = await openDatabase({ databaseUrl: url, schema });
+  const strict = await openDatabase({ databaseUrl: url, schema, durability: 'strict' });
+  t.teardown(() => Promise.all([relaxed.close(), strict.close()]));
+  hotPathCases(t, async () => ({
+    a: new PgTaskStore({ ...relaxed, close: async () => {} }),
+    b: new PgTaskStore({ ...strict, close: async () => {} }),
+  }));
+  noOrmCases(t, relaxed);
 
-    t.test('a connection lost under a raw statement: the store-unavailable error, and the pool carries on', async (t) => {
-      // The statement ends its own session, as a restart or failover ends it mid-statement.
-      const killed = await failureOf(t, relaxed.query('select pg_terminate_backend(pg_backend_pid())', []));
-      t.ok(isStoreUnavailable(killed), `unavailable (${String((killed as { code?: unknown }).code)})`);
-      t.notOk(rejectedByDatabase(killed), 'its outcome is unknown to the write queue');
-      const inTx = await failureOf(
-        t,
-        relaxed.transaction((tx) => tx.query('select pg_terminate_backend(pg_backend_pid())', [])),
-      );
-      t.ok(isStoreUnavailable(inTx), 'in a transaction too');
-      t.same(await relaxed.query('select $1::int as n', [7]), [{ n: 7 }], 'the next statement runs');
-    });
-
-    const socketDir = '/var/run/postgresql';
-    const local =
-      ['127.0.0.1', 'localhost'].includes(new URL(url).hostname) && existsSync(`${socketDir}/.s.PGSQL.${new URL(url).port || 5432}`);
-    t.test('a store opens on the Unix socket named in the URL', { skip: local ? false : `no local socket in ${socketDir}` }, async (t) => {
-      const viaSocket = new URL(url);
-      viaSocket.searchParams.set('host', socketDir);
-      const db = await openDatabase({ databaseUrl: viaSocket.toString(), schema });
-      t.teardown(() => db.close());
-      const [row] = rowsOf<{ addr: string | null }>(await db.db.execute(sql`select inet_client_addr()::text as addr`));
-      t.equal(row?.addr, null, 'the connection is not TCP (no client address)');
-      const store = new PgTaskStore({ ...db, close: async () => {} });
-      const task = await seedTask(store);
-      t.equal((await store.loadTask(task.id))?.task.id, task.id, 'and the store works on it');
-    });
-
-    t.test('DURABILITY: relaxed connections commit asynchronously, strict ones synchronously', async (t) => {
-      const setting = async (db: typeof relaxed) =>
-        rowsOf<{ synchronous_commit: string }>(await db.db.execute(sql`show synchronous_commit`))[0]?.synchronous_commit;
-      t.equal(await setting(relaxed), 'off');
-      t.equal(await setting(strict), 'on');
-      const inTx = await relaxed.db.transaction(async (tx) =>
-        rowsOf<{ s: string }>(await tx.execute(sql`select current_setting('synchronous_commit') as s`)),
-      );
-      t.equal(inTx[0]?.s, 'off', 'transactions on the same connections too');
-    });
-
-    t.test('parameterised statements are prepared once per connection and reused', async (t) => {
-      const db = await openDatabase({ databaseUrl: url, schema });
-      t.teardown(() => db.close());
-      const store = new PgTaskStore({ ...db, close: async () => {} });
-      const task = await seedTask(store);
-      for (let i = 0; i < 30; i++) await store.loadTask(task.id);
-      const [row] = rowsOf<{ n: number }>(
-        await db.db.execute(sql`select count(*)::int as n from pg_prepared_statements where statement like ${'%from "tasks"%'}`),
-      );
-      t.ok((row?.n ?? 0) >= 1, 'a prepared statement of the task read on this connection');
-      for (let i = 0; i < 30; i++) await store.appendEvent(task, statusEvent(task, i), false);
-      const raw = await db.query<{ n: number }>('select count(*)::int as n from pg_prepared_statements where statement = $1', [
-        COMMIT_STATEMENT,
-      ]);
-      t.ok((raw[0]?.n ?? 0) >= 1, 'and the group commit, a raw statement, too');
-    });
+  t.test('a connection lost under a raw statement: the store-unavailable error, and the pool carries on', async (t) => {
+    // The statement ends its own session, as a restart or failover ends it mid-statement.
+    const killed = await failureOf(t, relaxed.query('select pg_terminate_backend(pg_backend_pid())', []));
+    t.ok(isStoreUnavailable(killed), `unavailable (${String((killed as { code?: unknown }).code)})`);
+    t.notOk(rejectedByDatabase(killed), 'its outcome is unknown to the write queue');
+    const inTx = await failureOf(
+      t,
+      relaxed.transaction((tx) => tx.query('select pg_terminate_backend(pg_backend_pid())', [])),
+    );
+    t.ok(isStoreUnavailable(inTx), 'in a transaction too');
+    t.same(await relaxed.query('select $1::int as n', [7]), [{ n: 7 }], 'the next statement runs');
   });
-}
+
+  const socketDir = '/var/run/postgresql';
+  const local =
+    ['127.0.0.1', 'localhost'].includes(new URL(url).hostname) && existsSync(`${socketDir}/.s.PGSQL.${new URL(url).port || 5432}`);
+  t.test('a store opens on the Unix socket named in the URL', { skip: local ? false : `no local socket in ${socketDir}` }, async (t) => {
+    const viaSocket = new URL(url);
+    viaSocket.searchParams.set('host', socketDir);
+    const db = await openDatabase({ databaseUrl: viaSocket.toString(), schema });
+    t.teardown(() => db.close());
+    const [row] = rowsOf<{ addr: string | null }>(await db.db.execute(sql`select inet_client_addr()::text as addr`));
+    t.equal(row?.addr, null, 'the connection is not TCP (no client address)');
+    const store = new PgTaskStore({ ...db, close: async () => {} });
+    const task = await seedTask(store);
+    t.equal((await store.loadTask(task.id))?.task.id, task.id, 'and the store works on it');
+  });
+
+  t.test('DURABILITY: relaxed connections commit asynchronously, strict ones synchronously', async (t) => {
+    const setting = async (db: typeof relaxed) =>
+      rowsOf<{ synchronous_commit: string }>(await db.db.execute(sql`show synchronous_commit`))[0]?.synchronous_commit;
+    t.equal(await setting(relaxed), 'off');
+    t.equal(await setting(strict), 'on');
+    const inTx = await relaxed.db.transaction(async (tx) =>
+      rowsOf<{ s: string }>(await tx.execute(sql`select current_setting('synchronous_commit') as s`)),
+    );
+    t.equal(inTx[0]?.s, 'off', 'transactions on the same connections too');
+  });
+
+  t.test('parameterised statements are prepared once per connection and reused', async (t) => {
+    const db = await openDatabase({ databaseUrl: url, schema });
+    t.teardown(() => db.close());
+    const store = new PgTaskStore({ ...db, close: async () => {} });
+    const task = await seedTask(store);
+    for (let i = 0; i < 30; i++) await store.loadTask(task.id);
+    const [row] = rowsOf<{ n: number }>(
+      await db.db.execute(sql`select count(*)::int as n from pg_prepared_statements where statement like ${'%from "tasks"%'}`),
+    );
+    t.ok((row?.n ?? 0) >= 1, 'a prepared statement of the task read on this connection');
+    for (let i = 0; i < 30; i++) await store.appendEvent(task, statusEvent(task, i), false);
+    const raw = await db.query<{ n: number }>('select count(*)::int as n from pg_prepared_statements where statement = $1', [
+      COMMIT_STATEMENT,
+    ]);
+    t.ok((raw[0]?.n ?? 0) >= 1, 'and the group commit, a raw statement, too');
+  });
+});
