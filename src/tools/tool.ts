@@ -75,9 +75,9 @@ export interface ToolContext {
    * refuses the write. The caller judged the call on a path resolved earlier; a folder on the
    * way may have been swapped for a symlink since (by a command of another conversation on the
    * same workspace), so what the policy judged or the card showed is checked where the write
-   * really lands.
+   * really lands. It answers with a promise: the judgement probes the disk, off the event loop.
    */
-  refuseWrite?: (realPath: string) => string | undefined;
+  refuseWrite?: (realPath: string) => Promise<string | undefined>;
 }
 
 /** What the user sees as the tool's result. */
@@ -127,9 +127,11 @@ export interface Tool<A extends Record<string, unknown> = Record<string, unknown
   run(args: A, ctx: ToolContext): Promise<ToolResult>;
   /**
    * For shell tools: the command line a call runs and where it starts; the approval rules read
-   * it (agent/policy/shell-rules.ts). Undefined when the call has no runnable line.
+   * it (agent/policy/shell-rules.ts). Undefined when the call has no runnable line. Asked per
+   * call with the model's arguments, so it answers with a promise: its directory is resolved off
+   * the event loop.
    */
-  commandLine?(args: A, ctx: Pick<ToolContext, 'workspace'>): CommandLine | undefined;
+  commandLine?(args: A, ctx: Pick<ToolContext, 'workspace'>): Promise<CommandLine | undefined>;
   /** For edit tools: the path a call writes, as the model gave it (AUTO_EDIT still asks for some). */
   editedPath?(args: A): string;
   /** Set on tools served by an MCP server. */

@@ -29,7 +29,7 @@ export function errorReason(err: unknown): string {
  * The resolution is written once, as steps that yield these questions ({@link realPathSteps},
  * {@link resolveSteps}); {@link askAsync} answers them off the event loop (libuv's thread
  * pool), which every tool call uses, and {@link askSync} on it, which only startup uses (the
- * server's own files, named in its configuration) and the shell tool's `commandLine` (see there).
+ * server's own files, named in its configuration).
  */
 type PathQuestion = { kind: 'realpath'; path: string } | { kind: 'linkTarget'; path: string };
 
@@ -56,8 +56,7 @@ async function askAsync<T>(steps: PathSteps<T>): Promise<T> {
 
 /**
  * Runs `steps` on the event loop. Only for paths the server's configuration names, at startup
- * (ProtectedPaths), and for the shell tool's `commandLine`, which the approval policy reads
- * synchronously (see there): never for a file or search tool's call.
+ * (ProtectedPaths): never for a tool call.
  */
 function askSync<T>(steps: PathSteps<T>): T {
   let next = steps.next();
@@ -241,11 +240,6 @@ export async function realWorkspace(workspace: string): Promise<ResolveResult> {
   return askAsync(realWorkspaceSteps(workspace));
 }
 
-/** {@link realWorkspace} on the event loop: only for RunShellCommandTool.commandLine (see there why). */
-export function realWorkspaceSync(workspace: string): ResolveResult {
-  return askSync(realWorkspaceSteps(workspace));
-}
-
 function* realWorkspaceSteps(workspace: string): PathSteps<ResolveResult> {
   try {
     return { ok: true, path: (yield { kind: 'realpath', path: path.resolve(workspace) }) as string };
@@ -285,14 +279,6 @@ export async function resolveInWorkspace(
 ): Promise<ResolveResult> {
   // Judged when the call runs, on the disk as it is then: every call resolves afresh (no cache).
   return askAsync(resolveSteps(workspace, p, argName, protectedPaths));
-}
-
-/**
- * {@link resolveInWorkspace} on the event loop: only for the shell tool's `commandLine`, which
- * the approval policy reads synchronously (RunShellCommandTool.commandLine says why).
- */
-export function resolveInWorkspaceSync(workspace: string, p: unknown, argName: string, protectedPaths: ProtectedPaths): ResolveResult {
-  return askSync(resolveSteps(workspace, p, argName, protectedPaths));
 }
 
 function* resolveSteps(workspace: string, p: unknown, argName: string, protectedPaths: ProtectedPaths): PathSteps<ResolveResult> {

@@ -112,7 +112,7 @@ export function fakeTool(spec: FakeToolSpec, runs: RunLog = []): AnyTool {
   };
   if (spec.editable) tool.withModifiedContent = (args, content) => ({ ...args, content });
   if (spec.shell)
-    tool.commandLine = (args, ctx) => (typeof args.command === 'string' ? { command: args.command, cwd: ctx.workspace } : undefined);
+    tool.commandLine = async (args, ctx) => (typeof args.command === 'string' ? { command: args.command, cwd: ctx.workspace } : undefined);
   return tool;
 }
 

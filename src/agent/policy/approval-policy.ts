@@ -18,6 +18,10 @@
  * - Unconfined: when shell commands run without the sandbox (scope.confined is not true), no
  *   shell-like call runs without a card — not by grant, prefix or mode, YOLO included — and no
  *   "always" is offered for one. The operator lifts this only with SHELL_UNCONFINED_AUTO_APPROVE.
+ *
+ * Every judgement that looks at the disk (a shell call's directory and the paths its line names,
+ * an edit's target) answers with a promise: the paths are the model's, and are probed off the
+ * event loop, afresh each time (on the disk as it is when the call is judged).
  */
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { AnyTool } from '../../tools/tool.js';
@@ -51,8 +55,8 @@ const optionScope = (where: string | OptionScope): OptionScope => (typeof where 
 const SHELL_PREFIX = /^([A-Za-z0-9_.-]+)\((.*)\)$/s;
 
 /** The judged command line of a shell-like call; undefined when the tool is not a shell or the call has no line. */
-function coverageOf(tool: AnyTool, args: Record<string, unknown>, workspace: string): LineCoverage | undefined {
-  const line = tool.commandLine?.(args, { workspace });
+async function coverageOf(tool: AnyTool, args: Record<string, unknown>, workspace: string): Promise<LineCoverage | undefined> {
+  const line = await tool.commandLine?.(args, { workspace });
   if (line === undefined) return undefined;
   return judgeLine(line.command, { workspace, cwd: line.cwd, protectedPaths: line.protectedPaths });
 }
@@ -63,32 +67,32 @@ export const shellGrant = (tool: string, key: string): string => `${tool}(${key}
 export const serverGrant = (server: string): string => `mcp_server:${server}`;
 
 /** A shell call's line is judged once per decision (judging resolves paths on disk), and only if asked for. */
-type LazyCoverage = () => LineCoverage | undefined;
+type LazyCoverage = () => Promise<LineCoverage | undefined>;
 
 function lazyCoverage(tool: AnyTool, args: Record<string, unknown>, workspace: string): LazyCoverage {
-  let judged: { coverage: LineCoverage | undefined } | undefined;
-  return () => (judged ??= { coverage: coverageOf(tool, args, workspace) }).coverage;
+  let judged: Promise<LineCoverage | undefined> | undefined;
+  return () => (judged ??= coverageOf(tool, args, workspace));
 }
 
-function allowedByList(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage): boolean {
+async function allowedByList(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage): Promise<boolean> {
   for (const entry of scope.settings.allowedTools ?? []) {
     if (entry === tool.name) return true;
     const m = SHELL_PREFIX.exec(entry);
     if (m === null || m[1] !== tool.name || tool.commandLine === undefined) continue;
     const prefix = (m[2] ?? '').trim();
     if (prefix === '') continue;
-    const coverage = coverageNow();
+    const coverage = await coverageNow();
     if (coverage?.coverable === true && matchesPrefix(coverage.commands, prefix)) return true;
   }
   return false;
 }
 
-function trusted(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage): boolean {
+async function trusted(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage): Promise<boolean> {
   const grants = scope.trustedTools;
   if (grants.has(tool.name)) return true;
   if (tool.mcp !== undefined && grants.has(serverGrant(tool.mcp.serverName))) return true;
   if (tool.commandLine !== undefined) {
-    const coverage = coverageNow();
+    const coverage = await coverageNow();
     if (coverage?.coverable !== true || !coverage.alwaysOffered) return false;
     return coverage.grantKeys.every((k) => grants.has(shellGrant(tool.name, k)));
   }
@@ -96,36 +100,36 @@ function trusted(tool: AnyTool, scope: ApprovalScope, coverageNow: LazyCoverage)
 }
 
 /** An edit only a person approves, in every mode: one that writes a file making tools run code. */
-function editsToolConfig(tool: AnyTool, args: Record<string, unknown>, workspace: string): boolean {
+async function editsToolConfig(tool: AnyTool, args: Record<string, unknown>, workspace: string): Promise<boolean> {
   const given = tool.editedPath?.(args);
   if (given === undefined) return false;
   return writesToolConfig(workspace, given);
 }
 
 /** Why a call runs without asking, or undefined when it must wait for a person. */
-export function autoApproval(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): string | undefined {
+export async function autoApproval(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): Promise<string | undefined> {
   if (tool.kind === 'read') return 'read-only';
   // Without the sandbox nothing confines a command: only a person's yes runs one.
   if (tool.commandLine !== undefined && scope.confined !== true) return undefined;
   // A file that makes tools run code is written only after a person's yes, in every mode: what it
   // plants would run later, unconfined (the developer's git, npm, editor), so no mode covers it.
-  if (editsToolConfig(tool, args, scope.workspace)) return undefined;
+  if (await editsToolConfig(tool, args, scope.workspace)) return undefined;
   const mode = scope.settings.approvalMode ?? 'DEFAULT';
   if (mode === 'YOLO') return 'approval mode YOLO';
   if (mode === 'AUTO_EDIT' && tool.kind === 'edit') return 'approval mode AUTO_EDIT';
   const coverageNow = lazyCoverage(tool, args, scope.workspace);
-  if (allowedByList(tool, scope, coverageNow)) return 'allowed_tools';
-  if (trusted(tool, scope, coverageNow)) return 'allowed always in this conversation';
+  if (await allowedByList(tool, scope, coverageNow)) return 'allowed_tools';
+  if (await trusted(tool, scope, coverageNow)) return 'allowed always in this conversation';
   return undefined;
 }
 
 /** Decides whether a call of `tool` with `args` must be confirmed. */
-export function needsApproval(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): boolean {
-  return autoApproval(tool, args, scope) === undefined;
+export async function needsApproval(tool: AnyTool, args: Record<string, unknown>, scope: ApprovalScope): Promise<boolean> {
+  return (await autoApproval(tool, args, scope)) === undefined;
 }
 
 /** The options offered for a call (RFC §3.2 ConfirmationOption). */
-export function optionsFor(tool: AnyTool, args: Record<string, unknown>, where: string | OptionScope): OfferedOption[] {
+export async function optionsFor(tool: AnyTool, args: Record<string, unknown>, where: string | OptionScope): Promise<OfferedOption[]> {
   const { workspace, confined } = optionScope(where);
   const options: OfferedOption[] = [{ id: ConfirmationOptionId.proceedOnce, name: 'Allow once' }];
   if (tool.mcp !== undefined) {
@@ -144,7 +148,7 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>, where: 
     );
   } else if (tool.commandLine !== undefined) {
     // Only a line a grant could cover later is offered "always" (shell-rules.ts says which), and only where it would run confined.
-    const coverage = confined === true ? coverageOf(tool, args, workspace) : undefined;
+    const coverage = confined === true ? await coverageOf(tool, args, workspace) : undefined;
     if (coverage?.coverable === true && coverage.alwaysOffered) {
       const list = coverage.grantKeys.map((r) => `"${r}"`).join(', ');
       options.push({
@@ -172,14 +176,19 @@ export function optionsFor(tool: AnyTool, args: Record<string, unknown>, where: 
 }
 
 /** The grant keys an answer adds to the context (empty for one-off answers). */
-export function grantsFor(tool: AnyTool, args: Record<string, unknown>, option: string, where: string | OptionScope): string[] {
+export async function grantsFor(
+  tool: AnyTool,
+  args: Record<string, unknown>,
+  option: string,
+  where: string | OptionScope,
+): Promise<string[]> {
   const { workspace, confined } = optionScope(where);
   if (option === ConfirmationOptionId.proceedAlwaysServer && tool.mcp !== undefined) return [serverGrant(tool.mcp.serverName)];
   if (option === ConfirmationOptionId.proceedAlwaysTool) return [tool.name];
   if (option !== ConfirmationOptionId.proceedAlways) return [];
   if (tool.commandLine !== undefined) {
     if (confined !== true) return [];
-    const coverage = coverageOf(tool, args, workspace);
+    const coverage = await coverageOf(tool, args, workspace);
     return coverage?.coverable === true && coverage.alwaysOffered ? coverage.grantKeys.map((k) => shellGrant(tool.name, k)) : [];
   }
   return [tool.name];

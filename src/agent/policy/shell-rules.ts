@@ -79,8 +79,9 @@ export interface LineScope {
 }
 
 /**
- * Bounds on what judging one line may cost: the line is judged on the event loop, before every
- * call runs and for every card, and a model proposes many calls a turn. A line past any of them
+ * Bounds on what judging one line may cost: the line is judged before every call runs and for
+ * every card, and a model proposes many calls a turn. Its string work runs on the event loop, its
+ * probes in libuv's thread pool (which every file operation of the server shares). A line past any of them
  * is simply not coverable (it asks): a person cannot review such a line at a glance either.
  */
 export const JUDGE_LIMITS = {
@@ -156,15 +157,15 @@ const inside = (dir: string, p: string): boolean => p === dir || p.startsWith(di
  * Why `candidate`, read from `base`, leaves the workspace or touches what no grant covers;
  * undefined when fine. `writing`: the command may write it (a file named HEAD counts then).
  */
-function pathProblem(candidate: string, base: string, scope: LineScope, writing: boolean): string | undefined {
+async function pathProblem(candidate: string, base: string, scope: LineScope, writing: boolean): Promise<string | undefined> {
   if (candidate.split('/').includes('..')) return `a path with \`..\` (${candidate})`;
   if (candidate === '/dev/null') return undefined;
   if (scope.checks !== undefined && (scope.checks.left -= candidate.length + CHECK_COST) < 0) throw new TooManyProbes();
   if (tooDeepToJudge(candidate)) return `a path too deep to judge (${candidate.slice(0, 80)}…)`;
-  const target = realTarget(path.resolve(base, candidate), scope.realpaths, scope.budget);
+  const target = await realTarget(path.resolve(base, candidate), scope.realpaths, scope.budget);
   if (!inside(scope.workspace, target)) return `a path outside the workspace (${candidate})`;
   if (scope.protectedPaths?.covers(target)) return `one of the server's own files (${candidate})`;
-  if (isToolConfigTarget(scope.workspace, target, writing, scope.folders, scope.budget))
+  if (await isToolConfigTarget(scope.workspace, target, writing, scope.folders, scope.budget))
     return `a file that makes tools run code (${candidate})`;
   return undefined;
 }
@@ -176,7 +177,7 @@ const operandsOf = (args: readonly string[]): string[] => args.filter((a) => !a.
  * The paths a command names: its words (and the strings inside them, {@link pathCandidates}), and
  * for `cp`/`mv` into a folder the file each source becomes there (`cp x dir` writes `dir/x`).
  */
-function namedPaths(argv: readonly string[], base: string, budget: ProbeBudget | undefined): string[] {
+async function namedPaths(argv: readonly string[], base: string, budget: ProbeBudget | undefined): Promise<string[]> {
   const [name, ...args] = argv;
   const out = args.flatMap(pathCandidates);
   const operands = operandsOf(args);
@@ -185,7 +186,7 @@ function namedPaths(argv: readonly string[], base: string, budget: ProbeBudget |
     let isDir = dest.endsWith('/');
     budget?.spend();
     try {
-      isDir ||= fs.statSync(path.resolve(base, dest)).isDirectory();
+      isDir ||= (await fs.promises.stat(path.resolve(base, dest))).isDirectory();
     } catch {
       // a destination that does not exist is the file itself
     }
@@ -195,7 +196,7 @@ function namedPaths(argv: readonly string[], base: string, budget: ProbeBudget |
 }
 
 /** Why one command is not coverable (a `cd` home, a path out, a tool-config file), checked from every base. */
-function commandProblem(argv: readonly string[], bases: readonly string[], scope: LineScope): string | undefined {
+async function commandProblem(argv: readonly string[], bases: readonly string[], scope: LineScope): Promise<string | undefined> {
   const [name, ...args] = argv;
   if (name === 'cd') {
     const dirs = args.filter((a) => !/^-[LPe@]+$/.test(a));
@@ -204,8 +205,8 @@ function commandProblem(argv: readonly string[], bases: readonly string[], scope
   }
   const writing = mayChangeFiles(argv);
   for (const base of bases) {
-    for (const candidate of namedPaths(argv, base, scope.budget)) {
-      const problem = pathProblem(candidate, base, scope, writing);
+    for (const candidate of await namedPaths(argv, base, scope.budget)) {
+      const problem = await pathProblem(candidate, base, scope, writing);
       if (problem !== undefined) return problem;
     }
   }
@@ -215,9 +216,9 @@ function commandProblem(argv: readonly string[], bases: readonly string[], scope
 /**
  * Reads `line` and judges whether a grant or prefix may cover it (see the module comment).
  * Touches the file system only to resolve symlinks of the paths the line names and to look
- * beside them for a git directory.
+ * beside them for a git directory, off the event loop (the line is the model's).
  */
-export function judgeLine(line: string, given: LineScope): LineCoverage {
+export async function judgeLine(line: string, given: LineScope): Promise<LineCoverage> {
   if (line.length > JUDGE_LIMITS.maxLine) return { coverable: false, reason: `a line longer than ${JUDGE_LIMITS.maxLine} characters` };
   const read = readShellLine(line);
   if (!read.readable) return { coverable: false, reason: read.reason };
@@ -229,7 +230,7 @@ export function judgeLine(line: string, given: LineScope): LineCoverage {
     checks: { left: JUDGE_LIMITS.maxPathChars },
   };
   try {
-    return judgeCommands(read.commands, scope);
+    return await judgeCommands(read.commands, scope);
   } catch (err) {
     if (err instanceof TooManyProbes) return { coverable: false, reason: 'it names too many paths to check' };
     throw err;
@@ -237,10 +238,10 @@ export function judgeLine(line: string, given: LineScope): LineCoverage {
 }
 
 /** {@link judgeLine} for a readable line's commands, within the scope's budgets (throws {@link TooManyProbes} past them). */
-function judgeCommands(commands: readonly ShellCommand[], scope: LineScope): LineCoverage {
+async function judgeCommands(commands: readonly ShellCommand[], scope: LineScope): Promise<LineCoverage> {
   const bases = [scope.cwd ?? scope.workspace];
   // Where the line starts counts too: git run in a planted repository (`dir_path: vendor/cache`) loads its config.
-  const start = pathProblem('.', bases[0] ?? scope.workspace, scope, false);
+  const start = await pathProblem('.', bases[0] ?? scope.workspace, scope, false);
   if (start !== undefined) return { coverable: false, reason: `it starts in ${start.replace(/ \(\.\)$/, '')}` };
   const judged: JudgedCommand[] = [];
   for (const [i, { argv }] of commands.entries()) {
@@ -250,7 +251,7 @@ function judgeCommands(commands: readonly ShellCommand[], scope: LineScope): Lin
     if (runs !== undefined) return { coverable: false, reason: runs };
     if (i < commands.length - 1 && mayChangeFiles(argv))
       return { coverable: false, reason: `\`${key}\` may change files, and commands follow it: they would be judged before it ran` };
-    const problem = commandProblem(argv, bases, scope);
+    const problem = await commandProblem(argv, bases, scope);
     if (problem !== undefined) return { coverable: false, reason: problem };
     const notCatalogued = catalogueProblem(argv);
     judged.push({ argv, key, known, ...(notCatalogued !== undefined ? { notCatalogued } : {}) });

@@ -2,7 +2,9 @@
  * Files that make tools run code: git's hooks and configuration, npm's and yarn's, direnv's,
  * an editor's tasks, a dev container's. Writing one is as good as running a command, so no grant,
  * allowed_tools entry or AUTO_EDIT writes one without a person's yes, and no shell grant covers a
- * line naming one. Judged on the disk as it is when asked (symlinks followed):
+ * line naming one. Judged on the disk as it is when asked (symlinks followed), off the event loop:
+ * a path a model names is probed through libuv's thread pool, so a slow or hung disk holds that
+ * call only, never every task.
  *
  * 1. By name, in any folder and any case: `.git/` and the names in {@link TOOL_CONFIG}.
  * 2. A git directory wherever it lies: git takes any folder with HEAD, objects/ and refs/ for a
@@ -81,10 +83,20 @@ const NAME_MAX = 255;
 const unnameable = (p: string): boolean => p.split(path.sep).some((part) => part.length > NAME_MAX && Buffer.byteLength(part) > NAME_MAX);
 
 /** True when `dir` is a folder (symlinks followed); false when it is anything else, missing or unreachable. */
-function isFolder(dir: string): boolean {
+async function isFolder(dir: string): Promise<boolean> {
   if (unnameable(dir)) return false;
   try {
-    return fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true;
+    return (await fs.promises.stat(dir)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** True when `p` exists (symlinks followed: a dangling link does not), like fs.existsSync but off the event loop. */
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fs.promises.access(p, fs.constants.F_OK);
+    return true;
   } catch {
     return false;
   }
@@ -98,19 +110,21 @@ export type FolderCache = Map<string, ReadonlySet<string>>;
  * whatever the folder's size, and once per folder per judgement. Git on Linux knows them only
  * spelled as listed; a case-insensitive file system finds them in any case.
  */
-function entriesOf(dir: string, cache: FolderCache, budget: ProbeBudget | undefined): ReadonlySet<string> {
+async function entriesOf(dir: string, cache: FolderCache, budget: ProbeBudget | undefined): Promise<ReadonlySet<string>> {
   const known = cache.get(dir);
   if (known !== undefined) return known;
   // One probe for the folder itself: most folders a hostile line names do not exist, and probing
   // six names in each of them cost six failing system calls (slow ones, for long names).
   budget?.spend();
-  if (!isFolder(dir)) {
+  if (!(await isFolder(dir))) {
     cache.set(dir, NOTHING);
     return NOTHING;
   }
   const names = ['HEAD', 'config', 'objects', 'refs', 'packed-refs', 'commondir'];
   for (const _ of names) budget?.spend();
-  const found = new Set(names.filter((n) => fs.existsSync(path.join(dir, n))));
+  // One after another, not all at once: six probes at a time would take the whole (shared) thread pool.
+  const found = new Set<string>();
+  for (const n of names) if (await exists(path.join(dir, n))) found.add(n);
   const entries = new Set([...found].map((n) => n.toLowerCase()));
   cache.set(dir, entries);
   return entries;
@@ -135,13 +149,13 @@ function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
  * True when `target` (an absolute real path inside `workspace`, existing or not) is or lies in a
  * git directory by its contents (rule 2 of the module comment), or, when `writing`, is named HEAD or config.
  */
-export function inGitDirectory(
+export async function inGitDirectory(
   workspace: string,
   target: string,
   writing: boolean,
   cache: FolderCache = new Map(),
   budget?: ProbeBudget,
-): boolean {
+): Promise<boolean> {
   const rel = path.relative(workspace, target);
   if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
   const parts = rel.split(path.sep);
@@ -149,23 +163,27 @@ export function inGitDirectory(
   if (parts.length > MAX_JUDGED_DEPTH) return true;
   let dir = workspace;
   for (const part of parts) {
-    const entries = entriesOf(dir, cache, budget);
+    const entries = await entriesOf(dir, cache, budget);
     if (gitEntry(part, entries) || (dir !== workspace && isGitDirectory(entries))) return true;
     dir = path.join(dir, part);
   }
-  return isGitDirectory(entriesOf(dir, cache, budget));
+  return isGitDirectory(await entriesOf(dir, cache, budget));
 }
 
 /** Real paths already resolved in one judgement (undefined: the path does not exist). */
 export type RealpathCache = Map<string, string | undefined>;
 
-function realpathOrUndefined(p: string, cache: RealpathCache | undefined, budget: ProbeBudget | undefined): string | undefined {
+async function realpathOrUndefined(
+  p: string,
+  cache: RealpathCache | undefined,
+  budget: ProbeBudget | undefined,
+): Promise<string | undefined> {
   if (cache?.has(p) === true) return cache.get(p);
   if (unnameable(p)) return undefined;
   budget?.spend();
   let real: string | undefined;
   try {
-    real = fs.realpathSync(p);
+    real = await fs.promises.realpath(p);
   } catch {
     real = undefined;
   }
@@ -174,11 +192,11 @@ function realpathOrUndefined(p: string, cache: RealpathCache | undefined, budget
 }
 
 /** The real path `p` would reach: its nearest existing ancestor resolved (symlinks followed), the rest appended. */
-export function realTarget(p: string, cache?: RealpathCache, budget?: ProbeBudget): string {
+export async function realTarget(p: string, cache?: RealpathCache, budget?: ProbeBudget): Promise<string> {
   let dir = p;
   const rest: string[] = [];
   for (;;) {
-    const real = realpathOrUndefined(dir, cache, budget);
+    const real = await realpathOrUndefined(dir, cache, budget);
     if (real !== undefined) return path.join(real, ...rest);
     const parent = path.dirname(dir);
     if (parent === dir) return p;
@@ -188,22 +206,22 @@ export function realTarget(p: string, cache?: RealpathCache, budget?: ProbeBudge
 }
 
 /** True when the real path `target` is a tool-configuration file by name or by what lies beside it (`writing`: a HEAD anywhere too). */
-export function isToolConfigTarget(
+export async function isToolConfigTarget(
   workspace: string,
   target: string,
   writing: boolean,
   cache?: FolderCache,
   budget?: ProbeBudget,
-): boolean {
-  return isToolConfigPath(path.relative(workspace, target)) || inGitDirectory(workspace, target, writing, cache, budget);
+): Promise<boolean> {
+  return isToolConfigPath(path.relative(workspace, target)) || (await inGitDirectory(workspace, target, writing, cache, budget));
 }
 
 /**
  * True when `given` (as a tool was given it, relative to the workspace or absolute) really lands
  * in a tool-config file or folder: symlinks followed, so `link/config` with `link -> .git` counts.
  */
-export function writesToolConfig(workspace: string, given: string): boolean {
+export async function writesToolConfig(workspace: string, given: string): Promise<boolean> {
   // Too deep to judge in bounded time: a person is asked (see MAX_JUDGED_DEPTH).
   if (tooDeepToJudge(given)) return true;
-  return isToolConfigTarget(workspace, realTarget(path.resolve(workspace, given)), true);
+  return isToolConfigTarget(workspace, await realTarget(path.resolve(workspace, given)), true);
 }

@@ -9,8 +9,10 @@
  *
  * The message arrives decoded (wire/wire-decoder.ts: its answers, checked on their own);
  * `planResume` only reads and throws `invalidParams` before anything changes, so a bad
- * answer leaves the task waiting. `applyResume` claims every answered call synchronously
- * (before any await), so the same call can never run twice.
+ * answer leaves the task waiting. `applyResume` judges what the answers grant (off the event
+ * loop: a shell line's paths are probed on disk), then claims every answered call in the store
+ * at once, all or none, so the same call can never run twice; what follows a won claim runs
+ * without an await.
  */
 import type { Message } from '@a2a-js/sdk';
 import { attachTextFeedback } from '../../protocol/answer-feedback.js';
@@ -18,8 +20,8 @@ import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
 import type { ClaimResult } from '../task-store.js';
-import { grantsFor, needsApproval } from '../policy/approval-policy.js';
-import { applyEdit, approveCall, declineCall } from '../runtime/call-lifecycle.js';
+import { needsApproval } from '../policy/approval-policy.js';
+import { answerGrants, applyEdit, approveCall, declineCall } from '../runtime/call-lifecycle.js';
 import { repromptTask, resumeWorking } from '../runtime/task-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { Answer, TaskIntent } from '../wire/wire-decoder.js';
@@ -97,16 +99,18 @@ export function planResume(task: LiveTask, intent: TaskIntent, known: KnownCalls
   return { kind: 'decisions', decisions: [decision] };
 }
 
-type Answers = Map<TurnCall, { option: string; newContent?: string; feedback?: string }>;
+/** Each answered call's answer, with the grant keys it adds (judged before the claim: {@link answerGrants}). */
+type Answers = Map<TurnCall, { option: string; newContent?: string; feedback?: string; grants: string[] }>;
 
 /** The decisions, plus the waiting calls that an "always" answer among them covers (they run too). */
-function withCoveredSiblings(task: LiveTask, decisions: Decision[]): Answers {
+async function withCoveredSiblings(task: LiveTask, decisions: Decision[]): Promise<Answers> {
   const answers: Answers = new Map();
-  for (const { call, option, newContent, feedback } of decisions) answers.set(call, { option, newContent, feedback });
   const grants = new Set(task.context.trustedTools);
   let granting: string | undefined;
-  for (const { call, option } of decisions) {
-    for (const g of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : []) {
+  for (const { call, option, newContent, feedback } of decisions) {
+    const adds = await answerGrants(task, call, option);
+    answers.set(call, { option, newContent, feedback, grants: adds });
+    for (const g of adds) {
       grants.add(g);
       granting ??= option;
     }
@@ -119,8 +123,8 @@ function withCoveredSiblings(task: LiveTask, decisions: Decision[]): Answers {
     confined: task.context.confined,
   };
   for (const sibling of task.awaiting()) {
-    if (answers.has(sibling) || !sibling.tool || !sibling.args || needsApproval(sibling.tool, sibling.args, scope)) continue;
-    answers.set(sibling, { option: granting });
+    if (answers.has(sibling) || !sibling.tool || !sibling.args || (await needsApproval(sibling.tool, sibling.args, scope))) continue;
+    answers.set(sibling, { option: granting, grants: await answerGrants(task, sibling, granting) });
   }
   return answers;
 }
@@ -172,7 +176,7 @@ export async function applyResume(
     }
     return (seqs[0] ?? 1) - 1;
   }
-  const answers = withCoveredSiblings(task, plan.decisions);
+  const answers = await withCoveredSiblings(task, plan.decisions);
   const edited = editedArgs(answers);
   const result = await claim(
     [...answers].map(([call, { option }]) => {
@@ -204,7 +208,7 @@ export async function applyResume(
 
 function startApproved(
   task: LiveTask,
-  answers: ReadonlyMap<TurnCall, { option: string; feedback?: string }>,
+  answers: ReadonlyMap<TurnCall, { option: string; feedback?: string; grants: readonly string[] }>,
   named: ReadonlySet<TurnCall>,
   edited: ReadonlyMap<TurnCall, { args: Record<string, unknown>; snapshot: TurnCall['snapshot'] }>,
   message: Message,
@@ -217,12 +221,12 @@ function startApproved(
   task.addUserMessage(message);
   resumeWorking(task);
   const toRun: TurnCall[] = [];
-  for (const [call, { option, feedback }] of answers) {
+  for (const [call, { option, feedback, grants }] of answers) {
     if (option === ConfirmationOptionId.cancel) {
       declineCall(task, call, { principal, feedback, answer: option });
       continue;
     }
-    approveCall(task, call, option, principal, feedback, { covered: !named.has(call) });
+    approveCall(task, call, option, principal, feedback, { covered: !named.has(call), grants });
     toRun.push(call);
   }
   loop.runApproved(task, toRun);

@@ -84,7 +84,7 @@ export class SlashCommands {
       {
         name: 'tools',
         description: 'List the tools the agent can use and whether each asks before running',
-        run: async (r) => ({ kind: 'text', text: toolsText(r.context) }),
+        run: async (r) => ({ kind: 'text', text: await toolsText(r.context) }),
       },
       {
         name: 'mcp',
@@ -274,12 +274,13 @@ function firstSentence(text: string): string {
   return (m?.[1] ?? text.trim()).replace(/\s+/g, ' ');
 }
 
-function toolsText(ctx: ContextState): string {
+async function toolsText(ctx: ContextState): Promise<string> {
   const scope = { settings: ctx.settings, trustedTools: ctx.trustedTools, workspace: ctx.workspace, confined: ctx.confined };
   const mode = ctx.settings.approvalMode ?? 'DEFAULT';
-  const lines = [...ctx.tools.byName.values()].map((tool) => {
+  const lines: string[] = [];
+  for (const tool of ctx.tools.byName.values()) {
     let rule: string;
-    const auto = autoApproval(tool, {}, scope);
+    const auto = await autoApproval(tool, {}, scope);
     if (tool.commandLine !== undefined && auto === undefined) {
       const prefixes = (ctx.settings.allowedTools ?? [])
         .filter((a) => a.startsWith(`${tool.name}(`))
@@ -292,8 +293,8 @@ function toolsText(ctx: ContextState): string {
     else rule = `runs without asking (${auto})`;
     if (tool.mcp !== undefined && auto === undefined && ctx.trustedTools.has(serverGrant(tool.mcp.serverName)))
       rule = 'runs without asking (server allowed always)';
-    return `- ${tool.name} [${tool.kind}]: ${firstSentence(tool.description)} — ${rule}`;
-  });
+    lines.push(`- ${tool.name} [${tool.kind}]: ${firstSentence(tool.description)} — ${rule}`);
+  }
   return `Approval mode: ${mode}. ${lines.length} tools:\n${lines.join('\n')}`;
 }
 

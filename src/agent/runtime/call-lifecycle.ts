@@ -90,7 +90,7 @@ export async function proposeCall(
  */
 export async function requestApproval(task: LiveTask, call: TurnCall, approvalTimeoutMs: number | undefined): Promise<void> {
   if (call.tool === undefined || call.args === undefined) return;
-  if (!needsApproval(call.tool, call.args, task.context)) return;
+  if (!(await needsApproval(call.tool, call.args, task.context))) return;
   if (!(await prepareCard(task, call, call.tool, call.args))) return;
   call.phase = 'awaiting';
   call.shownHash = task.cardHash(call.snapshot);
@@ -115,7 +115,7 @@ async function prepareCard(
       (tool.propose
         ? await tool.propose(args, { workspace: task.context.workspace })
         : { type: 'generic' as const, description: call.snapshot.description ?? tool.name });
-    call.snapshot.confirmation = { options: optionsFor(tool, args, task.context), proposal };
+    call.snapshot.confirmation = { options: await optionsFor(tool, args, task.context), proposal };
     return true;
   } catch (err) {
     call.snapshot.error =
@@ -154,7 +154,7 @@ export async function rejudgeCall(task: LiveTask, call: TurnCall, approvalTimeou
       return true;
     }
   }
-  if (!needsApproval(tool, args, task.context)) return true;
+  if (!(await needsApproval(tool, args, task.context))) return true;
   return reproposeCall(task, call, 'judged again before it ran, after the calls before it: it now needs approval', approvalTimeoutMs);
 }
 
@@ -237,8 +237,24 @@ export function showCall(task: LiveTask, call: TurnCall): void {
 }
 
 /**
+ * The grant keys `option` adds when it answers `call`, judged now (a shell line's paths probed off
+ * the event loop). Asked before the answer is claimed, so that {@link approveCall}, which runs
+ * right after the claim is won, needs no await.
+ */
+export async function answerGrants(task: LiveTask, call: TurnCall, option: string): Promise<string[]> {
+  return call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : [];
+}
+
+/** True for the answers that may grant something ("always" answers): {@link approveCall} needs their grants. */
+const mayGrant = (option: string): boolean =>
+  option === ConfirmationOptionId.proceedAlways ||
+  option === ConfirmationOptionId.proceedAlwaysTool ||
+  option === ConfirmationOptionId.proceedAlwaysServer;
+
+/**
  * A person approved `call` with `option` (already claimed in the store): audited, "always" grants kept, ready to run.
  * `covered`: the answer named another call, whose "always" grant covers this one.
+ * `grants`: what the answer adds ({@link answerGrants}); an "always" answer must bring them.
  * Their `feedback`, if any, is audited with the answer and goes to the model with the call's result.
  */
 export function approveCall(
@@ -247,8 +263,10 @@ export function approveCall(
   option: string,
   principal: string | undefined,
   feedback?: string,
-  how: { covered?: boolean } = {},
+  how: { covered?: boolean; grants?: readonly string[] } = {},
 ): void {
+  // A programming error, caught before anything changes: an "always" answer approved without its grants would grant nothing.
+  if (how.grants === undefined && mayGrant(option)) throw new Error(`approveCall: the "${option}" answer needs its grants (answerGrants)`);
   move(call, 'ready');
   task.metrics.cardClosed(call.snapshot.id, 'approved', call.proposedAt);
   call.answer = option;
@@ -272,7 +290,7 @@ export function approveCall(
     ...(Object.keys(detail).length > 0 ? { detail } : {}),
   };
   task.audit({ decision: 'authorized', ...entry });
-  for (const grant of call.tool && call.args ? grantsFor(call.tool, call.args, option, task.context) : []) {
+  for (const grant of how.grants ?? []) {
     if (!task.context.trustedTools.has(grant)) task.trust(grant);
   }
 }
@@ -426,12 +444,12 @@ function checkpointDue(task: LiveTask, call: TurnCall): boolean {
  * person approved lands only on the file its card showed (`shownPath`); one that ran without a
  * card for it never on a file that makes tools run code, whatever the mode.
  */
-function writeGuard(task: LiveTask, shownPath: string | undefined): (realPath: string) => string | undefined {
+function writeGuard(task: LiveTask, shownPath: string | undefined): (realPath: string) => Promise<string | undefined> {
   const { workspace } = task.context;
-  return (realPath) => {
+  return async (realPath) => {
     if (shownPath !== undefined)
       return realPath === shownPath ? undefined : `it would land on ${realPath}, not on ${shownPath} as its card showed`;
-    return isToolConfigTarget(workspace, realPath, true)
+    return (await isToolConfigTarget(workspace, realPath, true))
       ? `${realPath} makes tools run code, and no person approved writing it`
       : undefined;
   };

@@ -160,7 +160,7 @@ function shown(bytes: Buffer): string {
  */
 async function removeRegular(
   filePath: string,
-  guard: { workspace: string; protectedPaths: ProtectedPaths; refuse?: ((real: string) => string | undefined) | undefined },
+  guard: { workspace: string; protectedPaths: ProtectedPaths; refuse?: ((real: string) => Promise<string | undefined>) | undefined },
 ): Promise<void> {
   const handle = await fs.open(filePath, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
   let real: string;
@@ -173,7 +173,7 @@ async function removeRegular(
   const ws = await realWorkspace(guard.workspace);
   if (!isWithin(ws.ok ? ws.path : guard.workspace, real)) throw new Error(`refused: it would land outside the workspace (${real})`);
   if (guard.protectedPaths.covers(real)) throw new Error("refused: it would land on one of the server's own files");
-  const why = guard.refuse?.(real);
+  const why = await guard.refuse?.(real);
   if (why !== undefined) throw new Error(`refused: ${why}`);
   await fs.unlink(real);
 }

@@ -159,7 +159,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
 export interface WriteGuard {
   workspace: string;
   protectedPaths: ProtectedPaths;
-  refuse?: ((realPath: string) => string | undefined) | undefined;
+  refuse?: ((realPath: string) => Promise<string | undefined>) | undefined;
 }
 
 /** Writes the file (text as UTF-8, bytes as they are); only when its directory is missing, creates it and writes again (replace and restore_file use it too). */

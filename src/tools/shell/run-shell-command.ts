@@ -9,9 +9,7 @@ import {
   describeGivenPath,
   ProtectedPaths,
   realWorkspace,
-  realWorkspaceSync,
   resolveInWorkspace,
-  resolveInWorkspaceSync,
   workspaceRelative,
   type ResolveResult,
 } from '../workspace.js';
@@ -146,14 +144,11 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
 
   /**
    * The line this call runs and where; the approval rules read it (agent/policy/shell-rules.ts).
-   * Its directory is resolved on the event loop: the approval policy asks synchronously (and its
-   * judgeLine stats the line's paths synchronously too), so this stays sync until the policy
-   * becomes async. The only per-call resolution of a tool argument left on the event loop; the
-   * call's own propose and run resolve it off it.
+   * Its directory (the model's dir_path) is resolved off the event loop, like propose's and run's.
    */
-  commandLine(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): CommandLine | undefined {
+  async commandLine(args: RunShellCommandArgs, ctx: Pick<ToolContext, 'workspace'>): Promise<CommandLine | undefined> {
     if (typeof args.command !== 'string') return undefined;
-    const cwd = this.workingDirectorySync(args, ctx.workspace);
+    const cwd = await this.workingDirectory(args, ctx.workspace);
     return cwd.ok ? { command: args.command, cwd: cwd.path, protectedPaths: this.protectedPaths } : undefined;
   }
 
@@ -216,15 +211,6 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
       (s) => s.isDirectory(),
       () => false, // missing
     );
-    return isDir ? resolved : dirNotFound(workspace, args.dir_path);
-  }
-
-  /** {@link workingDirectory} on the event loop, for {@link commandLine} only (see there why). */
-  private workingDirectorySync(args: RunShellCommandArgs, workspace: string): ResolveResult {
-    if (args.dir_path === undefined) return realWorkspaceSync(workspace);
-    const resolved = resolveInWorkspaceSync(workspace, args.dir_path, 'dir_path', SHELL_PROTECTS_NOTHING);
-    if (!resolved.ok) return resolved;
-    const isDir = fs.statSync(resolved.path, { throwIfNoEntry: false })?.isDirectory() === true;
     return isDir ? resolved : dirNotFound(workspace, args.dir_path);
   }
 

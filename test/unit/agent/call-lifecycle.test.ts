@@ -6,6 +6,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import {
   abandonTurn,
+  answerGrants,
   approveCall,
   commandSummary,
   declineCall,
@@ -261,12 +262,13 @@ t.test('approve always: the grant is kept for the context (stored), and covers t
     ['edit', { path: 'a', content: 'A' }],
     ['exec', { command: 'echo hi && ls' }],
   ]);
-  approveCall(task, edit, 'proceed_always', undefined);
-  approveCall(task, exec, 'proceed_always', undefined);
+  approveCall(task, edit, 'proceed_always', undefined, undefined, { grants: await answerGrants(task, edit, 'proceed_always') });
+  approveCall(task, exec, 'proceed_always', undefined, undefined, { grants: await answerGrants(task, exec, 'proceed_always') });
   t.same([...task.context.trustedTools].sort(), ['edit', 'exec(echo)', 'exec(ls)'], 'a tool; for shell, each root command');
   await task.flush();
   t.same((await core.store.loadContext(task.context.id))?.trustedTools.sort(), ['edit', 'exec(echo)', 'exec(ls)'], 'grants are stored');
-  approveCall(task, { ...edit, phase: 'awaiting' }, 'proceed_always', undefined);
+  const again = { ...edit, phase: 'awaiting' as const };
+  approveCall(task, again, 'proceed_always', undefined, undefined, { grants: await answerGrants(task, again, 'proceed_always') });
   t.equal(task.context.trustedTools.size, 3, 'a grant already held is not added twice');
   const next = await openTurn(task, [
     ['edit', { path: 'b', content: 'B' }],
@@ -533,6 +535,17 @@ t.test('a move the table does not allow throws', async (t) => {
   t.throws(() => interruptCall(task, ready, 'x'), { message: /cannot move from done to done/ });
   await t.rejects(runCall(task, ready), { message: /cannot move from done to executing/ });
   t.equal(waiting.phase, 'awaiting', 'a refused move changes nothing');
+});
+
+t.test('an "always" answer approved without its grants (judged before the claim) throws, changing nothing', async (t) => {
+  const core = await makeCore(t);
+  const task = await startTask(core);
+  const [edit] = await openTurn(task, [['edit', { path: 'a', content: 'A' }]]);
+  t.throws(() => approveCall(task, edit, 'proceed_always', undefined), { message: /needs its grants/ });
+  t.equal(edit.phase, 'awaiting', 'the call still waits');
+  t.equal(task.context.trustedTools.size, 0, 'nothing granted');
+  approveCall(task, edit, 'proceed_always', undefined, undefined, { grants: await answerGrants(task, edit, 'proceed_always') });
+  t.same([...task.context.trustedTools], ['edit'], 'with them, the grant is kept');
 });
 
 t.test("abandonTurn leaves a slash command's own turn (no model) out of the conversation", async (t) => {

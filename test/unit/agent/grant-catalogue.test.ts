@@ -42,12 +42,12 @@ const granted = (...keys: string[]) =>
     {},
     keys.map((k) => shellGrant('run_shell_command', k)),
   );
-const offered = (line: string, confined = true) => optionsFor(shell, sh(line), { workspace: WS, confined }).map((o) => o.id);
+const offered = async (line: string, confined = true) => (await optionsFor(shell, sh(line), { workspace: WS, confined })).map((o) => o.id);
 
 t.test('finding 2: after "always" on a catalogued command, options that run code still ask', async (t) => {
   const s = granted('git grep', 'sort', 'find', 'rg', 'git log', 'git show', 'git diff', 'git clone', 'ls', 'cat');
-  t.equal(autoApproval(shell, sh('git grep -n TODO'), s), 'allowed always in this conversation', 'the granted line');
-  t.equal(autoApproval(shell, sh('sort notes.txt'), s), 'allowed always in this conversation');
+  t.equal(await autoApproval(shell, sh('git grep -n TODO'), s), 'allowed always in this conversation', 'the granted line');
+  t.equal(await autoApproval(shell, sh('sort notes.txt'), s), 'allowed always in this conversation');
   const refused: Array<[string, string]> = [
     ["git grep '--open-files-in-pager=id > P;' TODO", 'git grep: open the matches in a pager command'],
     ['git grep --open-files-in-pager=id TODO', 'the same, unquoted'],
@@ -76,8 +76,8 @@ t.test('finding 2: after "always" on a catalogued command, options that run code
     ['cat -Z notes.txt', 'an unknown short option'],
   ];
   for (const [line, what] of refused) {
-    t.ok(needsApproval(shell, sh(line), s), `asks: ${line} (${what})`);
-    t.same(offered(line), ['proceed_once', 'cancel'], `no "always" offered: ${line}`);
+    t.ok(await needsApproval(shell, sh(line), s), `asks: ${line} (${what})`);
+    t.same(await offered(line), ['proceed_once', 'cancel'], `no "always" offered: ${line}`);
   }
 });
 
@@ -97,24 +97,24 @@ t.test('finding 2: test runners, linters, bundlers and package scripts are never
     'make',
     'python3 x.py',
   ]) {
-    t.same(offered(line), ['proceed_once', 'cancel'], `${line}: no "always"`);
+    t.same(await offered(line), ['proceed_once', 'cancel'], `${line}: no "always"`);
     t.same(
-      grantsFor(shell, sh(line), 'proceed_always', { workspace: WS, confined: true }),
+      await grantsFor(shell, sh(line), 'proceed_always', { workspace: WS, confined: true }),
       [],
       `${line}: an "always" answer grants nothing`,
     );
     const name = line.split(' ')[0] ?? '';
-    t.ok(needsApproval(shell, sh(line), granted(name)), `${line}: a stored grant for ${name} covers nothing`);
+    t.ok(await needsApproval(shell, sh(line), granted(name)), `${line}: a stored grant for ${name} covers nothing`);
   }
   // An operator's explicit prefix naming the whole command may cover it (it runs in the sandbox).
-  t.equal(autoApproval(shell, sh('npm test'), scope({ allowedTools: ['run_shell_command(npm test)'] })), 'allowed_tools');
-  t.ok(needsApproval(shell, sh('npm run evil'), scope({ allowedTools: ['run_shell_command(npm test)'] })), 'only what it names');
+  t.equal(await autoApproval(shell, sh('npm test'), scope({ allowedTools: ['run_shell_command(npm test)'] })), 'allowed_tools');
+  t.ok(await needsApproval(shell, sh('npm run evil'), scope({ allowedTools: ['run_shell_command(npm test)'] })), 'only what it names');
   const git = scope({ allowedTools: ['run_shell_command(git)'] });
-  t.equal(autoApproval(shell, sh('git status -s'), git), 'allowed_tools', 'a prefix covers catalogued lines');
-  t.ok(needsApproval(shell, sh("git clone -u 'touch P' --no-local a b"), git), '`git` does not name `git clone`');
-  t.ok(needsApproval(shell, sh('git log --output=x'), git), 'a catalogued command with a refused option: no prefix covers it');
+  t.equal(await autoApproval(shell, sh('git status -s'), git), 'allowed_tools', 'a prefix covers catalogued lines');
+  t.ok(await needsApproval(shell, sh("git clone -u 'touch P' --no-local a b"), git), '`git` does not name `git clone`');
+  t.ok(await needsApproval(shell, sh('git log --output=x'), git), 'a catalogued command with a refused option: no prefix covers it');
   t.ok(
-    needsApproval(shell, sh("git clone -u 'touch P' a b"), scope({ allowedTools: ['run_shell_command(git clone)'] })),
+    await needsApproval(shell, sh("git clone -u 'touch P' a b"), scope({ allowedTools: ['run_shell_command(git clone)'] })),
     'clone -u runs a command',
   );
 });
@@ -171,24 +171,36 @@ t.test('finding 7: a command that changes files is covered only as the last of i
     'tar xf x.tar && cat notes.txt',
     'ln -s .git l2 && cat l2/config',
   ]) {
-    t.ok(needsApproval(shell, sh(line), s), `asks: ${line}`);
-    const coverage = judgeLine(line, { workspace: WS });
+    t.ok(await needsApproval(shell, sh(line), s), `asks: ${line}`);
+    const coverage = await judgeLine(line, { workspace: WS });
     t.equal(coverage.coverable, false, `not coverable as a whole: ${line}`);
   }
-  t.match(judgeLine('git apply fix.patch && cp a b', { workspace: WS }), {
+  t.match(await judgeLine('git apply fix.patch && cp a b', { workspace: WS }), {
     coverable: false,
     reason: /may change files, and commands follow/,
   });
-  t.equal(autoApproval(shell, sh('cp notes.txt n2.txt'), s), 'allowed always in this conversation', 'alone it is judged on its own words');
-  t.equal(autoApproval(shell, sh('cat notes.txt && cp notes.txt n2.txt'), s), 'allowed always in this conversation', 'last in the line');
-  t.ok(needsApproval(shell, sh('cp notes.txt lnk/config'), s), 'into a link to .git: asks');
-  t.ok(needsApproval(shell, sh('cp notes.txt lnk'), s), 'into a folder that is .git: asks');
-  t.ok(needsApproval(shell, sh('git apply fix.patch'), s), 'git apply is not in the catalogue: a stored grant covers nothing');
-  t.ok(needsApproval(shell, sh('cp HEAD vendor/cache/config'), s), 'config beside a HEAD');
-  t.ok(needsApproval(shell, sh('cp src/config vendor/cache'), granted('cp')), 'cp of a file named config into a git directory');
-  t.ok(needsApproval(shell, sh('cp notes.txt half/HEAD'), s), 'HEAD beside objects and refs');
-  t.ok(needsApproval(shell, sh('mv notes.txt HEAD'), s), 'writing a file named HEAD anywhere');
-  t.equal(autoApproval(shell, sh('git show HEAD'), granted('git show')), 'allowed always in this conversation', 'reading HEAD is fine');
+  t.equal(
+    await autoApproval(shell, sh('cp notes.txt n2.txt'), s),
+    'allowed always in this conversation',
+    'alone it is judged on its own words',
+  );
+  t.equal(
+    await autoApproval(shell, sh('cat notes.txt && cp notes.txt n2.txt'), s),
+    'allowed always in this conversation',
+    'last in the line',
+  );
+  t.ok(await needsApproval(shell, sh('cp notes.txt lnk/config'), s), 'into a link to .git: asks');
+  t.ok(await needsApproval(shell, sh('cp notes.txt lnk'), s), 'into a folder that is .git: asks');
+  t.ok(await needsApproval(shell, sh('git apply fix.patch'), s), 'git apply is not in the catalogue: a stored grant covers nothing');
+  t.ok(await needsApproval(shell, sh('cp HEAD vendor/cache/config'), s), 'config beside a HEAD');
+  t.ok(await needsApproval(shell, sh('cp src/config vendor/cache'), granted('cp')), 'cp of a file named config into a git directory');
+  t.ok(await needsApproval(shell, sh('cp notes.txt half/HEAD'), s), 'HEAD beside objects and refs');
+  t.ok(await needsApproval(shell, sh('mv notes.txt HEAD'), s), 'writing a file named HEAD anywhere');
+  t.equal(
+    await autoApproval(shell, sh('git show HEAD'), granted('git show')),
+    'allowed always in this conversation',
+    'reading HEAD is fine',
+  );
 });
 
 t.test('findings 1 and 8: files that make tools run code ask, whatever AUTO_EDIT, allowed_tools or a grant says', async (t) => {
@@ -218,22 +230,22 @@ t.test('findings 1 and 8: files that make tools run code ask, whatever AUTO_EDIT
   ];
   for (const [what, s] of scopes) {
     for (const p of toolConfig) {
-      t.ok(needsApproval(tool('write_file'), write(p), s), `${what}: write_file ${p} asks`);
-      t.ok(needsApproval(tool('replace'), replace(p), s), `${what}: replace ${p} asks`);
+      t.ok(await needsApproval(tool('write_file'), write(p), s), `${what}: write_file ${p} asks`);
+      t.ok(await needsApproval(tool('replace'), replace(p), s), `${what}: replace ${p} asks`);
     }
     for (const p of ['NOTES.md', 'src/x.ts', 'src/config/app.ts', 'src/hooks/use.ts', 'config/app.yml', 'package.json']) {
-      t.notOk(needsApproval(tool('write_file'), write(p), s), `${what}: write_file ${p} runs`);
+      t.notOk(await needsApproval(tool('write_file'), write(p), s), `${what}: write_file ${p} runs`);
     }
   }
   t.equal(
-    autoApproval(tool('write_file'), write('vendor/cache/config'), scope({ approvalMode: 'YOLO' })),
+    await autoApproval(tool('write_file'), write('vendor/cache/config'), scope({ approvalMode: 'YOLO' })),
     undefined,
     'YOLO asks for them too',
   );
-  t.ok(writesToolConfig(WS, 'vendor/cache/objects/pack/x'), 'anything under objects/ beside a HEAD');
+  t.ok(await writesToolConfig(WS, 'vendor/cache/objects/pack/x'), 'anything under objects/ beside a HEAD');
   fs.symlinkSync('vendor/cache', path.join(WS, 'cache-link'));
   t.teardown(() => fs.rmSync(path.join(WS, 'cache-link')));
-  t.ok(writesToolConfig(WS, 'cache-link/config'), 'through a symlink: where the write lands counts');
+  t.ok(await writesToolConfig(WS, 'cache-link/config'), 'through a symlink: where the write lands counts');
 });
 
 t.test('finding 1: a git command in a planted repository is covered by no grant or prefix', async (t) => {
@@ -241,36 +253,43 @@ t.test('finding 1: a git command in a planted repository is covered by no grant 
     shellGrant('run_shell_command', 'git status'),
     shellGrant('run_shell_command', 'cd'),
   ]);
-  t.equal(autoApproval(shell, sh('git status'), s), 'allowed_tools', 'in the workspace it runs');
-  t.ok(needsApproval(shell, { command: 'git status', dir_path: 'vendor/cache' }, s), 'dir_path in a folder with HEAD and objects/: asks');
-  t.ok(needsApproval(shell, sh('cd vendor/cache && git status'), s), 'a cd there: asks');
-  t.ok(needsApproval(shell, { command: 'git status', dir_path: 'vendor/cache/objects' }, s), 'and below it');
-  t.equal(autoApproval(shell, { command: 'git status', dir_path: 'src' }, s), 'allowed_tools', 'an ordinary folder runs');
+  t.equal(await autoApproval(shell, sh('git status'), s), 'allowed_tools', 'in the workspace it runs');
+  t.ok(
+    await needsApproval(shell, { command: 'git status', dir_path: 'vendor/cache' }, s),
+    'dir_path in a folder with HEAD and objects/: asks',
+  );
+  t.ok(await needsApproval(shell, sh('cd vendor/cache && git status'), s), 'a cd there: asks');
+  t.ok(await needsApproval(shell, { command: 'git status', dir_path: 'vendor/cache/objects' }, s), 'and below it');
+  t.equal(await autoApproval(shell, { command: 'git status', dir_path: 'src' }, s), 'allowed_tools', 'an ordinary folder runs');
 });
 
 t.test('unconfined: without the sandbox no shell-like call runs without a card', async (t) => {
   const open = (settings: ContextSettings, grants: string[] = []) => scope(settings, grants, false);
   const echo = [shellGrant('run_shell_command', 'echo')];
-  t.ok(needsApproval(shell, sh('echo a'), open({}, echo)), 'a grant does not cover it');
-  t.ok(needsApproval(shell, sh('echo a'), open({ allowedTools: ['run_shell_command(echo)'] })), 'nor a prefix');
-  t.ok(needsApproval(shell, sh('echo a'), open({ allowedTools: ['run_shell_command'] })), 'nor the bare tool name');
-  t.ok(needsApproval(shell, sh('echo a'), open({ approvalMode: 'YOLO' })), 'nor YOLO');
+  t.ok(await needsApproval(shell, sh('echo a'), open({}, echo)), 'a grant does not cover it');
+  t.ok(await needsApproval(shell, sh('echo a'), open({ allowedTools: ['run_shell_command(echo)'] })), 'nor a prefix');
+  t.ok(await needsApproval(shell, sh('echo a'), open({ allowedTools: ['run_shell_command'] })), 'nor the bare tool name');
+  t.ok(await needsApproval(shell, sh('echo a'), open({ approvalMode: 'YOLO' })), 'nor YOLO');
   const absent: ApprovalScope = { settings: { approvalMode: 'YOLO' }, trustedTools: new Set(), workspace: WS };
-  t.ok(needsApproval(shell, sh('echo a'), absent), 'a scope that does not say: unconfined');
-  t.same(offered('echo a', false), ['proceed_once', 'cancel'], 'no "always" offered');
+  t.ok(await needsApproval(shell, sh('echo a'), absent), 'a scope that does not say: unconfined');
+  t.same(await offered('echo a', false), ['proceed_once', 'cancel'], 'no "always" offered');
   t.same(
-    optionsFor(shell, sh('echo a'), WS).map((o) => o.id),
+    (await optionsFor(shell, sh('echo a'), WS)).map((o) => o.id),
     ['proceed_once', 'cancel'],
     'a bare workspace: no "always" either',
   );
-  t.same(grantsFor(shell, sh('echo a'), 'proceed_always', { workspace: WS, confined: false }), [], 'and an "always" answer grants nothing');
+  t.same(
+    await grantsFor(shell, sh('echo a'), 'proceed_always', { workspace: WS, confined: false }),
+    [],
+    'and an "always" answer grants nothing',
+  );
   t.equal(
-    autoApproval(tool('write_file'), { file_path: 'a', content: 'x' }, open({ approvalMode: 'YOLO' })),
+    await autoApproval(tool('write_file'), { file_path: 'a', content: 'x' }, open({ approvalMode: 'YOLO' })),
     'approval mode YOLO',
     'edits are not shell',
   );
-  t.equal(autoApproval(tool('read_file'), { file_path: 'a' }, open({})), 'read-only');
-  t.equal(autoApproval(shell, sh('echo a'), scope({ approvalMode: 'YOLO' })), 'approval mode YOLO', 'confined: YOLO runs it');
+  t.equal(await autoApproval(tool('read_file'), { file_path: 'a' }, open({})), 'read-only');
+  t.equal(await autoApproval(shell, sh('echo a'), scope({ approvalMode: 'YOLO' })), 'approval mode YOLO', 'confined: YOLO runs it');
 });
 
 t.test('the catalogue is well formed', async (t) => {

@@ -17,9 +17,9 @@ const workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'judge-bounds-
 mkdirSync(path.join(workspace, 'a', 'a', 'a'), { recursive: true });
 t.teardown(() => rmSync(workspace, { recursive: true, force: true }));
 
-function timed<T>(f: () => T): { value: T; ms: number } {
+async function timed<T>(f: () => Promise<T>): Promise<{ value: T; ms: number }> {
   const start = performance.now();
-  const value = f();
+  const value = await f();
   return { value, ms: performance.now() - start };
 }
 
@@ -32,20 +32,20 @@ t.test('hostile lines are not coverable, and judging each takes milliseconds', a
     ['ls ' + 'a '.repeat(2000), new RegExp(`longer than ${JUDGE_LIMITS.maxLine} characters`)],
   ];
   for (const [line, reason] of cases) {
-    const { value, ms } = timed(() => judgeLine(line, { workspace }));
+    const { value, ms } = await timed(() => judgeLine(line, { workspace }));
     t.match(value, { coverable: false, reason }, line.slice(0, 40));
     t.ok(ms < GENEROUS_MS, `judged in ${ms.toFixed(0)} ms`);
   }
 });
 
 t.test('ordinary lines stay coverable', async (t) => {
-  t.match(judgeLine('cd a && ls -la a/a ' + 'a '.repeat(100), { workspace }), { coverable: true });
-  t.match(judgeLine('ls ' + 'a/'.repeat(MAX_JUDGED_DEPTH - 2) + 'x', { workspace }), { coverable: true });
+  t.match(await judgeLine('cd a && ls -la a/a ' + 'a '.repeat(100), { workspace }), { coverable: true });
+  t.match(await judgeLine('ls ' + 'a/'.repeat(MAX_JUDGED_DEPTH - 2) + 'x', { workspace }), { coverable: true });
 });
 
 t.test('a write to a path too deep to judge asks (counts as tool configuration), at once', async (t) => {
-  const { value, ms } = timed(() => writesToolConfig(workspace, 'a/'.repeat(4000) + 'x'));
+  const { value, ms } = await timed(() => writesToolConfig(workspace, 'a/'.repeat(4000) + 'x'));
   t.equal(value, true);
   t.ok(ms < GENEROUS_MS, `judged in ${ms.toFixed(0)} ms`);
-  t.equal(writesToolConfig(workspace, 'a/a/a/notes.md'), false, 'an ordinary path does not');
+  t.equal(await writesToolConfig(workspace, 'a/a/a/notes.md'), false, 'an ordinary path does not');
 });

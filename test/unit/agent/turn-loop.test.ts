@@ -6,7 +6,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { approveCall } from '../../../src/agent/runtime/call-lifecycle.js';
+import { answerGrants, approveCall } from '../../../src/agent/runtime/call-lifecycle.js';
 import { cancelTask, failTask } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { ModelError } from '../../../src/agent/model/model-client.js';
@@ -43,6 +43,8 @@ const INTERNAL =
 /** Approves every waiting call as the resume handler does (claim in the store first), then runs them. */
 async function approveAll(core: Core, task: LiveTask, option = 'proceed_once'): Promise<void> {
   const waiting = task.awaiting();
+  // As the resume handler does: what an answer grants is judged before the claim.
+  const grants = new Map(await Promise.all(waiting.map(async (c) => [c, await answerGrants(task, c, option)] as const)));
   const claimed = await core.store.claimCalls(
     task.id,
     waiting.map((c) => ({ id: c.snapshot.id, answer: option })),
@@ -52,7 +54,7 @@ async function approveAll(core: Core, task: LiveTask, option = 'proceed_once'): 
   if (!claimed.ok) throw new Error('claim lost');
   task.setState('working');
   task.holdWrites(); // as startApproved: the answers commit with the first EXECUTING card
-  for (const call of waiting) approveCall(task, call, option, undefined);
+  for (const call of waiting) approveCall(task, call, option, undefined, undefined, { grants: grants.get(call) ?? [] });
   core.loop.runApproved(task, waiting);
   await settled(core, task);
 }

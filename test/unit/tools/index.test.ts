@@ -68,12 +68,16 @@ t.test('createDefaultTools returns the Gemini CLI tools in order', async (t) => 
 t.test('run_shell_command exposes its command line for approval rules', async (t) => {
   const shell = new RunShellCommandTool();
   const ws = fs.realpathSync(t.testdir({ sub: {} }));
-  t.same(shell.commandLine({ command: 'git status && npm test', dir_path: 'sub' }, { workspace: ws }), {
+  t.same(await shell.commandLine({ command: 'git status && npm test', dir_path: 'sub' }, { workspace: ws }), {
     command: 'git status && npm test',
     cwd: path.join(ws, 'sub'),
     protectedPaths: ProtectedPaths.NONE,
   });
-  t.equal(shell.commandLine({ command: 'ls', dir_path: 'missing' }, { workspace: ws }), undefined, 'no such directory: nothing to judge');
+  t.equal(
+    await shell.commandLine({ command: 'ls', dir_path: 'missing' }, { workspace: ws }),
+    undefined,
+    'no such directory: nothing to judge',
+  );
   t.same(readShellLine('a | b'), { readable: true, commands: [{ argv: ['a'] }, { argv: ['b'] }] });
 });
 

@@ -345,7 +345,7 @@ t.test('write errors are reported', async (t) => {
   // is written; what it throws takes the same path as an I/O error from the write.
   const { ws, ctx } = setup(t);
   const guarded: string[] = [];
-  const refuseWrite = (real: string) => (guarded.push(real), 'the disk is full (test)');
+  const refuseWrite = async (real: string) => (guarded.push(real), 'the disk is full (test)');
   t.match(await tool.run({ file_path: 'price.txt', old_string: '10', new_string: '12' }, { ...ctx, refuseWrite }), {
     isError: true,
     error: {

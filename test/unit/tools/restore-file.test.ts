@@ -108,7 +108,7 @@ t.test('run: only over the content the card showed; the caller refuses where it 
   const stale = await tool.run({ file_path: 'a.txt', content: b64('x'), checkpoint: 'cp' }, { ...ctx, expectedBase: contentHash('other') });
   t.match(stale, { isError: true, error: { type: 'stale_proposal' } });
   t.equal(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'now\n');
-  const refused = await tool.run({ file_path: 'src/b.txt', checkpoint: 'cp' }, { ...ctx, refuseWrite: () => 'not this one' });
+  const refused = await tool.run({ file_path: 'src/b.txt', checkpoint: 'cp' }, { ...ctx, refuseWrite: async () => 'not this one' });
   t.match(refused, { isError: true, error: { type: 'write_error', message: /refused: not this one/ } });
   t.ok(fs.existsSync(path.join(ws, 'src/b.txt')), 'a refused removal removes nothing');
 });
@@ -164,7 +164,7 @@ t.test('a folder swapped for a link after the card: never written through (into 
   fs.mkdirSync(path.join(ws, 'other'));
   fs.symlinkSync('other', path.join(ws, 'src'));
   // As an approved card runs it (call-lifecycle's writeGuard: only the path its card showed).
-  const refuseWrite = (real: string) => (real === shownPath ? undefined : `not ${shownPath}`);
+  const refuseWrite = async (real: string) => (real === shownPath ? undefined : `not ${shownPath}`);
   const approved = await tool.run({ file_path: 'src/b.txt', content: b64('x'), checkpoint: 'cp' }, { ...ctx, refuseWrite });
   t.match(approved, { isError: true, error: { type: 'write_error', message: /refused/ } });
   t.notOk(fs.existsSync(path.join(ws, '.git/hooks/b.txt')), 'no hook planted');
