@@ -164,8 +164,10 @@ t.test('the web console in Chromium', { skip: skip ?? false }, async (t) => {
     t.match(await page.getAttribute('.task-head .grow', 'data-state'), /^(working|submitted)$/, 'the task is still working');
     t.equal(await page.locator(`${pendingCard} button`).count(), 0, 'no option to click yet: the server would refuse it');
     t.match(await page.textContent(pendingCard), /You can answer once the agent has finished its turn/);
+    // The write's own card: the read before it is a SUCCEEDED card already.
+    const id = await page.getAttribute(pendingCard, 'data-card');
     await page.click(`${pendingCard} button[data-option="proceed_once"]`, WAIT);
-    await page.waitForSelector('section.card[data-status="SUCCEEDED"]', WAIT);
+    await page.waitForSelector(`section.card[data-card="${id}"][data-status="SUCCEEDED"]`, WAIT);
     t.equal(readFileSync(path.join(slow.workspace, 'slow.txt'), 'utf8'), 'slow\n');
     await page.close();
   });
