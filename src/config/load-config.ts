@@ -306,8 +306,11 @@ function loadStoreConfig(env: Env, cwd: string): StoreConfig {
     dataDir: path.resolve(cwd, str(env, 'DATA_DIR') ?? '.data'),
     instanceId,
     leaseMs: int(env, 'LEASE_MS', 30_000, 1_000, 3_600_000), // 30 s
-    // PostgreSQL runs side-by-side commits on connections of their own; PGlite runs one statement at a time.
-    commitLanes: int(env, 'COMMIT_LANES', databaseUrl === undefined ? 1 : 4, 1, 8),
+    // One by default: on one machine, side-by-side commits split the load into more, smaller
+    // batches, and each commit costs this process CPU (measured: 100 flows/s at 200 clients with
+    // 4 lanes against 134 with 1, docs/performance.md). More lanes suit a database on hosts of its
+    // own, where the wait for a commit is the network's; PGlite runs one statement at a time.
+    commitLanes: int(env, 'COMMIT_LANES', 1, 1, 8),
   };
 }
 

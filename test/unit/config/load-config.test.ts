@@ -230,10 +230,10 @@ t.test('DURABILITY: relaxed by default, strict on request, nothing else', async 
   refuses(t, { DURABILITY: 'fsync' }, 'DURABILITY', dir, /relaxed, strict/);
 });
 
-t.test('COMMIT_LANES: 4 on PostgreSQL, 1 on PGlite, 1–8 when set', async (t) => {
+t.test('COMMIT_LANES: 1 unless set, 1–8', async (t) => {
   const dir = realpathSync(t.testdir({}));
-  t.equal(loadConfig({}, dir).store.commitLanes, 1, 'PGlite runs one statement at a time');
-  t.equal(loadConfig({ DATABASE_URL: 'postgres://db/x' }, dir).store.commitLanes, 4);
+  t.equal(loadConfig({}, dir).store.commitLanes, 1);
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://db/x' }, dir).store.commitLanes, 1);
   t.equal(loadConfig({ DATABASE_URL: 'postgres://db/x', COMMIT_LANES: '2' }, dir).store.commitLanes, 2);
   refuses(t, { COMMIT_LANES: '0' }, 'COMMIT_LANES', dir, /COMMIT_LANES/);
   refuses(t, { COMMIT_LANES: '9' }, 'COMMIT_LANES', dir, /COMMIT_LANES/);
