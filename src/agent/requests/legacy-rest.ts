@@ -96,10 +96,7 @@ export class LegacyRest {
     const { factory } = this.opts;
     const context = await factory.openContext(contextId || randomUUID(), requested, caller, !contextId);
     return factory.exclusive(context.id, async () => {
-      if (contextId) {
-        await factory.checkContextFree(context.id); // a context made up just now has no task
-        await factory.applySettings(context, requested); // accepted: now its settings
-      }
+      if (contextId) await factory.admit(context, requested); // a context made up just now has no task
       return (await factory.createTask(context, undefined, caller, { dialect: 'legacy' })).id;
     });
   }

@@ -267,12 +267,10 @@ export class MessageRouter {
     const { message, dialect } = intent;
     const contextId = message.contextId || randomUUID();
     const fresh = !message.contextId;
-    const context = await this.opts.factory.openContext(contextId, settingsOf(intent), caller, fresh);
+    const requested = settingsOf(intent);
+    const context = await this.opts.factory.openContext(contextId, requested, caller, fresh);
     const task = await this.opts.factory.exclusive(context.id, async () => {
-      if (!fresh) {
-        await this.opts.factory.checkContextFree(context.id); // a context made up just now has no task
-        await this.opts.factory.applySettings(context, settingsOf(intent)); // accepted: now its settings
-      }
+      if (!fresh) await this.opts.factory.admit(context, requested); // a context made up just now has no task
       return this.opts.factory.createTask(context, message, caller, { dialect, history: userTurns(context.history, intent.parts) });
     });
     this.opts.loop.runTurn(task);

@@ -201,10 +201,7 @@ export class SlashCommands {
     // Settings change only while the conversation is free (a busy one refuses the command, and a
     // refused message changes nothing); they apply before the command runs, which may use them.
     if (own !== undefined && factory.changesSettings(context, requested)) {
-      await factory.exclusive(context.id, async () => {
-        await factory.checkContextFree(context.id);
-        await factory.applySettings(context, requested);
-      });
+      await factory.exclusive(context.id, () => factory.admit(context, requested));
     }
     const started = await (spec.run as NonNullable<CommandSpec['run']>)({ context, args: args.trim(), label });
     if (started.kind === 'failed') return failed(started.message);

@@ -151,6 +151,16 @@ export class TaskFactory {
     if (!claim.ok) throw access.workspaceTaken(caller, workspace, claim.conflict);
   }
 
+  /**
+   * A new task's message is accepted in `context` (run inside `exclusive`): the conversation is
+   * free (else checkContextFree's -32004, and nothing changed), and only then takes the message's
+   * settings — a refused message must not switch a busy conversation's approval mode or tools.
+   */
+  async admit(context: ContextState, requested: RequestedSettings | undefined): Promise<void> {
+    await this.checkContextFree(context.id);
+    await this.applySettings(context, requested);
+  }
+
   /** Whether `requested` would change the context's settings (applySettings would write). */
   changesSettings(context: ContextState, requested: RequestedSettings | undefined): boolean {
     return mergeSettings(context.settings, requested) !== undefined;
