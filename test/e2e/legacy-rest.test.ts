@@ -120,6 +120,24 @@ t.test('task metadata: one task, all tasks, not found', async (t) => {
   t.equal(busy.status, 400, 'a contextId that is not a string');
 });
 
+t.test("POST /tasks into a busy conversation is refused and leaves the conversation's settings as they were", async (t) => {
+  const store = new MemoryTaskStore();
+  t.teardown(() => store.close());
+  const { app, workspace } = await buildServer(t, { app: { store } });
+  const paused = await rpc(app, 'message/stream', {
+    message: { kind: 'message', role: 'user', messageId: 'm-busy', parts: [{ kind: 'text', text: 'write a file' }] },
+  });
+  const first = paused.events?.[0]?.data?.result;
+  t.equal(paused.events?.at(-1)?.data?.result?.status?.state, 'input-required', 'the conversation waits for an answer');
+  const refused = await call(app, 'POST', '/tasks', {
+    contextId: first.contextId,
+    agentSettings: { kind: 'agent-settings', workspacePath: workspace, autoExecute: true },
+  });
+  t.equal(refused.status, 409, `refused: ${JSON.stringify(refused.body)}`);
+  t.match(JSON.stringify(refused.body), /is busy/);
+  t.equal((await store.loadContext(first.contextId))?.settings.approvalMode, undefined, 'autoExecute was not stored');
+});
+
 t.test('authentication and the Host guard apply to every side route', async (t: Test) => {
   const dir = t.testdir({});
   const file = path.join(dir, 'auth.json');

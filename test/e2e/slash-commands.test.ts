@@ -162,6 +162,18 @@ t.test('/tools: STARTED, then the task replays from the start', async (t) => {
   });
 });
 
+t.test("a command that would change a busy conversation's settings is refused and changes nothing", async (t) => {
+  const srv = await startServer(t);
+  const first = results(await rpc(srv.url, 'message/stream', { message: userMessage('write a file') }));
+  t.equal(first.at(-1).status.state, 'input-required', 'the conversation waits for an answer');
+  const contextId = first[0].contextId;
+  const refused = await execute(srv, { command_path: ['tools'], context_id: contextId, metadata: { [URI]: { approval_mode: 'YOLO' } } });
+  t.equal(refused.json.error?.code, -32004, `refused: ${JSON.stringify(refused.json.error)}`);
+  t.match(refused.json.error?.message, new RegExp(`^Context ${contextId} is busy: task .* is waiting for approval`));
+  const { execution_id } = await started(t, srv, { command_path: ['tools'], context_id: contextId });
+  t.match(said((await replay(srv, execution_id)).events), /^Approval mode: DEFAULT\./, 'the conversation kept its approval mode');
+});
+
 t.test('context_id runs the command in an existing context', async (t) => {
   const srv = await startServer(t);
   const ws = tempDir();
