@@ -14,9 +14,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
-import postgres from 'postgres';
 import type { StoredCall, WriteBatch } from '../src/agent/task-store.js';
-import { driverTarget, openDatabase } from '../src/store/db.js';
+import { connect, openDatabase } from '../src/store/db.js';
 import { PgTaskStore } from '../src/store/pg-task-store.js';
 
 const args = process.argv.slice(2);
@@ -233,8 +232,7 @@ if (url) {
     await measure(`PostgreSQL (schema ${schema})`, store);
   } finally {
     await store.close();
-    const target = driverTarget(url);
-    const admin = postgres(target.url, { max: 1, onnotice: () => {}, ...(target.path !== undefined ? { path: target.path } : {}) });
+    const admin = connect(url, { max: 1 });
     await admin.unsafe(`drop schema if exists "${schema}" cascade`);
     await admin.end({ timeout: 2 });
   }

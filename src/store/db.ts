@@ -175,11 +175,8 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     const database: Database = {
       kind: 'pglite',
       db,
-      query: async <T extends object>(text: string, params: readonly unknown[]) => (await pg.query<T>(text, [...params])).rows,
-      transaction: (fn) =>
-        pg.transaction((tx) =>
-          fn({ query: async <T extends object>(text: string, params: readonly unknown[]) => (await tx.query<T>(text, [...params])).rows }),
-        ),
+      query: pgliteQuery(pg),
+      transaction: (fn) => pg.transaction((tx) => fn({ query: pgliteQuery(tx) })),
       notifyChannel: channelFor(undefined),
       listen: (channel, cb) => pg.listen(channel, cb),
       close: () => pg.close(),
@@ -274,6 +271,11 @@ async function reservedTransaction(client: postgres.Sql, options: string, body: 
   }
 }
 
+/** Database.query on PGlite (the worker's prepared path), on the database or inside a transaction. */
+function pgliteQuery(q: Pick<PgliteThread, 'query'>): Queryable['query'] {
+  return async <T extends object>(text: string, params: readonly unknown[]) => (await q.query<T>(text, [...params])).rows;
+}
+
 /** Database.query on postgres.js: the text prepared (once per connection, kept by text), on the pool or a reserved connection. */
 function rawQuery(client: postgres.Sql): Queryable['query'] {
   return <T extends object>(text: string, params: readonly unknown[]) =>
@@ -322,7 +324,7 @@ export function driverTarget(url: string): { url: string; path?: string } {
 }
 
 /** A postgres.js client for DATABASE_URL (see driverTarget) with the store's driver options. */
-function connect(url: string, options: postgres.Options<Record<string, postgres.PostgresType>>) {
+export function connect(url: string, options: postgres.Options<Record<string, postgres.PostgresType>>) {
   const target = driverTarget(url);
   return postgres(target.url, { ...DRIVER_OPTIONS, ...(target.path !== undefined ? { path: target.path } : {}), ...options });
 }
