@@ -7,6 +7,7 @@
 import t from 'tap';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { stateName } from '../../src/protocol/a2a.js';
+import type { ModelScript } from '../../src/agent/model/scripted-model-client.js';
 import { buildServer, confirmMessage, dataOf, textOf, URI, userMessage } from '../support/server.js';
 import { rpc } from '../support/sse.js';
 
@@ -25,6 +26,19 @@ function deafenable(db: MemoryTaskStore) {
     get: (target, prop) => (prop === 'subscribe' ? subscribe : (Reflect.get(target, prop, target) as unknown)),
   });
   return { store, heard, state };
+}
+
+/**
+ * Two servers on one store running `script`: A on a deafenable connection (it can be kept from
+ * hearing what B commits), B on a plain one.
+ */
+async function twoInstances(t: Test, script: ModelScript) {
+  const db = new MemoryTaskStore();
+  t.teardown(() => db.close());
+  const { heard, state } = deafenable(db);
+  const a = await buildServer(t, { script, app: { store: heard, sweepMs: 60_000 } });
+  const b = await buildServer(t, { script, app: { store: db.connect(), sweepMs: 60_000 } });
+  return { db, state, a, b };
 }
 
 /** A server on a deafenable connection, paused on a write: `unheard` logs an event its hub does not hear of. */
@@ -94,11 +108,7 @@ const TWICE = {
 };
 
 t.test('a kept copy behind the store is not cancelled as it is: the calls of the pause the store holds are closed', async (t) => {
-  const db = new MemoryTaskStore();
-  t.teardown(() => db.close());
-  const { heard, state } = deafenable(db);
-  const a = await buildServer(t, { script: TWICE, app: { store: heard, sweepMs: 60_000 } });
-  const b = await buildServer(t, { script: TWICE, app: { store: db.connect(), sweepMs: 60_000 } });
+  const { db, state, a, b } = await twoInstances(t, TWICE);
   const cardOf = (events: Array<{ data?: any }> | undefined) =>
     events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
 
@@ -141,11 +151,7 @@ const ASKS = {
 };
 
 t.test('a follow-up to a kept copy behind the store is refused and changes nothing: not the settings', async (t) => {
-  const db = new MemoryTaskStore();
-  t.teardown(() => db.close());
-  const { heard, state } = deafenable(db);
-  const a = await buildServer(t, { script: ASKS, app: { store: heard, sweepMs: 60_000 } });
-  const b = await buildServer(t, { script: ASKS, app: { store: db.connect(), sweepMs: 60_000 } });
+  const { db, state, a, b } = await twoInstances(t, ASKS);
   const settings = (mode: string) => ({ [URI]: { approval_mode: mode } });
   const first = await rpc(a.app, 'message/stream', { message: userMessage('ask me', { metadata: settings('YOLO') }) });
   const task = first.events?.[0]?.data?.result;
