@@ -17,14 +17,10 @@ import { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { StoredCall, WriteBatch } from '../src/agent/task-store.js';
 import { connect, openDatabase } from '../src/store/db.js';
 import { PgTaskStore } from '../src/store/pg-task-store.js';
+import { numberFlag } from './bench/flags.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const flows = flag('flows', 300);
-const rounds = flag('rounds', 3);
+const flows = numberFlag('flows', 300);
+const rounds = numberFlag('rounds', 3);
 
 /** Nanoseconds this thread (the main one) has run, or undefined off Linux. */
 function mainThreadNs(): number | undefined {

@@ -26,17 +26,13 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { rssBytes, spawnServer, waitReady } from './bench/server-process.js';
 import type { RunningServer } from './bench/server-process.js';
-
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
+import { flagValue } from './bench/flags.js';
 
 const URI = 'https://github.com/google-gemini/gemini-cli/blob/main/docs/a2a/developer-profile/v0/spec.md';
-const repoRoot = path.resolve(arg('repo') ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
+const repoRoot = path.resolve(flagValue('repo') ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
 const STALL_TIMEOUT_MS = 5_000;
 
-const mib = Number(arg('mb') ?? 16);
+const mib = Number(flagValue('mb') ?? 16);
 const stall = !process.argv.includes('--no-stall');
 const MB = 1024 * 1024;
 

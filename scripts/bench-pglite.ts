@@ -11,14 +11,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import { PgliteThread } from '../src/store/pglite-thread.js';
+import { numberFlag } from './bench/flags.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const statements = flag('statements', 2000);
-const rounds = flag('rounds', 5);
+const statements = numberFlag('statements', 2000);
+const rounds = numberFlag('rounds', 5);
 
 const INSERT = 'insert into ev (task_id, seq, body, at) values ($1, $2, $3, $4)';
 const SELECT = 'select task_id, seq, body, at from ev where task_id = $1 and seq = $2';

@@ -22,14 +22,11 @@ import { loadConfig } from '../src/config/load-config.js';
 import { ScriptedModelClient } from '../src/agent/model/scripted-model-client.js';
 import { openDatabase } from '../src/store/db.js';
 import { PgTaskStore } from '../src/store/pg-task-store.js';
+import { numberFlag } from './bench/flags.js';
 
 const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const TASKS = flag('tasks', 200);
-const CONCURRENCY = flag('concurrency', 20);
+const TASKS = numberFlag('tasks', 200);
+const CONCURRENCY = numberFlag('concurrency', 20);
 const usePg = args.includes('--pg');
 
 const pct = (xs: number[], p: number) => {

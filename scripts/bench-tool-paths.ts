@@ -19,15 +19,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { flagValue } from './bench/flags.js';
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
-
-const repoRoot = path.resolve(arg('repo') ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
-const calls = Number(arg('calls') ?? 4000);
-const concurrency = Number(arg('concurrency') ?? 200);
+const repoRoot = path.resolve(flagValue('repo') ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
+const calls = Number(flagValue('calls') ?? 4000);
+const concurrency = Number(flagValue('concurrency') ?? 200);
 
 interface Validation {
   ok: boolean;
