@@ -296,6 +296,13 @@ function loadStoreConfig(env: Env, cwd: string): StoreConfig {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
   }
+  // Checked here, not first by the driver at connect time (a TypeError and a stack); the value
+  // itself is never repeated: it may hold a password.
+  if (databaseUrl !== undefined && !URL.canParse(databaseUrl)) {
+    throw new ConfigError(
+      'DATABASE_URL is not a valid URL (postgres://user:password@host:port/database, percent-encoding special characters)',
+    );
+  }
   const instanceId = str(env, 'INSTANCE_ID') ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const durability = str(env, 'DURABILITY') ?? 'relaxed';
   if (durability !== 'relaxed' && durability !== 'strict')

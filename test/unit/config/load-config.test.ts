@@ -230,6 +230,16 @@ t.test('DURABILITY: relaxed by default, strict on request, nothing else', async 
   refuses(t, { DURABILITY: 'fsync' }, 'DURABILITY', dir, /relaxed, strict/);
 });
 
+t.test('DATABASE_URL that is not a URL: a ConfigError that does not repeat it (it may hold a password)', async (t) => {
+  const dir = realpathSync(t.testdir({}));
+  refuses(t, { DATABASE_URL: 'postgres://u:s3cret@[db/x' }, 'DATABASE_URL', dir, /^DATABASE_URL is not a valid URL/);
+  t.throws(() => loadConfig({ DATABASE_URL: 'postgres://u:s3cret@[db/x' }, dir), { message: /^(?!.*s3cret)/ });
+  t.equal(
+    loadConfig({ DATABASE_URL: 'postgres://u@localhost/db?host=/var/run/postgresql' }, dir).store.databaseUrl,
+    'postgres://u@localhost/db?host=/var/run/postgresql',
+  );
+});
+
 t.test('COMMIT_LANES: 1 unless set, 1–8', async (t) => {
   const dir = realpathSync(t.testdir({}));
   t.equal(loadConfig({}, dir).store.commitLanes, 1);
