@@ -47,8 +47,8 @@ export const MAX_JUDGED_DEPTH = 64;
 export const tooDeepToJudge = (p: string): boolean => p.split(/[\\/]+/).length > MAX_JUDGED_DEPTH;
 
 /**
- * How many more file-system probes one judgement may make (a realpath, or a folder probed for
- * git entries); {@link ProbeBudget.spend} throws {@link TooManyProbes} past it. Bounds what a
+ * How many more file-system probes one judgement may make (a realpath, a folder, or a git name
+ * probed in one); {@link ProbeBudget.spend} throws {@link TooManyProbes} past it. Bounds what a
  * line naming many paths costs, whatever the caches miss.
  */
 export class ProbeBudget {
@@ -70,8 +70,6 @@ export class TooManyProbes extends Error {
 export function isToolConfigPath(rel: string): boolean {
   return rel.split(/[\\/]+/).some((part) => TOOL_CONFIG.has(part.toLowerCase()));
 }
-
-const NOTHING: ReadonlySet<string> = new Set();
 
 /** Longest file name Linux file systems store (bytes): a path with a longer part cannot exist. */
 const NAME_MAX = 255;
@@ -102,46 +100,72 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-/** What one judgement already learnt of a folder's git entries (a line names many paths in few folders). */
-export type FolderCache = Map<string, ReadonlySet<string>>;
-
 /**
- * Which of the {@link GIT_CORE} names `dir` holds (lower case): probed by name, a few stats
- * whatever the folder's size, and once per folder per judgement. Git on Linux knows them only
- * spelled as listed; a case-insensitive file system finds them in any case.
+ * What one judgement learns of a folder's git entries, probed lazily: a folder first (one
+ * stat: most folders a hostile line names do not exist), then only the names a decision needs,
+ * each once, one after another (never six at a time: that would take the whole, shared thread
+ * pool). Writing `src/app.ts` needs no git name probed in the workspace itself and one (`HEAD`)
+ * in `src/`; probing all six in every folder on the way was most of a write's file-system work.
  */
-async function entriesOf(dir: string, cache: FolderCache, budget: ProbeBudget | undefined): Promise<ReadonlySet<string>> {
-  const known = cache.get(dir);
-  if (known !== undefined) return known;
-  // One probe for the folder itself: most folders a hostile line names do not exist, and probing
-  // six names in each of them cost six failing system calls (slow ones, for long names).
-  budget?.spend();
-  if (!(await isFolder(dir))) {
-    cache.set(dir, NOTHING);
-    return NOTHING;
+class GitFolder {
+  private folder?: Promise<boolean>;
+  private readonly names = new Map<string, Promise<boolean>>();
+
+  constructor(
+    private readonly dir: string,
+    private readonly budget: ProbeBudget | undefined,
+  ) {}
+
+  /** True when the folder holds entry `name` (one of GIT_CORE, lower case; git on Linux spells them in upper case only for HEAD). */
+  async has(name: string): Promise<boolean> {
+    if (this.folder === undefined) {
+      // One probe for the folder itself.
+      this.budget?.spend();
+      this.folder = isFolder(this.dir);
+    }
+    if (!(await this.folder)) return false;
+    let found = this.names.get(name);
+    if (found === undefined) {
+      this.budget?.spend();
+      found = exists(path.join(this.dir, name === 'head' ? 'HEAD' : name));
+      this.names.set(name, found);
+    }
+    return found;
   }
-  const names = ['HEAD', 'config', 'objects', 'refs', 'packed-refs', 'commondir'];
-  for (const _ of names) budget?.spend();
-  // One after another, not all at once: six probes at a time would take the whole (shared) thread pool.
-  const found = new Set<string>();
-  for (const n of names) if (await exists(path.join(dir, n))) found.add(n);
-  const entries = new Set([...found].map((n) => n.toLowerCase()));
-  cache.set(dir, entries);
-  return entries;
+
+  /** True when any of `names` is here, probed in order until one is. */
+  async any(names: readonly string[]): Promise<boolean> {
+    for (const n of names) if (await this.has(n)) return true;
+    return false;
+  }
+}
+
+/** What one judgement already learnt of folders' git entries (a line names many paths in few folders). */
+export type FolderCache = Map<string, GitFolder>;
+
+function folderOf(dir: string, cache: FolderCache, budget: ProbeBudget | undefined): GitFolder {
+  let folder = cache.get(dir);
+  if (folder === undefined) {
+    folder = new GitFolder(dir, budget);
+    cache.set(dir, folder);
+  }
+  return folder;
 }
 
 /** Names whose writing asks wherever they lie (rule 2 of the module comment), lower case. */
 const WRITE_ALWAYS_ASKS: ReadonlySet<string> = new Set(['head', 'config']);
 
-/** True when a folder holding `entries` is a git directory already (a HEAD with objects, refs or config beside it). */
-const isGitDirectory = (entries: ReadonlySet<string>): boolean =>
-  entries.has('head') && (entries.has('objects') || entries.has('refs') || entries.has('config'));
+/** True when `folder` is a git directory already (a HEAD with objects, refs or config beside it). */
+const isGitDirectory = async (folder: GitFolder): Promise<boolean> =>
+  (await folder.has('head')) && (await folder.any(['objects', 'refs', 'config']));
 
-/** True when `name`, in a folder holding `entries`, is (or would make that folder) part of a git directory. */
-function gitEntry(name: string, entries: ReadonlySet<string>): boolean {
+const CORE_NAMES = [...GIT_CORE];
+
+/** True when `name`, in `folder`, is (or would make that folder) part of a git directory. */
+async function gitEntry(name: string, folder: GitFolder): Promise<boolean> {
   const lower = name.toLowerCase();
-  if (GIT_CORE.has(lower)) return [...GIT_CORE].some((c) => c !== lower && entries.has(c));
-  if (GIT_INNER.has(lower)) return entries.has('head') || (entries.has('objects') && entries.has('refs'));
+  if (GIT_CORE.has(lower)) return folder.any(CORE_NAMES.filter((c) => c !== lower));
+  if (GIT_INNER.has(lower)) return (await folder.has('head')) || ((await folder.has('objects')) && (await folder.has('refs')));
   return false;
 }
 
@@ -163,11 +187,11 @@ export async function inGitDirectory(
   if (parts.length > MAX_JUDGED_DEPTH) return true;
   let dir = workspace;
   for (const part of parts) {
-    const entries = await entriesOf(dir, cache, budget);
-    if (gitEntry(part, entries) || (dir !== workspace && isGitDirectory(entries))) return true;
+    const folder = folderOf(dir, cache, budget);
+    if ((await gitEntry(part, folder)) || (dir !== workspace && (await isGitDirectory(folder)))) return true;
     dir = path.join(dir, part);
   }
-  return isGitDirectory(await entriesOf(dir, cache, budget));
+  return isGitDirectory(folderOf(dir, cache, budget));
 }
 
 /** Real paths already resolved in one judgement (undefined: the path does not exist). */
