@@ -7,8 +7,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ToolError } from './tool.js';
 
-/** Outcome of {@link resolveInWorkspace}: the real absolute path, or why it is refused. */
-export type ResolveResult = { ok: true; path: string } | { ok: false; error: ToolError };
+/**
+ * Outcome of {@link resolveInWorkspace}: the real absolute path — with the workspace's own real
+ * path it was checked against, resolved in the same call (what it is relative to: {@link relativeIn}) —
+ * or why it is refused.
+ */
+export type ResolveResult = { ok: true; path: string; workspace: string } | { ok: false; error: ToolError };
 
 /** Symlink hops followed before a path is declared a loop. */
 const MAX_LINK_HOPS = 40;
@@ -242,7 +246,8 @@ export async function realWorkspace(workspace: string): Promise<ResolveResult> {
 
 function* realWorkspaceSteps(workspace: string): PathSteps<ResolveResult> {
   try {
-    return { ok: true, path: (yield { kind: 'realpath', path: path.resolve(workspace) }) as string };
+    const real = (yield { kind: 'realpath', path: path.resolve(workspace) }) as string;
+    return { ok: true, path: real, workspace: real };
   } catch (err) {
     return {
       ok: false,
@@ -322,7 +327,7 @@ function* resolveSteps(workspace: string, p: unknown, argName: string, protected
   }
   if (!isWithin(ws.path, real)) return outside;
   if (protectedPaths.covers(real)) return { ok: false, error: protectedPathError(argName, p) };
-  return { ok: true, path: real };
+  return { ok: true, path: real, workspace: ws.path };
 }
 
 /** Constructor options shared by the file and search tools. */
@@ -334,7 +339,12 @@ export interface WorkspaceToolOptions {
 /** `abs` relative to the workspace with forward slashes (`.` for the workspace itself). */
 export async function workspaceRelative(workspace: string, abs: string): Promise<string> {
   const ws = await realWorkspace(workspace);
-  const rel = path.relative(ws.ok ? ws.path : workspace, abs);
+  return relativeIn(ws.ok ? ws.path : workspace, abs);
+}
+
+/** `abs` relative to the workspace's real path `realWorkspace` (ResolveResult.workspace), with forward slashes (`.` for the workspace itself). */
+export function relativeIn(realWorkspace: string, abs: string): string {
+  const rel = path.relative(realWorkspace, abs);
   return rel === '' ? '.' : rel.split(path.sep).join('/');
 }
 

@@ -10,7 +10,7 @@ import {
   errorReason,
   ProtectedPaths,
   resolveInWorkspace,
-  workspaceRelative,
+  relativeIn,
   type WorkspaceToolOptions,
 } from '../workspace.js';
 import { MAX_READ_BYTES as MAX_EDIT_BYTES, readTextFile } from './read-file.js';
@@ -168,7 +168,7 @@ export class ReplaceTool implements Tool<ReplaceArgs> {
       return { ok: false, error: { type: 'write_error', message: `Cannot write ${where}: a parent of it is a file, not a directory` } };
     }
     const oldContent = read.ok ? read.text : undefined;
-    const rel = await workspaceRelative(workspace, resolved.path);
+    const rel = relativeIn(resolved.workspace, resolved.path);
     const computed = this.newContent(args, oldContent, where, rel);
     if (!computed.ok) return computed;
     const change: FileChange = {

@@ -20,7 +20,7 @@ import {
   readRegularFile,
   realWorkspace,
   resolveInWorkspace,
-  workspaceRelative,
+  relativeIn,
   type WorkspaceToolOptions,
 } from '../workspace.js';
 import { MAX_READ_BYTES as MAX_EDIT_BYTES } from './read-file.js';
@@ -118,7 +118,7 @@ export class RestoreFileTool implements Tool<RestoreFileArgs> {
     const resolved = await resolveInWorkspace(workspace, args.file_path, 'file_path', this.protectedPaths);
     if (!resolved.ok) return resolved;
     const filePath = resolved.path;
-    const rel = await workspaceRelative(workspace, filePath);
+    const rel = relativeIn(resolved.workspace, filePath);
     if (inGitInternals(rel)) return { ok: false, error: { type: 'path_protected', message: `${rel} is inside a .git folder` } };
     const read = await readRegularFile(filePath, MAX_EDIT_BYTES);
     if (!read.ok && read.reason !== 'missing') {

@@ -15,7 +15,7 @@ import {
   readRegularFile,
   realWorkspace,
   resolveInWorkspace,
-  workspaceRelative,
+  relativeIn,
   type WorkspaceToolOptions,
 } from '../workspace.js';
 
@@ -138,7 +138,7 @@ export class WriteFileTool implements Tool<WriteFileArgs> {
         error: { type: 'write_error', message: `Cannot write ${args.file_path}: a parent of it is a file, not a directory` },
       };
     }
-    const rel = await workspaceRelative(workspace, filePath);
+    const rel = relativeIn(resolved.workspace, filePath);
     const change: FileChange = {
       fileName: path.basename(filePath),
       filePath,

@@ -8,7 +8,7 @@ import {
   readRegularFile,
   realWorkspace,
   resolveInWorkspace,
-  workspaceRelative,
+  relativeIn,
   type WorkspaceToolOptions,
 } from '../workspace.js';
 import { compileGlob, type CompiledGlob } from './glob-pattern.js';
@@ -153,7 +153,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
         const found = await worker.matchLines(compiled.regex, text, this.maxMatches - count, this.fileTimeoutMs, ctx.signal);
         if (!found.ok) {
           if (found.reason === 'cancelled') break;
-          const rel = await workspaceRelative(ws.path, file.abs);
+          const rel = relativeIn(ws.path, file.abs);
           return {
             isError: true,
             error: {
@@ -164,7 +164,7 @@ export class SearchFileContentTool implements Tool<SearchFileContentArgs> {
         }
         if (found.hits.length === 0) continue;
         const lines = text.split('\n');
-        const rel = await workspaceRelative(ws.path, file.abs);
+        const rel = relativeIn(ws.path, file.abs);
         const hits = byFile.get(rel) ?? [];
         for (const i of found.hits) {
           const line = (lines[i] ?? '').replace(/\r$/, ''); // i indexes this very text

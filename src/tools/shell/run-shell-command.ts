@@ -5,14 +5,7 @@ import { gitSafeEnvironment } from './git-env.js';
 import { recordGroup } from './process-group.js';
 import { NO_SANDBOX, type SandboxedCommand, type ShellSandbox } from './sandbox.js';
 import type { CommandLine, Tool, ToolContext, ToolError, ToolParameterSchema, ToolProposal, ToolResult, Validation } from '../tool.js';
-import {
-  describeGivenPath,
-  ProtectedPaths,
-  realWorkspace,
-  resolveInWorkspace,
-  workspaceRelative,
-  type ResolveResult,
-} from '../workspace.js';
+import { describeGivenPath, ProtectedPaths, realWorkspace, resolveInWorkspace, relativeIn, type ResolveResult } from '../workspace.js';
 
 /** A shell is not confined to paths (it asks instead), so its dir_path is not checked against the server's own files. */
 const SHELL_PROTECTS_NOTHING = ProtectedPaths.NONE;
@@ -177,7 +170,7 @@ export class RunShellCommandTool implements Tool<RunShellCommandArgs> {
     const text = output.text() + quarantined;
     const llmContent = [
       `Command: ${args.command}`,
-      `Directory: ${await workspaceRelative(ctx.workspace, cwd.path)}`,
+      `Directory: ${relativeIn(cwd.workspace, cwd.path)}`,
       `Output:\n${text === '' ? '(empty)' : text}`,
       ending.ending.kind === 'exit' && ending.ending.code !== null ? `Exit Code: ${ending.ending.code}` : '',
     ]

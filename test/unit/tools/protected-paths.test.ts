@@ -162,18 +162,26 @@ t.test('resolveInWorkspace: every hostile spelling fails path_protected; the res
     ok: false,
     error: { type: 'path_outside_workspace' },
   });
-  t.same(await resolveInWorkspace(ws, 'README.md', 'file_path', protectedPaths), { ok: true, path: path.join(ws, 'README.md') });
-  t.same(await resolveInWorkspace(ws, 'auth.json.new', 'file_path', protectedPaths), { ok: true, path: path.join(ws, 'auth.json.new') });
-  t.same(await resolveInWorkspace(ws, '.', 'dir_path', protectedPaths), { ok: true, path: ws });
-  t.same(await resolveInWorkspace(ws, 'here', 'dir_path', protectedPaths), { ok: true, path: ws });
+  t.same(await resolveInWorkspace(ws, 'README.md', 'file_path', protectedPaths), {
+    ok: true,
+    path: path.join(ws, 'README.md'),
+    workspace: ws,
+  });
+  t.same(await resolveInWorkspace(ws, 'auth.json.new', 'file_path', protectedPaths), {
+    ok: true,
+    path: path.join(ws, 'auth.json.new'),
+    workspace: ws,
+  });
+  t.same(await resolveInWorkspace(ws, '.', 'dir_path', protectedPaths), { ok: true, path: ws, workspace: ws });
+  t.same(await resolveInWorkspace(ws, 'here', 'dir_path', protectedPaths), { ok: true, path: ws, workspace: ws });
   t.same(
     await resolveInWorkspace(ws, 'auth.json', 'file_path', ProtectedPaths.NONE),
-    { ok: true, path: path.join(ws, 'auth.json') },
+    { ok: true, path: path.join(ws, 'auth.json'), workspace: ws },
     'NONE protects nothing',
   );
   t.same(
     await resolveForAgent(ws, 'auth.json', 'file_path'),
-    { ok: true, path: path.join(ws, 'auth.json') },
+    { ok: true, path: path.join(ws, 'auth.json'), workspace: ws },
     "the agent's resolver: confinement only",
   );
   t.match(await resolveForAgent(ws, 'auth.json', 'file_path', protectedPaths), { ok: false, error: { type: 'path_protected' } });

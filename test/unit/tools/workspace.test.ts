@@ -22,12 +22,20 @@ function setup(t: Fixtures): { ws: string; outside: string } {
 
 t.test('relative and absolute paths inside resolve to real absolute paths', async (t) => {
   const { ws } = setup(t);
-  t.same(await resolveInWorkspace(ws, 'src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
-  t.same(await resolveInWorkspace(ws, path.join(ws, 'src/a.ts'), 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
-  t.same(await resolveInWorkspace(ws, '.', 'dir_path'), { ok: true, path: ws });
-  t.same(await resolveInWorkspace(ws, 'new/dir/file.txt', 'file_path'), { ok: true, path: path.join(ws, 'new/dir/file.txt') });
-  t.same(await resolveInWorkspace(ws, 'src/../src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
-  t.same(await resolveInWorkspace(ws, 'inner-link/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts') });
+  t.same(await resolveInWorkspace(ws, 'src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts'), workspace: ws });
+  t.same(await resolveInWorkspace(ws, path.join(ws, 'src/a.ts'), 'file_path'), {
+    ok: true,
+    path: path.join(ws, 'src/a.ts'),
+    workspace: ws,
+  });
+  t.same(await resolveInWorkspace(ws, '.', 'dir_path'), { ok: true, path: ws, workspace: ws });
+  t.same(await resolveInWorkspace(ws, 'new/dir/file.txt', 'file_path'), {
+    ok: true,
+    path: path.join(ws, 'new/dir/file.txt'),
+    workspace: ws,
+  });
+  t.same(await resolveInWorkspace(ws, 'src/../src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts'), workspace: ws });
+  t.same(await resolveInWorkspace(ws, 'inner-link/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts'), workspace: ws });
 });
 
 t.test('escape via ..', async (t) => {
@@ -63,7 +71,7 @@ t.test('escape via a dangling symlink whose target would be created outside', as
   fs.symlinkSync(path.join(outside, 'created-by-write.txt'), path.join(ws, 'dangling'));
   t.match(await resolveInWorkspace(ws, 'dangling', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
   fs.symlinkSync('src/new.txt', path.join(ws, 'dangling-inside'));
-  t.same(await resolveInWorkspace(ws, 'dangling-inside', 'file_path'), { ok: true, path: path.join(ws, 'src/new.txt') });
+  t.same(await resolveInWorkspace(ws, 'dangling-inside', 'file_path'), { ok: true, path: path.join(ws, 'src/new.txt'), workspace: ws });
 });
 
 t.test('symlink loops are refused', async (t) => {
