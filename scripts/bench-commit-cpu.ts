@@ -44,7 +44,14 @@ function task(contextId: string, state: string): Task {
   });
 }
 
-function status(t: Task, state: string, text: string, data?: Record<string, unknown>): { status: TaskStatus; response: StreamResponse } {
+/** A status-update event of `t` (a batch entry: the task's new status and the stream response carrying it). */
+function statusEvent(
+  t: Task,
+  state: string,
+  text: string,
+  data?: Record<string, unknown>,
+  final = false,
+): { taskId: string; status: TaskStatus; response: StreamResponse; final: boolean } {
   const message = {
     messageId: uid('msg'),
     contextId: t.contextId,
@@ -54,10 +61,12 @@ function status(t: Task, state: string, text: string, data?: Record<string, unkn
   };
   const s = { state, timestamp: new Date().toISOString(), message };
   return {
+    taskId: t.id,
     status: TaskStatus.fromJSON(s),
     response: StreamResponse.fromJSON({
       statusUpdate: { taskId: t.id, contextId: t.contextId, status: s, metadata: { coder: { kind: 'state' } } },
     }),
+    final,
   };
 }
 
@@ -109,7 +118,6 @@ async function timed<T>(sums: Sums, kind: Kind, run: () => Promise<T>): Promise<
 
 /** A task's start: context, task, its first events and the user's message, in one commit. */
 function startBatch(t: Task): WriteBatch {
-  const working = status(t, 'TASK_STATE_WORKING', 'Working');
   return {
     ...NOTHING,
     create: {
@@ -118,7 +126,7 @@ function startBatch(t: Task): WriteBatch {
     },
     events: [
       { taskId: t.id, task: t, response: StreamResponse.fromJSON({ task: Task.toJSON(t) }), final: false },
-      { taskId: t.id, status: working.status, response: working.response, final: false },
+      statusEvent(t, 'TASK_STATE_WORKING', 'Working'),
     ],
     history: [{ contextId: t.contextId, contents: [{ role: 'user', parts: [{ text: 'write hello.txt saying hi' }] }] }],
   };
@@ -126,14 +134,12 @@ function startBatch(t: Task): WriteBatch {
 
 /** The card and the pause, with the awaiting call and its audit entry. */
 function cardBatch(t: Task, waiting: StoredCall, lastSeq: number): WriteBatch {
-  const card = status(t, 'TASK_STATE_WORKING', '', { tool_call_id: waiting.id, confirmation_request: waiting.snapshot });
-  const paused = status(t, 'TASK_STATE_INPUT_REQUIRED', 'Waiting for approval');
   return {
     ...NOTHING,
     expect: [{ taskId: t.id, lastSeq }],
     events: [
-      { taskId: t.id, status: card.status, response: card.response, final: false },
-      { taskId: t.id, status: paused.status, response: paused.response, final: true },
+      statusEvent(t, 'TASK_STATE_WORKING', '', { tool_call_id: waiting.id, confirmation_request: waiting.snapshot }),
+      statusEvent(t, 'TASK_STATE_INPUT_REQUIRED', 'Waiting for approval', undefined, true),
     ],
     calls: [waiting],
     audit: [{ taskId: t.id, contextId: t.contextId, toolCallId: waiting.id, decision: 'proposed', shownHash: waiting.shownHash }],
@@ -143,9 +149,6 @@ function cardBatch(t: Task, waiting: StoredCall, lastSeq: number): WriteBatch {
 /** The call's result, the model's answer and the end: events, the done call, history, audit, the turn closed. */
 function resultsBatch(t: Task, waiting: StoredCall, lastSeq: number): WriteBatch {
   const response = { functionResponse: { name: 'write_file', response: { output: 'ok' } } };
-  const ran = status(t, 'TASK_STATE_WORKING', '', { tool_call_id: waiting.id, status: 'SUCCESS' });
-  const answer = status(t, 'TASK_STATE_WORKING', 'Wrote hello.txt.');
-  const completed = status(t, 'TASK_STATE_COMPLETED', 'Done');
   const contents = [
     { role: 'model' as const, parts: [{ functionCall: { name: 'write_file', args: waiting.args } }] },
     { role: 'user' as const, parts: [response] },
@@ -155,9 +158,9 @@ function resultsBatch(t: Task, waiting: StoredCall, lastSeq: number): WriteBatch
     ...NOTHING,
     expect: [{ taskId: t.id, lastSeq }],
     events: [
-      { taskId: t.id, status: ran.status, response: ran.response, final: false },
-      { taskId: t.id, status: answer.status, response: answer.response, final: false },
-      { taskId: t.id, status: completed.status, response: completed.response, final: true },
+      statusEvent(t, 'TASK_STATE_WORKING', '', { tool_call_id: waiting.id, status: 'SUCCESS' }),
+      statusEvent(t, 'TASK_STATE_WORKING', 'Wrote hello.txt.'),
+      statusEvent(t, 'TASK_STATE_COMPLETED', 'Done', undefined, true),
     ],
     calls: [{ ...waiting, phase: 'done', answer: 'proceed_once', response }],
     history: [{ contextId: t.contextId, contents }],
