@@ -18,7 +18,7 @@ import {
   isWithin,
   ProtectedPaths,
   readRegularFile,
-  realWorkspace,
+  realWorkspacePath,
   resolveInWorkspace,
   relativeIn,
   type WorkspaceToolOptions,
@@ -170,8 +170,7 @@ async function removeRegular(
   } finally {
     await handle.close();
   }
-  const ws = await realWorkspace(guard.workspace);
-  if (!isWithin(ws.ok ? ws.path : guard.workspace, real)) throw new Error(`refused: it would land outside the workspace (${real})`);
+  if (!isWithin(await realWorkspacePath(guard.workspace), real)) throw new Error(`refused: it would land outside the workspace (${real})`);
   if (guard.protectedPaths.covers(real)) throw new Error("refused: it would land on one of the server's own files");
   const why = await guard.refuse?.(real);
   if (why !== undefined) throw new Error(`refused: ${why}`);

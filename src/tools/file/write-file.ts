@@ -13,7 +13,7 @@ import {
   ProtectedPaths,
   isWithin,
   readRegularFile,
-  realWorkspace,
+  realWorkspacePath,
   resolveInWorkspace,
   relativeIn,
   type WorkspaceToolOptions,
@@ -191,11 +191,6 @@ async function refusal(real: string, guard: WriteGuard): Promise<string | undefi
   if (guard.protectedPaths.covers(real)) return "it would land on one of the server's own files";
   return guard.refuse?.(real);
 }
-
-const realWorkspacePath = async (workspace: string): Promise<string> => {
-  const ws = await realWorkspace(workspace);
-  return ws.ok ? ws.path : workspace;
-};
 
 /**
  * Writes `content` to `filePath` only if it is (or becomes) a regular file: checked on the opened
