@@ -14,6 +14,10 @@
  * `npm start` to ready on new stores (scripts/bench/npm-start.ts, --start-runs).
  * With --memory, RSS after 100 and after 10,000 tasks on a fresh server, per store.
  *
+ * --filled n: each store leg's store holds n finished tasks (scripts/bench/fill-store.ts: their
+ * events, calls, closed turns, history and audit, analyzed) before its server starts, so the
+ * figures are those of a server that has run for a while, not of an empty store.
+ *
  * The ceiling of a flow (scripts/bench/flow-ceiling.ts): after the store legs, bare Fastify in a
  * process of its own serves the 9 frames captured from the server's confirm flow, with no store,
  * through the same client and phases; every latency and throughput figure is printed as a share
@@ -23,7 +27,7 @@
  *                    [--samples 60] [--warmup-samples 10] [--min-tasks 300]
  *                    [--long-chunks 10000] [--long-chunk-chars 40] [--no-long]
  *                    [--memory] [--memory-only] [--memory-tasks 10000] [--memory-clients 50] [--profile] [--no-probe]
- *                    [--start-runs 3]
+ *                    [--start-runs 3] [--filled 0]
  *                    [--from-source] [--anchor|--anchor-only]
  *
  * Where the time goes: the measured server runs with scripts/bench/probe.ts preloaded
@@ -84,6 +88,8 @@ import { BenchClient } from './bench/sse-client.js';
 import { mb, summarize } from './bench/stats.js';
 import { parseStores, pgliteStore, postgresAdminUrl, postgresStore, STORE_KINDS, STORE_LABEL } from './bench/stores.js';
 import type { BenchStore, StoreKind } from './bench/stores.js';
+import { fillStore } from './bench/fill-store.js';
+import { openDatabase } from '../src/store/db.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_SCRIPT = path.join(REPO, 'scripts', 'bench-script.json');
@@ -93,7 +99,8 @@ const USAGE =
   'usage: npm run bench -- [--stores pglite,postgres] [--duration s] [--warmup s] [--clients 50,200] [--samples n] [--warmup-samples n]\n' +
   '                        [--min-tasks n] [--long-chunks n] [--long-chunk-chars n] [--no-long] [--memory] [--memory-tasks n]\n' +
   '                        [--memory-clients n] [--memory-only] [--profile|--cpu-prof] [--no-probe] [--from-source] [--anchor|--anchor-only]\n' +
-  '                        [--start-runs n]\n' +
+  '                        [--start-runs n] [--filled n]\n' +
+  '--filled: the store of each store leg holds n finished tasks (10 events each, calls, history, audit) before its server starts.\n' +
   '--start-runs: per store, npm start (and node dist/main.js) to the first 200 of GET /readyz on n new stores (default 3, 0: none).\n' +
   '--from-source: run the server under tsx from src/ (default: `npm run build` when dist/ is stale, then node dist/main.js, what npm start runs).\n' +
   '--anchor: also the same phases over the legacy coderAgent wire against @google/gemini-cli-a2a-server@0.25.2 and this server\n' +
@@ -130,6 +137,8 @@ interface Args {
   fromSource: boolean;
   /** Per store: `npm start` (and `node dist/main.js`) to ready on this many new stores. */
   startRuns: number;
+  /** Finished tasks in each store leg's store before its server starts (scripts/bench/fill-store.ts). */
+  filled: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -156,6 +165,7 @@ function parseArgs(argv: string[]): Args {
     anchorOnly: false,
     fromSource: false,
     startRuns: 3,
+    filled: 0,
   };
   const num = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -193,6 +203,7 @@ function parseArgs(argv: string[]): Args {
     else if (name === '--anchor-only') args.anchor = args.anchorOnly = true;
     else if (name === '--from-source') args.fromSource = true;
     else if (name === '--start-runs') args.startRuns = Math.floor(num(name, value(), 0));
+    else if (name === '--filled') args.filled = Math.floor(num(name, value(), 0));
     else if (name === '--help' || name === '-h') {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -341,6 +352,18 @@ async function openStore(kind: StoreKind): Promise<BenchStore> {
   return store;
 }
 
+/** Migrates the store and fills it with `n` finished tasks (--filled), before a server opens it. */
+async function fillBenchStore(store: BenchStore, n: number): Promise<void> {
+  const t0 = performance.now();
+  const db = await openDatabase(store.kind === 'pglite' ? { dataDir: store.env.DATA_DIR } : { databaseUrl: store.env.DATABASE_URL });
+  try {
+    await fillStore(db, n);
+  } finally {
+    await db.close();
+  }
+  log(`${STORE_LABEL[store.kind]}: store filled with ${n} finished tasks in ${Math.round(performance.now() - t0)} ms`);
+}
+
 async function closeStore(store: BenchStore): Promise<void> {
   try {
     await store.dispose();
@@ -377,6 +400,7 @@ async function leg(kind: StoreKind, args: Args, scriptFile: string): Promise<Fig
   const t0 = performance.now();
   const store = await openStore(kind);
   try {
+    if (args.filled > 0) await fillBenchStore(store, args.filled);
     const profDir = args.cpuProf ? mkdtempSync(path.join(os.tmpdir(), `devtool-bench-prof-${kind}-`)) : undefined;
     const { srv, readyMs, pidCheck } = await startServer(
       store,
