@@ -336,11 +336,6 @@ export interface WorkspaceToolOptions {
   protectedPaths?: ProtectedPaths;
 }
 
-/** `abs` relative to the workspace with forward slashes (`.` for the workspace itself). */
-export async function workspaceRelative(workspace: string, abs: string): Promise<string> {
-  return relativeIn(await realWorkspacePath(workspace), abs);
-}
-
 /** The workspace's real path, or the path as given when it cannot be resolved (then nothing real lies within it). */
 export async function realWorkspacePath(workspace: string): Promise<string> {
   const ws = await realWorkspace(workspace);

@@ -7,7 +7,7 @@ import {
   ProtectedPaths,
   realWorkspace,
   resolveInWorkspace,
-  workspaceRelative,
+  relativeIn,
   type WorkspaceToolOptions,
 } from '../workspace.js';
 import { compileGlob } from './glob-pattern.js';
@@ -46,7 +46,8 @@ export interface GlobOptions extends WorkspaceToolOptions {
 
 const DEFAULT_MAX_RESULTS = 1000;
 
-type Setup = { ok: true; searchDir: string; pattern: ResolvedPattern } | { ok: false; error: ToolError };
+/** `workspace`: the workspace's real path, resolved with the search directory (what the results are relative to). */
+type Setup = { ok: true; workspace: string; searchDir: string; pattern: ResolvedPattern } | { ok: false; error: ToolError };
 
 function invalid(message: string): { ok: false; error: ToolError } {
   return { ok: false, error: { type: 'invalid_argument', message } };
@@ -102,11 +103,9 @@ export class GlobTool implements Tool<GlobArgs> {
   async run(args: GlobArgs, ctx: ToolContext): Promise<ToolResult> {
     const setup = await this.setup(args, ctx.workspace);
     if (!setup.ok) return { isError: true, error: setup.error };
-    const { searchDir, pattern } = setup;
-    const ws = await realWorkspace(ctx.workspace);
-    if (!ws.ok) return { isError: true, error: ws.error };
+    const { workspace, searchDir, pattern } = setup;
     const nocase = args.case_sensitive !== true;
-    const gitignore = args.respect_git_ignore === false ? undefined : await loadGitignore(ws.path, this.protectedPaths);
+    const gitignore = args.respect_git_ignore === false ? undefined : await loadGitignore(workspace, this.protectedPaths);
 
     // Walk from the pattern's literal base when it exists; a case-insensitive match may
     // still find it under another spelling, so then walk the whole search directory.
@@ -114,12 +113,12 @@ export class GlobTool implements Tool<GlobArgs> {
     let lexicalRoot = pattern.baseLexical;
     let glob = pattern.glob;
     if (!(await isDirectory(root))) {
-      if (!nocase || pattern.relPattern === undefined) return await this.noMatch(args, ctx.workspace, searchDir);
+      if (!nocase || pattern.relPattern === undefined) return this.noMatch(args, workspace, searchDir);
       root = searchDir;
       lexicalRoot = searchDir;
       glob = pattern.relPattern;
     }
-    const matched = await this.matchingFiles(root, glob, nocase, ws.path, gitignore, ctx.signal);
+    const matched = await this.matchingFiles(root, glob, nocase, workspace, gitignore, ctx.signal);
     if (!matched.ok) return { isError: true, error: matched.error };
     const found: { path: string; mtime: number }[] = [];
     for (const entry of matched.entries) {
@@ -132,11 +131,11 @@ export class GlobTool implements Tool<GlobArgs> {
       found.push({ path: path.join(lexicalRoot, entry.rel), mtime });
     }
     if (ctx.signal.aborted) return { isError: true, error: { type: 'cancelled', message: 'The file search was cancelled' } };
-    if (found.length === 0) return await this.noMatch(args, ctx.workspace, searchDir, gitignore?.notes);
+    if (found.length === 0) return this.noMatch(args, workspace, searchDir, gitignore?.notes);
     found.sort((a, b) => b.mtime - a.mtime || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return this.report(
       args,
-      await workspaceRelative(ctx.workspace, searchDir),
+      relativeIn(workspace, searchDir),
       found.map((f) => f.path),
       gitignore,
     );
@@ -197,9 +196,10 @@ export class GlobTool implements Tool<GlobArgs> {
     return { llmContent: text, display: { type: 'text', text } };
   }
 
-  private async noMatch(args: GlobArgs, workspace: string, searchDir: string, notes: readonly string[] = []): Promise<ToolResult> {
+  /** `workspace`: the workspace's real path (Setup.workspace). */
+  private noMatch(args: GlobArgs, workspace: string, searchDir: string, notes: readonly string[] = []): ToolResult {
     const text = [
-      `No files found matching pattern "${args.pattern}" within ${await workspaceRelative(workspace, searchDir)}`,
+      `No files found matching pattern "${args.pattern}" within ${relativeIn(workspace, searchDir)}`,
       ...notes.map((n) => `[Note: ${n}]`),
     ].join('\n');
     return { llmContent: text, display: { type: 'text', text } };
@@ -208,10 +208,11 @@ export class GlobTool implements Tool<GlobArgs> {
   /** Resolves `path` (must be a directory inside the workspace) and the pattern's base. */
   private async setup(args: GlobArgs, workspace: string): Promise<Setup> {
     let searchDir: string;
+    let real: string;
     if (args.path === undefined) {
       const ws = await realWorkspace(workspace);
       if (!ws.ok) return ws;
-      searchDir = ws.path;
+      searchDir = real = ws.path;
     } else {
       const resolved = await resolveInWorkspace(workspace, args.path, 'path', this.protectedPaths);
       if (!resolved.ok) return resolved;
@@ -225,9 +226,10 @@ export class GlobTool implements Tool<GlobArgs> {
         };
       }
       searchDir = resolved.path;
+      real = resolved.workspace;
     }
     const pattern = await resolvePattern(workspace, searchDir, args.pattern, 'pattern', this.protectedPaths);
     if (!pattern.ok) return pattern;
-    return { ok: true, searchDir, pattern: pattern.pattern };
+    return { ok: true, workspace: real, searchDir, pattern: pattern.pattern };
   }
 }

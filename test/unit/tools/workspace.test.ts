@@ -1,7 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { resolveInWorkspace as resolveConfined, workspaceRelative, isWithin, ProtectedPaths } from '../../../src/tools/workspace.js';
+import {
+  resolveInWorkspace as resolveConfined,
+  realWorkspacePath,
+  relativeIn,
+  isWithin,
+  ProtectedPaths,
+} from '../../../src/tools/workspace.js';
 
 /** Workspace confinement alone (the server's own files: protected-paths.test.ts). */
 const resolveInWorkspace = (ws: string, p: unknown, argName: string) => resolveConfined(ws, p, argName, ProtectedPaths.NONE);
@@ -99,8 +105,8 @@ t.test('missing workspace', async (t) => {
 
 t.test('helpers', async (t) => {
   const { ws } = setup(t);
-  t.equal(await workspaceRelative(ws, path.join(ws, 'src', 'a.ts')), 'src/a.ts');
-  t.equal(await workspaceRelative(ws, ws), '.');
+  t.equal(relativeIn(await realWorkspacePath(ws), path.join(ws, 'src', 'a.ts')), 'src/a.ts');
+  t.equal(relativeIn(await realWorkspacePath(ws), ws), '.');
   t.ok(isWithin('/w', '/w'));
   t.ok(isWithin('/w', '/w/..x'));
   t.notOk(isWithin('/w', '/w2'));
