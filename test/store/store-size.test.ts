@@ -55,6 +55,9 @@ async function scannedBy(db: Database, statement: (tx: Queryable) => Promise<unk
     await db.transaction(async (tx) => {
       // The view also counts what this connection did before and has not reported yet: a difference.
       const before = await seqRowsRead(tx);
+      // The plans a connection settles on after its first few calls (generic: the batch's
+      // contents unknown to the planner), not the first calls' custom plans.
+      await tx.query('set local plan_cache_mode = force_generic_plan', []);
       await statement(tx);
       const byTable: Record<string, number> = {};
       for (const [table, n] of await seqRowsRead(tx)) {
