@@ -14,8 +14,6 @@ AS $$
 DECLARE
   finished text[] := ARRAY(SELECT jsonb_array_elements_text(p->'finished'));
   phases text[] := ARRAY(SELECT jsonb_array_elements_text(p->'phases'));
-  -- The batch's tasks, read out of the plan once: the lock and the update find them by index.
-  task_ids text[] := ARRAY(SELECT x->>'id' FROM jsonb_array_elements(p->'tasks') x);
   stale jsonb;
   missing text;
   seqs jsonb := '{}'::jsonb;
@@ -37,7 +35,7 @@ BEGIN
   IF jsonb_array_length(p->'tasks') > 0 THEN
     WITH locked AS (
       SELECT t.id, t.last_seq, t.state FROM tasks t
-      WHERE t.id = ANY(task_ids)
+      WHERE t.id = ANY(ARRAY(SELECT x->>'id' FROM jsonb_array_elements(p->'tasks') x))
       ORDER BY t.id COLLATE "C" FOR NO KEY UPDATE
     ), wanted AS (
       SELECT x.id, x.e, x.s, l.id AS found, l.last_seq, l.state
@@ -93,7 +91,7 @@ BEGIN
       UPDATE tasks t SET last_seq = t.last_seq + x.n, task = coalesce(x.task, jsonb_set(t.task, '{status}', x.status)),
         state = x.state, updated_at = now()
       FROM jsonb_to_recordset(p->'tasks') AS x(id text, n integer, task jsonb, status jsonb, state text, f integer)
-      WHERE t.id = x.id AND t.id = ANY(task_ids)
+      WHERE t.id = x.id AND t.id = ANY(ARRAY(SELECT y->>'id' FROM jsonb_array_elements(p->'tasks') y))
       RETURNING t.id, t.last_seq, x.f
     ), logged AS (
       INSERT INTO events (task_id, seq, payload, final, key, span)
