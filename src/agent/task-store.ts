@@ -378,8 +378,13 @@ export interface TaskStore {
    * one) and none of whose calls holds a live lease: their process died mid-step.
    */
   findStaleTasks(now: Date): Promise<string[]>;
-  /** Extends the leases of every executing or ready call held by `owner`. */
-  renewLeases(owner: string, leaseUntil: Date): Promise<void>;
+  /**
+   * Extends the leases `owner` holds on the executing or ready calls of `taskIds` (the tasks
+   * the process is running something for). A call stored under `owner`'s lease that the process
+   * does not run — a claim committed while its reply was lost, so nothing here runs it — is not
+   * renewed: its lease lapses and the sweep ends it as interrupted, instead of it waiting forever.
+   */
+  renewLeases(owner: string, leaseUntil: Date, taskIds: readonly string[]): Promise<void>;
   /**
    * Shutdown: every lease `owner` holds, on tasks and calls, lapses now (set to the epoch), so
    * any other process may take over at once — its next sweep ends what was left running,

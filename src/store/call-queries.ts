@@ -164,16 +164,17 @@ export async function closeTurn(db: StoreDb, taskId: string, turn: number): Prom
 }
 
 /**
- * Extends the leases `owner` holds on executing/ready calls. The rows are locked in id order
+ * Extends the leases `owner` holds on the executing/ready calls of `taskIds`. The rows are locked in id order
  * first, as a group commit locks the calls it writes: a plain UPDATE locks them in the order it
  * finds them, and racing a commit that holds one of them it deadlocked (seen by the bench at 200
  * clients on PostgreSQL; the database aborted one side).
  */
-export async function renewLeases(db: StoreDb, owner: string, leaseUntil: Date): Promise<void> {
+export async function renewLeases(db: StoreDb, owner: string, leaseUntil: Date, taskIds: readonly string[]): Promise<void> {
+  if (taskIds.length === 0) return;
   const mine = db
     .select({ id: toolCalls.id })
     .from(toolCalls)
-    .where(and(eq(toolCalls.leaseOwner, owner), inArray(toolCalls.phase, [...LIVE_PHASES])))
+    .where(and(inArray(toolCalls.taskId, [...taskIds]), eq(toolCalls.leaseOwner, owner), inArray(toolCalls.phase, [...LIVE_PHASES])))
     .orderBy(sql`${toolCalls.id} collate "C"`) // code-unit order, as the commit sorts the calls it writes
     .for('no key update');
   await db

@@ -739,10 +739,11 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     return staleTasks(this.use('findStaleTasks'), now.getTime());
   }
 
-  /** Extends the leases `owner` holds on executing/ready calls. */
-  async renewLeases(owner: string, leaseUntil: Date): Promise<void> {
+  /** Extends the leases `owner` holds on the executing/ready calls of `taskIds`. */
+  async renewLeases(owner: string, leaseUntil: Date, taskIds: readonly string[]): Promise<void> {
+    const named = new Set(taskIds);
     for (const { call } of this.use('renewLeases').calls.values()) {
-      if (call.leaseOwner === owner && LIVE_PHASES.has(call.phase)) call.leaseUntil = dateCopy(leaseUntil);
+      if (named.has(call.taskId) && call.leaseOwner === owner && LIVE_PHASES.has(call.phase)) call.leaseUntil = dateCopy(leaseUntil);
     }
   }
 

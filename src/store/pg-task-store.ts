@@ -281,8 +281,8 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.closeTurn(this.db, taskId, turn);
   }
 
-  renewLeases(owner: string, leaseUntil: Date): Promise<void> {
-    return calls_.renewLeases(this.db, owner, leaseUntil);
+  renewLeases(owner: string, leaseUntil: Date, taskIds: readonly string[]): Promise<void> {
+    return calls_.renewLeases(this.db, owner, leaseUntil, taskIds);
   }
 
   releaseLeases(owner: string): Promise<void> {

@@ -263,3 +263,54 @@ t.test(
     t.equal(await inner.closeTurn(taskId, 0), true, 'the turn was not closed by a close sent again after the failure');
   },
 );
+
+t.test(
+  'a claim that commits while its reply is lost: the retry is told it was answered, and the call, which nothing here runs, ends interrupted once its lease lapses',
+  async (t) => {
+    const inner = new MemoryTaskStore();
+    t.teardown(() => inner.close());
+    const faulty = faultyStore(inner);
+    const { app, workspace } = await buildServer(t, { env: { LEASE_MS: '1000' }, app: { store: faulty.store, sweepMs: 100 } });
+    const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
+    const task = first.events?.[0]?.data?.result;
+    const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
+    const answer = () =>
+      within(
+        10_000,
+        'the answer',
+        rpc(app, 'message/stream', {
+          message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
+        }),
+      );
+    faulty.loseReplyAt(1, 'claimCalls');
+    const lost = await answer();
+    t.strictSame(faulty.fired, ['claimCalls'], 'the fault fired');
+    t.equal(lost.json?.error?.code, -32050, 'the answer is refused as retryable: its outcome is unknown');
+    t.equal((await inner.loadCall(card.tool_call_id))?.phase, 'ready', 'yet the claim was stored');
+    const again = await answer();
+    t.equal(again.json?.error?.code, -32602);
+    t.match(again.json?.error?.message, /was already answered \(proceed_once\): it runs on that answer, or fails as interrupted/);
+    // Nothing in this process runs the call, so its lease is not renewed: it lapses, and the sweep ends it.
+    const end = await within(15_000, 'the task to end', settledFinal(inner, task.id));
+    t.equal(end.state, 'failed', 'the task does not wait forever on a claim nobody runs');
+    t.match(end.text, /^Interrupted: write_file never started; the task cannot go on\.$/);
+    const call = await inner.loadCall(card.tool_call_id);
+    t.match(call, {
+      phase: 'done',
+      snapshot: {
+        status: 'FAILED',
+        error: { type: 'interrupted', message: /^write_file never started \(lease of .* lapsed\); it did not run\.$/ },
+      },
+    });
+    t.notOk(existsSync(path.join(workspace, 'hello.txt')), 'the write never ran');
+  },
+);
+
+/** Polls the store until the task is completed, failed or canceled. */
+async function settledFinal(store: MemoryTaskStore, taskId: string): Promise<{ state: string; text: string }> {
+  for (;;) {
+    const end = await settledState(store, taskId);
+    if (end.state !== 'input-required') return end;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -75,7 +75,7 @@ t.test('close: every method of the closed store rejects; the data stays for the 
     ['closeTurn', () => closed.closeTurn(task.id, 0)],
     ['leaseTasks', () => closed.leaseTasks([], 'o', now)],
     ['findStaleTasks', () => closed.findStaleTasks(now)],
-    ['renewLeases', () => closed.renewLeases('o', now)],
+    ['renewLeases', () => closed.renewLeases('o', now, ['t'])],
     ['findInterrupted', () => closed.findInterrupted(now)],
     ['claimReminders', () => closed.claimReminders(now, now)],
     ['findExpired', () => closed.findExpired(now)],

@@ -34,12 +34,17 @@ export interface FaultyStore {
    * omitted), and the `times - 1` calls to it after that: a store that stays down a while.
    */
   failAt(n: number, method?: string, times?: number): void;
+  /**
+   * Lets the `n`-th call from now on to `method` reach the store, then rejects it as a lost
+   * connection: the statement committed, and the caller cannot know.
+   */
+  loseReplyAt(n: number, method: string): void;
 }
 
 export function faultyStore(inner: MemoryTaskStore): FaultyStore {
   const calls: string[] = [];
   const fired: string[] = [];
-  let armed: { left: number; method?: string; times: number } | undefined;
+  let armed: { left: number; method?: string; times: number; committed?: boolean } | undefined;
   const store = new Proxy(inner, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);
@@ -50,8 +55,10 @@ export function faultyStore(inner: MemoryTaskStore): FaultyStore {
       return (...args: unknown[]) => {
         calls.push(prop);
         if (armed && (armed.method === undefined || armed.method === prop) && --armed.left <= 0) {
+          const committed = armed.committed === true;
           if (--armed.times <= 0) armed = undefined;
           fired.push(prop);
+          if (committed) return (fn.apply(target, args) as Promise<unknown>).then(() => Promise.reject(new DatabaseBlip(prop)));
           return Promise.reject(new DatabaseBlip(prop));
         }
         return fn.apply(target, args);
@@ -64,6 +71,9 @@ export function faultyStore(inner: MemoryTaskStore): FaultyStore {
     fired,
     failAt: (n, method, times = 1) => {
       armed = { left: n, method, times };
+    },
+    loseReplyAt: (n, method) => {
+      armed = { left: n, method, times: 1, committed: true };
     },
   };
 }

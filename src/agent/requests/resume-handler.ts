@@ -39,7 +39,9 @@ export type ResumePlan = { kind: 'decisions'; decisions: Decision[] } | { kind: 
 function describeAnswered(call: TurnCall): string {
   const id = call.snapshot.id;
   if (call.answer === undefined) return `tool call ${id} needed no answer (it ran without asking; status ${call.snapshot.status})`;
-  if (call.phase === 'ready') return `tool call ${id} was already answered (${call.answer}) and is about to run`;
+  if (call.phase === 'ready') {
+    return `tool call ${id} was already answered (${call.answer}): it runs on that answer, or fails as interrupted if that run was lost; tasks/resubscribe follows it`;
+  }
   return `tool call ${id} was already answered (${call.answer}; status ${call.snapshot.status})`;
 }
 

@@ -333,7 +333,8 @@ export function applyEdit(call: TurnCall, edit: { args: Record<string, unknown>;
 /**
  * Closes a call whose process died while it ran (its lease lapsed, or the embedded store's
  * only process restarted): FAILED `interrupted`. `killedGroup`: the process group it left
- * running, which the recovery killed.
+ * running, which the recovery killed. `started` false: the call was still `ready` (its EXECUTING
+ * card is stored before its tool starts), so its card says it did not run.
  */
 export function interruptCall(
   task: LiveTask,
@@ -341,16 +342,30 @@ export function interruptCall(
   leaseOwner: string | undefined,
   killedGroup?: number,
   why = `lease of ${leaseOwner ?? 'unknown instance'} lapsed`,
+  started = call.phase !== 'ready',
 ): void {
   const name = call.snapshot.toolName;
   const killed = killedGroup === undefined ? '' : ` Its processes, still running, were killed (process group ${killedGroup}).`;
-  const message = `The server stopped while ${name} was running (${why}); it may not have finished.${killed}`;
+  const message = !started
+    ? `${name} never started (${why}); it did not run.`
+    : `The server stopped while ${name} was running (${why}); it may not have finished.${killed}`;
   closeWithoutResult(task, call, 'FAILED', { message, type: 'interrupted' }, message);
   task.audit({
     toolCallId: call.snapshot.id,
     decision: 'interrupted',
     detail: { leaseOwner, ...(killedGroup === undefined ? {} : { killedGroup }) },
   });
+}
+
+/**
+ * What a task's `Interrupted:` reason says of the calls it ended: those that ran, else those
+ * that never started (claimed or queued, their EXECUTING card not yet stored).
+ */
+export function interruptedWork(calls: ReadonlyArray<{ name: string; started: boolean }>, stopped: string): string {
+  const ran = calls.filter((c) => c.started).map((c) => c.name);
+  if (ran.length > 0) return `the server ${stopped} while ${ran.join(', ')} ran`;
+  if (calls.length > 0) return `${calls.map((c) => c.name).join(', ')} never started`;
+  return `the server ${stopped} while the model was answering`;
 }
 
 /** Runs a ready call and publishes EXECUTING (with live output), then its result. Never throws. */

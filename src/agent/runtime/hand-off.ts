@@ -5,7 +5,7 @@
  * then every write is committed and every lease this instance holds is released, so another
  * instance takes the tasks over at once (a paused task's answer, a sweep of what was left).
  */
-import { interruptCall } from './call-lifecycle.js';
+import { interruptCall, interruptedWork } from './call-lifecycle.js';
 import { failTask } from './task-lifecycle.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -72,13 +72,16 @@ function interruptForShutdown(opts: HandOffOptions, task: LiveTask, graceMs: num
   const kill = opts.killProcessGroup ?? killRecordedGroup;
   const why = `the server shut down; SHUTDOWN_GRACE_MS=${graceMs} passed`;
   const running = task.turn.filter((c) => (c.phase === 'executing' || c.phase === 'ready') && c.elsewhere !== true);
+  const what = interruptedWork(
+    running.map((c) => ({ name: c.snapshot.toolName, started: c.phase === 'executing' })),
+    'shut down',
+  );
   for (const call of running) {
     const group = call.processGroup;
     const killed = group !== undefined && kill(group) ? group.pgid : undefined;
     interruptCall(task, call, opts.instanceId, killed, why);
   }
-  const what = running.length > 0 ? `${running.map((c) => c.snapshot.toolName).join(', ')} ran` : 'the model was answering';
-  failTask(task, `Interrupted: the server shut down while ${what}; the task cannot go on.`);
+  failTask(task, `Interrupted: ${what}; the task cannot go on.`);
   opts.logger.warn(
     { taskId: task.id, contextId: task.task.contextId, calls: running.map((c) => c.snapshot.id) },
     'shutdown: grace period over, running calls recorded interrupted',

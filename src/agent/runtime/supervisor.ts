@@ -17,7 +17,7 @@
 import { Background } from '../../lib/background.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { BUSY_STATES } from '../../protocol/task-states.js';
-import { declineCall, interruptCall } from './call-lifecycle.js';
+import { declineCall, interruptCall, interruptedWork } from './call-lifecycle.js';
 import { failTask, notWorkedHere, pauseTask, resumeWorking, staleCopy, workHere } from './task-lifecycle.js';
 import { PAUSED } from '../wire/agent-events.js';
 import type { LiveTask } from './live-task.js';
@@ -92,8 +92,9 @@ export class Supervisor {
   private async pass(bootRecovery: boolean): Promise<void> {
     const { store, instanceId, leaseMs } = this.opts;
     const until = new Date(Date.now() + leaseMs);
-    await store.renewLeases(instanceId, until);
+    // Only what runs here: a claim stored while its reply was lost is run by nobody, so it lapses.
     const busy = this.opts.cache.busyIds();
+    await store.renewLeases(instanceId, until, busy);
     if (busy.length > 0) await store.leaseTasks(busy, instanceId, until);
     const lapsedBefore = () => (bootRecovery ? EVERY_LEASE_LAPSED : new Date());
     for (const [taskId, calls] of byTask(await store.findInterrupted(lapsedBefore()))) {
@@ -135,12 +136,21 @@ export class Supervisor {
       const stranded = await this.pauseStranded(task);
       if (stranded !== 'no') return; // paused on its cards, or a call of its turn is live: not interrupted
     }
-    for (const stored of calls) {
-      const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
-      if (call.phase !== 'done') interruptCall(task, call, stored.leaseOwner, this.killOrphans(task, stored));
+    const live = calls
+      .map((stored) => {
+        const call = task.turn.find((c) => c.snapshot.id === stored.id) ?? this.opts.cache.fromStored(stored, task.context);
+        // Started when either copy says so: the stored one, or this process's (its EXECUTING commit may be in flight).
+        return { stored, call, started: stored.phase === 'executing' || call.phase === 'executing' };
+      })
+      .filter(({ call }) => call.phase !== 'done');
+    const what = interruptedWork(
+      live.map(({ call, started }) => ({ name: call.snapshot.toolName, started })),
+      'stopped',
+    );
+    for (const { stored, call, started } of live) {
+      interruptCall(task, call, stored.leaseOwner, this.killOrphans(task, stored), undefined, started);
     }
-    const what = calls.length > 0 ? `${calls.map((c) => c.toolName).join(', ')} ran` : 'the model was answering';
-    failTask(task, `Interrupted: the server stopped while ${what}; the task cannot go on.`);
+    failTask(task, `Interrupted: ${what}; the task cannot go on.`);
     (this.opts.metrics ?? NO_METRICS).leaseTakenOver('interrupted');
     this.opts.logger.warn({ taskId: task.id, calls: calls.map((c) => c.id) }, 'marked interrupted tool calls failed');
     await task.flush();

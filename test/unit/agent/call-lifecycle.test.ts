@@ -406,14 +406,19 @@ t.test('interrupt: a call whose process died is FAILED interrupted, naming the l
     ['look', {}],
     ['look', {}],
   ]);
-  interruptCall(task, a, 'peer-1');
+  // Both are still `ready` here: a started one is named so by its caller (the stored phase was executing).
+  interruptCall(task, a, 'peer-1', undefined, undefined, true);
   interruptCall(task, b, undefined);
   await task.flush();
   const log = (await logOf(core.store, task.id)).slice(-2);
   t.same(shape(log), ['look:FAILED', 'look:FAILED']);
   t.equal(log[0].call.error.type, 'interrupted');
   t.match(log[0].call.error.message, /^The server stopped while look was running \(lease of peer-1 lapsed\); it may not have finished\.$/);
-  t.match(log[1].call.error.message, /lease of unknown instance lapsed/);
+  t.match(
+    log[1].call.error.message,
+    /^look never started \(lease of unknown instance lapsed\); it did not run\.$/,
+    'a ready call never started',
+  );
   const audit = await auditOf(core.store, task.id);
   t.same(
     audit.map((x) => [x.decision, x.detail]),
