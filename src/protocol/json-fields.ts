@@ -31,6 +31,8 @@ export interface ReflectedField {
   readonly repeated: boolean;
   readonly map: boolean;
   readonly resolvedType: ReflectedMessage | ReflectedEnum | null;
+  /** The oneof the field is a member of (a proto3 `optional` field's is synthetic): it has presence. */
+  readonly partOf?: ReflectedOneOf | null;
 }
 /** The subset of a protobufjs `Type` used here. */
 export interface ReflectedMessage {
@@ -118,9 +120,8 @@ function isEnum(t: ReflectedMessage | ReflectedEnum): t is ReflectedEnum {
 function checkSingle(field: ReflectedField, v: unknown, p: string): string | null {
   const rt = field.resolvedType;
   if (rt && isEnum(rt)) {
-    const names = Object.keys(rt.values);
-    if (typeof v === 'string' && names.includes(v)) return null;
-    return `${p} must be a ${rt.name} name (one of ${names.join(', ')}), got ${JSON.stringify(v)}`;
+    if (typeof v === 'string' && Object.hasOwn(rt.values, v)) return null;
+    return `${p} must be a ${rt.name} name (one of ${Object.keys(rt.values).join(', ')}), got ${JSON.stringify(v)}`;
   }
   if (rt) {
     if (rt.fullName === '.google.protobuf.Struct') return checkJsonObject(v, p);
@@ -180,4 +181,85 @@ export function checkMessageJson(type: ReflectedMessage, obj: unknown, path: str
     }
   }
   return null;
+}
+
+/** String.prototype.isWellFormed (Node 20; the ES2023 library the project compiles against predates it). */
+const wellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/** Struct keys the wire round trip cannot keep as data (a decoded map assigns them to a plain object). */
+const UNSAFE_STRUCT_KEYS = new Set(['__proto__']);
+
+/**
+ * The proto3 JSON that protobufjs' wire round trip (fromObject → encode → decode → toObject with
+ * enums as names, no defaults, no virtual oneof fields) makes of `obj`, which
+ * {@link checkMessageJson} has accepted — built by copying, without protobufjs: fields in
+ * declaration order; `undefined`, empty repeated fields and scalars without presence at their
+ * default left out; Struct values copied as JSON. `undefined` when a string is not well-formed UTF-16 or a Struct has a key the round trip
+ * mangles: what the wire makes of those is left to the wire.
+ */
+export function copyProtoJson(type: ReflectedMessage, obj: Record<string, unknown>): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {};
+  for (const field of type.fieldsArray) {
+    const v = obj[field.name];
+    if (v === undefined) continue;
+    if (field.repeated) {
+      const list = v as unknown[];
+      if (list.length === 0) continue;
+      const copy = new Array<unknown>(list.length);
+      for (let i = 0; i < list.length; i++) {
+        const c = copySingle(field, list[i]);
+        if (c === undefined) return undefined;
+        copy[i] = c;
+      }
+      out[field.name] = copy;
+      continue;
+    }
+    if (field.partOf == null && isImplicitDefault(field, v)) continue; // the wire has no bytes for it
+    const c = copySingle(field, v);
+    if (c === undefined) return undefined;
+    out[field.name] = c;
+  }
+  return out;
+}
+
+/** A scalar field without presence holding its default (empty string, false, 0, the enum's zero). */
+function isImplicitDefault(field: ReflectedField, v: unknown): boolean {
+  const rt = field.resolvedType;
+  if (rt && isEnum(rt)) return rt.values[v as string] === 0;
+  return !rt && (v === '' || v === false || v === 0);
+}
+
+function copySingle(field: ReflectedField, v: unknown): unknown {
+  const rt = field.resolvedType;
+  if (rt && !isEnum(rt)) {
+    if (rt.fullName === '.google.protobuf.Struct') return copyJson(v);
+    return copyProtoJson(rt, v as Record<string, unknown>);
+  }
+  return typeof v === 'string' && !wellFormed(v) ? undefined : v;
+}
+
+/** A JSON value copied (null, number, string, boolean, array, object); undefined where the wire would differ. */
+function copyJson(v: unknown): unknown {
+  if (typeof v === 'string') return wellFormed(v) ? v : undefined;
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    const copy = new Array<unknown>(v.length);
+    for (let i = 0; i < v.length; i++) {
+      // An undefined array element is a JSON null (checkJsonValue allows none; kept exact anyway).
+      const c = v[i] === undefined ? null : copyJson(v[i]);
+      if (c === undefined) return undefined;
+      copy[i] = c;
+    }
+    return copy;
+  }
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) {
+    const x = (v as Record<string, unknown>)[k];
+    if (x === undefined) continue;
+    if (UNSAFE_STRUCT_KEYS.has(k) || !wellFormed(k)) return undefined;
+    const c = copyJson(x);
+    if (c === undefined) return undefined;
+    out[k] = c;
+  }
+  return out;
 }
