@@ -12,7 +12,15 @@ import type { ToolError } from './tool.js';
  * path it was checked against, resolved in the same call (what it is relative to: {@link relativeIn}) —
  * or why it is refused.
  */
-export type ResolveResult = { ok: true; path: string; workspace: string } | { ok: false; error: ToolError };
+export type ResolveResult =
+  | {
+      ok: true;
+      path: string;
+      workspace: string;
+      /** Nothing was there when it was resolved (the path is where it would be created). */
+      missing?: true;
+    }
+  | { ok: false; error: ToolError };
 
 /** Symlink hops followed before a path is declared a loop. */
 const MAX_LINK_HOPS = 40;
@@ -102,12 +110,23 @@ function linkTargetSync(p: string): string | undefined {
  * undefined on a symlink loop (ELOOP, or more than MAX_LINK_HOPS dangling links followed).
  */
 function* realPathSteps(abs: string): PathSteps<string | undefined> {
+  return (yield* realPathWalk(abs))?.real;
+}
+
+/**
+ * {@link realPathSteps}, also saying whether `abs` itself exists (`exists` false: the real path
+ * is where it would be created). `realRoot`: a real path resolved just before, in the same
+ * resolution (the workspace's): a walk up a path that does not exist stops there without
+ * asking again.
+ */
+function* realPathWalk(abs: string, realRoot?: string): PathSteps<{ real: string; exists: boolean } | undefined> {
   let existing = abs;
   let rest: string[] = [];
   for (let hops = 0; hops <= MAX_LINK_HOPS;) {
+    if (existing === realRoot && rest.length > 0) return { real: path.join(realRoot, ...rest), exists: false };
     try {
       const real = yield { kind: 'realpath', path: existing };
-      return path.join(real as string, ...rest);
+      return { real: path.join(real as string, ...rest), exists: rest.length === 0 };
     } catch (err) {
       const code = errorCode(err);
       if (code === 'ELOOP') return undefined;
@@ -122,7 +141,7 @@ function* realPathSteps(abs: string): PathSteps<string | undefined> {
       continue;
     }
     const parent = path.dirname(existing);
-    if (parent === existing) return path.join(existing, ...rest);
+    if (parent === existing) return { real: path.join(existing, ...rest), exists: false };
     rest.unshift(path.basename(existing));
     existing = parent;
   }
@@ -316,18 +335,19 @@ function* resolveSteps(workspace: string, p: unknown, argName: string, protected
   };
   const lexical = path.resolve(ws.path, p);
   if (!isWithin(ws.path, lexical)) return outside;
-  let real: string | undefined;
+  let walk: { real: string; exists: boolean } | undefined;
   try {
-    real = yield* realPathSteps(lexical);
+    walk = yield* realPathWalk(lexical, ws.path);
   } catch (err) {
     return { ok: false, error: { type: 'path_unresolvable', message: `Cannot resolve ${argName} "${p}": ${errorReason(err)}` } };
   }
-  if (real === undefined) {
+  if (walk === undefined) {
     return { ok: false, error: { type: 'path_unresolvable', message: `${argName} "${p}" is a symlink loop` } };
   }
+  const { real, exists } = walk;
   if (!isWithin(ws.path, real)) return outside;
   if (protectedPaths.covers(real)) return { ok: false, error: protectedPathError(argName, p) };
-  return { ok: true, path: real, workspace: ws.path };
+  return { ok: true, path: real, workspace: ws.path, ...(exists ? {} : { missing: true as const }) };
 }
 
 /** Constructor options shared by the file and search tools. */

@@ -17,7 +17,8 @@ export const MAX_MEMORY_BYTES = 64 * 1024;
  */
 export async function readMemory(workspace: string, protectedPaths = ProtectedPaths.NONE): Promise<string | undefined> {
   const resolved = await resolveInWorkspace(workspace, MEMORY_FILE, 'file_path', protectedPaths);
-  if (!resolved.ok) return undefined;
+  // None there a moment ago: no read (a file created meanwhile is read at the next step).
+  if (!resolved.ok || resolved.missing === true) return undefined;
   // A regular file only, opened without blocking (a FIFO named GEMINI.md must not hold a thread).
   const read = await readRegularFile(resolved.path, MAX_MEMORY_BYTES, { truncate: true });
   if (!read.ok) return undefined;

@@ -171,6 +171,7 @@ t.test('resolveInWorkspace: every hostile spelling fails path_protected; the res
     ok: true,
     path: path.join(ws, 'auth.json.new'),
     workspace: ws,
+    missing: true,
   });
   t.same(await resolveInWorkspace(ws, '.', 'dir_path', protectedPaths), { ok: true, path: ws, workspace: ws });
   t.same(await resolveInWorkspace(ws, 'here', 'dir_path', protectedPaths), { ok: true, path: ws, workspace: ws });

@@ -35,11 +35,11 @@ t.test('relative and absolute paths inside resolve to real absolute paths', asyn
     workspace: ws,
   });
   t.same(await resolveInWorkspace(ws, '.', 'dir_path'), { ok: true, path: ws, workspace: ws });
-  t.same(await resolveInWorkspace(ws, 'new/dir/file.txt', 'file_path'), {
-    ok: true,
-    path: path.join(ws, 'new/dir/file.txt'),
-    workspace: ws,
-  });
+  t.same(
+    await resolveInWorkspace(ws, 'new/dir/file.txt', 'file_path'),
+    { ok: true, path: path.join(ws, 'new/dir/file.txt'), workspace: ws, missing: true },
+    'a path not there yet resolves to where it would be created, and says so',
+  );
   t.same(await resolveInWorkspace(ws, 'src/../src/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts'), workspace: ws });
   t.same(await resolveInWorkspace(ws, 'inner-link/a.ts', 'file_path'), { ok: true, path: path.join(ws, 'src/a.ts'), workspace: ws });
 });
@@ -77,7 +77,12 @@ t.test('escape via a dangling symlink whose target would be created outside', as
   fs.symlinkSync(path.join(outside, 'created-by-write.txt'), path.join(ws, 'dangling'));
   t.match(await resolveInWorkspace(ws, 'dangling', 'file_path'), { ok: false, error: { type: 'path_outside_workspace' } });
   fs.symlinkSync('src/new.txt', path.join(ws, 'dangling-inside'));
-  t.same(await resolveInWorkspace(ws, 'dangling-inside', 'file_path'), { ok: true, path: path.join(ws, 'src/new.txt'), workspace: ws });
+  t.same(await resolveInWorkspace(ws, 'dangling-inside', 'file_path'), {
+    ok: true,
+    path: path.join(ws, 'src/new.txt'),
+    workspace: ws,
+    missing: true,
+  });
 });
 
 t.test('symlink loops are refused', async (t) => {
@@ -117,4 +122,24 @@ t.test('unifiedDiff', async (t) => {
   t.equal(unifiedDiff('n.txt', undefined, 'a\nb\n'), '--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n');
   t.equal(unifiedDiff('d/m.txt', 'a\nb\n', 'a\nc\n'), '--- a/d/m.txt\n+++ b/d/m.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n');
   t.equal(unifiedDiff('same.txt', 'x\n', 'x\n'), '');
+});
+
+t.test("a walk up a path not there yet stops at the workspace's real path: it is resolved once per call", async (t) => {
+  const { ws } = setup(t);
+  const asked: string[] = [];
+  const realpath = fs.promises.realpath;
+  fs.promises.realpath = ((p: fs.PathLike, ...rest: []) => {
+    asked.push(String(p));
+    return realpath(p, ...rest);
+  }) as typeof realpath;
+  t.teardown(() => {
+    fs.promises.realpath = realpath;
+  });
+  t.same(await resolveInWorkspace(ws, 'new/dir/file.txt', 'file_path'), {
+    ok: true,
+    path: path.join(ws, 'new/dir/file.txt'),
+    workspace: ws,
+    missing: true,
+  });
+  t.same(asked, [ws, path.join(ws, 'new/dir/file.txt'), path.join(ws, 'new/dir'), path.join(ws, 'new')]);
 });
