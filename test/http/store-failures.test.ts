@@ -54,6 +54,17 @@ function lastEvent(res: PostResult): any {
   return res.events?.at(-1)?.data?.result;
 }
 
+/** Answers `toolCallId` proceed_once on a stream of its own (failing past 10 s). */
+function proceedOnce(app: FastifyInstance, taskId: string, contextId: string, toolCallId: string): Promise<PostResult> {
+  return within(
+    10_000,
+    'the answer stream',
+    rpc(app, 'message/stream', {
+      message: confirmMessage(taskId, contextId, { tool_call_id: toolCallId, selected_option_id: 'proceed_once' }),
+    }),
+  );
+}
+
 /** One confirm flow; a refused confirmation is sent once more (the task must still be waiting). */
 async function confirmFlow(app: FastifyInstance, inner: MemoryTaskStore, workspace?: string): Promise<Outcome> {
   const metadata = workspace === undefined ? {} : { metadata: { [URI]: { workspace_path: workspace } } };
@@ -66,14 +77,7 @@ async function confirmFlow(app: FastifyInstance, inner: MemoryTaskStore, workspa
   const paused = await settledState(inner, taskId);
   if (paused.state !== 'input-required') return paused.state === 'failed' ? { kind: 'failed', text: paused.text } : { kind: 'completed' };
   const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
-  const answer = () =>
-    within(
-      10_000,
-      'the answer stream',
-      rpc(app, 'message/stream', {
-        message: confirmMessage(taskId, contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
-      }),
-    );
+  const answer = () => proceedOnce(app, taskId, contextId, card.tool_call_id);
   let second = await answer();
   let refused: Outcome | undefined;
   if (second.json?.error) {
@@ -88,6 +92,13 @@ async function confirmFlow(app: FastifyInstance, inner: MemoryTaskStore, workspa
   return refused ?? { kind: 'completed' };
 }
 
+/** A fresh in-memory store (closed with the test) and a faulty wrapper around it. */
+function faultyMemory(t: Test): { inner: MemoryTaskStore; faulty: FaultyStore } {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  return { inner, faulty: faultyStore(inner) };
+}
+
 async function serverOn(t: Parameters<Parameters<typeof tap.test>[0]>[0], faulty: FaultyStore) {
   return buildServer(t, { app: { store: faulty.store, sweepMs: 60_000 } });
 }
@@ -95,9 +106,7 @@ async function serverOn(t: Parameters<Parameters<typeof tap.test>[0]>[0], faulty
 const tap = t;
 
 t.test('the clean flow completes and shows which store calls it makes', async (t) => {
-  const inner = new MemoryTaskStore();
-  t.teardown(() => inner.close());
-  const faulty = faultyStore(inner);
+  const { inner, faulty } = faultyMemory(t);
   const { app, workspace } = await serverOn(t, faulty);
   faulty.calls.length = 0;
   t.same(await confirmFlow(app, inner), { kind: 'completed' });
@@ -125,9 +134,7 @@ t.test('a store call that fails at any point of the flow fails at most that task
     const nth = (seen.get(method) ?? 0) + 1;
     seen.set(method, nth);
     await t.test(`call ${n} (${method} #${nth}) fails`, async (t) => {
-      const inner = new MemoryTaskStore();
-      t.teardown(() => inner.close());
-      const faulty = faultyStore(inner);
+      const { inner, faulty } = faultyMemory(t);
       const { app } = await serverOn(t, faulty);
       faulty.failAt(nth, method);
       const outcome = await confirmFlow(app, inner);
@@ -173,9 +180,7 @@ async function answerWhileDown(
 }
 
 t.test('a failed task says so on its stream, and its failure is stored once the store is back', async (t) => {
-  const inner = new MemoryTaskStore();
-  t.teardown(() => inner.close());
-  const faulty = faultyStore(inner);
+  const { inner, faulty } = faultyMemory(t);
   const { app, workspace } = await serverOn(t, faulty);
   const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
   const taskId = first.events?.[0]?.data?.result?.id as string;
@@ -214,9 +219,7 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
 });
 
 t.test('writes refused while the store is down: the task fails, and its failure is committed when the store is back', async (t) => {
-  const inner = new MemoryTaskStore();
-  t.teardown(() => inner.close());
-  const faulty = faultyStore(inner);
+  const { faulty } = faultyMemory(t);
   const { app } = await serverOn(t, faulty);
   // The answer's first commit (its effects and EXECUTING) fails, and the two after it too: the
   // failure's own events wait for the store. (A commit that carries a pause is sent again instead:
@@ -228,9 +231,7 @@ t.test('writes refused while the store is down: the task fails, and its failure 
 });
 
 t.test('a stream whose log cannot be read while the store is down ends with the retryable error event', async (t) => {
-  const inner = new MemoryTaskStore();
-  t.teardown(() => inner.close());
-  const faulty = faultyStore(inner);
+  const { faulty } = faultyMemory(t);
   const { app } = await serverOn(t, faulty);
   const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
   const taskId = first.events?.[0]?.data?.result?.id as string;
@@ -251,9 +252,7 @@ t.test('a stream whose log cannot be read while the store is down ends with the 
 t.test(
   "the store goes down as a call's result commits with its turn's close: the task fails, and its failure lands once the store is back",
   async (t) => {
-    const inner = new MemoryTaskStore();
-    t.teardown(() => inner.close());
-    const faulty = faultyStore(inner);
+    const { inner, faulty } = faultyMemory(t);
     const { app } = await serverOn(t, faulty);
     // The answer's 2nd commit (the result, the turn's close, the model's turn) and the two after it fail.
     const { second, taskId } = await answerWhileDown(t, app, faulty, 2);
@@ -267,21 +266,12 @@ t.test(
 t.test(
   'a claim that commits while its reply is lost: the retry is told it was answered, and the call, which nothing here runs, ends interrupted once its lease lapses',
   async (t) => {
-    const inner = new MemoryTaskStore();
-    t.teardown(() => inner.close());
-    const faulty = faultyStore(inner);
+    const { inner, faulty } = faultyMemory(t);
     const { app, workspace } = await buildServer(t, { env: { LEASE_MS: '1000' }, app: { store: faulty.store, sweepMs: 100 } });
     const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
     const task = first.events?.[0]?.data?.result;
     const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
-    const answer = () =>
-      within(
-        10_000,
-        'the answer',
-        rpc(app, 'message/stream', {
-          message: confirmMessage(task.id, task.contextId, { tool_call_id: card.tool_call_id, selected_option_id: 'proceed_once' }),
-        }),
-      );
+    const answer = () => proceedOnce(app, task.id, task.contextId, card.tool_call_id);
     faulty.loseReplyAt(1, 'claimCalls');
     const lost = await answer();
     t.strictSame(faulty.fired, ['claimCalls'], 'the fault fired');
