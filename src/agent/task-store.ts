@@ -211,6 +211,19 @@ export interface Checkpoint {
  */
 export type ClaimResult = { ok: true; lastSeq: number } | { ok: false; notAwaiting: string[]; behind?: number };
 
+/** An answer's claim: what TaskStore.claimCalls takes, as one value (TaskStore.claimAndCommit). */
+export interface ClaimTerms {
+  taskId: string;
+  claims: CallClaim[];
+  owner: string;
+  leaseUntil: Date;
+  /** The last seq the claimer's copy knows; the claim is refused (`behind`) when the task is at another. */
+  expectSeq?: number;
+}
+
+/** claimAndCommit's outcome: the claim's, and when it was won the seqs of the batch's events, in batch order. */
+export type ClaimCommitResult = { ok: true; lastSeq: number; seqs: number[] } | { ok: false; notAwaiting: string[]; behind?: number };
+
 /**
  * Writes that commit together (group commit): many tasks' events, calls, history, grants
  * and audit entries in one transaction, so the cost of a commit is shared under load.
@@ -350,6 +363,16 @@ export interface TaskStore {
    * it never waited) is reported and nothing changes.
    */
   claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): Promise<ClaimResult>;
+  /**
+   * claimCalls, and only when the claim is won commit(batch), as ONE statement and one
+   * transaction committed synchronously: what the answering copy writes once its answer holds
+   * (the user's message, the task working again, the answers' audit and grants, the first
+   * approved call's EXECUTING card) lands with the claim or not at all. The claim holds the task,
+   * so the batch's events are expected at the last seq the claim found, not at the one its
+   * builder expected. A claim not won writes nothing and answers as claimCalls does; a batch the
+   * store refuses (the task ended meanwhile) takes the claim back with it and answers `behind`.
+   */
+  claimAndCommit(terms: ClaimTerms, batch: WriteBatch): Promise<ClaimCommitResult>;
   /**
    * The one move back: a call stored `ready` and leased by `owner` (the process about to run it)
    * goes back to `awaiting` with `call`'s new card (snapshot, args, shownHash, expiresAt) and

@@ -4,8 +4,9 @@
  * and keys, never by the caller's memory.
  */
 import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, max, notExists, or, sql } from 'drizzle-orm';
-import type { CallClaim, ClaimResult, StoredCall, WriteBatch } from '../agent/task-store.js';
-import { commitBatch, type NotifyTo } from './commit.js';
+import type { CallClaim, ClaimCommitResult, ClaimResult, ClaimTerms, StoredCall, WriteBatch } from '../agent/task-store.js';
+import { planBatch, seqsOf } from './batch-plan.js';
+import { commitBatch, planJson, raisedRefusal, type NotifyTo } from './commit.js';
 import { anyOf, rowsOf, type Database, type Queryable, type StoreDb } from './db.js';
 import { callFromRow } from './mappers.js';
 import { closedTurns, tasks, toolCalls } from './schema.js';
@@ -54,22 +55,71 @@ export async function claimCalls(
   leaseUntil: Date,
   expectSeq?: number,
 ): Promise<ClaimResult> {
-  const json = JSON.stringify(
-    claims.map((c) => ({ id: c.id, answer: c.answer, args: c.args, snapshot: c.snapshot, shown_hash: c.shownHash })),
-  );
-  const until = leaseUntil.toISOString();
-  const [row] = await db.query<{ r: { ok: boolean; last_seq?: number; lost?: string[]; behind?: number } }>(CLAIM_STATEMENT, [
+  const [row] = await db.query<{ r: ClaimAnswer }>(CLAIM_STATEMENT, [
     taskId,
-    json,
+    claimsJson(claims),
     owner,
-    until,
+    leaseUntil.toISOString(),
     expectSeq ?? null,
   ]);
-  const r = row?.r ?? { ok: false, lost: claims.map((c) => c.id) };
-  if (r.ok) return { ok: true, lastSeq: Number(r.last_seq ?? 0) };
-  if (r.behind !== undefined) return { ok: false, notAwaiting: [], behind: Number(r.behind) };
-  const lost = new Set(r.lost ?? []);
+  return claimOutcome(row?.r, claims);
+}
+
+/** What devtool_claim_calls (and devtool_claim_commit) answer. */
+interface ClaimAnswer {
+  ok: boolean;
+  last_seq?: number;
+  lost?: string[];
+  behind?: number;
+  seqs?: Record<string, number>;
+}
+
+/** The claims as the functions read them. */
+function claimsJson(claims: CallClaim[]): string {
+  return JSON.stringify(claims.map((c) => ({ id: c.id, answer: c.answer, args: c.args, snapshot: c.snapshot, shown_hash: c.shownHash })));
+}
+
+function claimOutcome(r: ClaimAnswer | undefined, claims: CallClaim[]): ClaimResult {
+  const answer = r ?? { ok: false, lost: claims.map((c) => c.id) };
+  if (answer.ok) return { ok: true, lastSeq: Number(answer.last_seq ?? 0) };
+  if (answer.behind !== undefined) return { ok: false, notAwaiting: [], behind: Number(answer.behind) };
+  const lost = new Set(answer.lost ?? []);
   return { ok: false, notAwaiting: claims.map((c) => c.id).filter((id) => lost.has(id)) };
+}
+
+/** claimCalls and the commit that follows it, as one statement (a fixed text, prepared). */
+export const CLAIM_COMMIT_STATEMENT =
+  'select devtool_claim_commit($1::text, $2::jsonb, $3::text, $4::timestamptz, $5::integer, $6::jsonb, $7::text, $8::text) as r';
+
+/**
+ * One statement, the stored function `devtool_claim_commit` (drizzle/0013_claim_with_commit.sql):
+ * the claim as claimCalls makes it and, only when it is won, `batch` as commitBatch writes it,
+ * expected at the last seq the claim found; see TaskStore.claimAndCommit. A batch the commit
+ * refuses (raised, so the claim rolls back with it) answers `behind`, at the seq it names.
+ */
+export async function claimAndCommit(db: Queryable, notify: NotifyTo, terms: ClaimTerms, batch: WriteBatch): Promise<ClaimCommitResult> {
+  const { taskId, claims, owner, leaseUntil, expectSeq } = terms;
+  const plan = planBatch(batch);
+  const params = [
+    taskId,
+    claimsJson(claims),
+    owner,
+    leaseUntil.toISOString(),
+    expectSeq ?? null,
+    planJson(plan),
+    notify.channel,
+    notify.origin,
+  ];
+  let answer: ClaimAnswer | undefined;
+  try {
+    [{ r: answer } = { r: undefined }] = await db.query<{ r: ClaimAnswer }>(CLAIM_COMMIT_STATEMENT, params);
+  } catch (err) {
+    const refusal = raisedRefusal(err);
+    return { ok: false, notAwaiting: [], behind: Number(refusal.stale?.[0]?.last_seq ?? expectSeq ?? 0) };
+  }
+  const outcome = claimOutcome(answer, claims);
+  if (!outcome.ok) return outcome;
+  return { ...outcome, seqs: seqsOf(plan, new Map(Object.entries(answer?.seqs ?? {}))) };
 }
 
 /** ready → awaiting with a new card (and id), only under `owner`'s lease; see TaskStore.reopenCall. */

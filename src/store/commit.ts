@@ -57,7 +57,7 @@ function byColumn(row: object, columns: Array<[string, string]>): Record<string,
 const FINISHED_LIST = [...FINISHED];
 
 /** The function's argument: the plan in the shape its statements read (see the migration). */
-function planJson(plan: BatchPlan): string {
+export function planJson(plan: BatchPlan): string {
   return JSON.stringify({
     finished: FINISHED_LIST,
     phases: CALL_PHASE_ORDER,
@@ -110,11 +110,18 @@ function messageOf(err: unknown): string {
   throw err;
 }
 
+/** The refusal devtool_commit raised in `err` (so that what the statement wrote rolls back); rethrows any other error. */
+export function raisedRefusal(err: unknown): CommitAnswer {
+  // A refusal after creations: raised, so that they roll back; its message is the answer.
+  if (sqlStateOf(err) !== REFUSED_AFTER_CREATING) throw err;
+  return JSON.parse(messageOf(err)) as CommitAnswer;
+}
+
 /** The group commit's one statement (a fixed text: prepared once per connection; no ORM builds it). */
 export const COMMIT_STATEMENT = 'select devtool_commit($1::jsonb, $2::text, $3::text) as r';
 
 /** What devtool_commit answers. */
-interface CommitAnswer {
+export interface CommitAnswer {
   seqs?: Record<string, number>;
   stale?: Array<{ id: string; last_seq: number; state: string; e: number | null; s: string | null; turn?: number }>;
   unknown_task?: string;
@@ -129,17 +136,10 @@ interface CommitAnswer {
 export async function commitBatch(db: Queryable, notify: NotifyTo, batch: WriteBatch): Promise<number[]> {
   const plan = planBatch(batch);
   if (plan.empty) return [];
-  const r = await db.query<{ r: CommitAnswer | string }>(COMMIT_STATEMENT, [planJson(plan), notify.channel, notify.origin]).then(
-    (rows) => {
-      const answer = rows[0]?.r;
-      return typeof answer === 'string' ? (JSON.parse(answer) as CommitAnswer) : (answer ?? {});
-    },
-    (err: unknown) => {
-      // A refusal after creations: raised, so that they roll back; its message is the answer.
-      if (sqlStateOf(err) !== REFUSED_AFTER_CREATING) throw err;
-      return JSON.parse(messageOf(err)) as CommitAnswer;
-    },
-  );
+  const r = await db.query<{ r: CommitAnswer | string }>(COMMIT_STATEMENT, [planJson(plan), notify.channel, notify.origin]).then((rows) => {
+    const answer = rows[0]?.r;
+    return typeof answer === 'string' ? (JSON.parse(answer) as CommitAnswer) : (answer ?? {});
+  }, raisedRefusal);
   if (r.unknown_task !== undefined) throw rejected(`commit: unknown task ${r.unknown_task}`);
   if (r.unknown_context !== undefined) throw rejected(`commit: unknown context ${r.unknown_context}`);
   if (r.stale !== undefined) {

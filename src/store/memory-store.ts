@@ -20,7 +20,9 @@ import type {
   CallClaim,
   CallPhase,
   Checkpoint,
+  ClaimCommitResult,
   ClaimResult,
+  ClaimTerms,
   ContextSettings,
   EventListener,
   NewContext,
@@ -454,6 +456,30 @@ function claim(db: MemoryDatabase, taskId: string, claims: CallClaim[], owner: s
   return { ok: true, lastSeq: task.lastSeq };
 }
 
+/** claim, then — when it is won — commitBatch expected at the claim's last seq; a refused batch undoes the claim. See TaskStore.claimAndCommit. */
+function claimThenCommit(db: MemoryDatabase, terms: ClaimTerms, batch: WriteBatch): ClaimCommitResult {
+  const { taskId, claims, owner, leaseUntil, expectSeq } = terms;
+  const task = db.tasks.get(taskId);
+  const before = {
+    lease: task && { leaseOwner: task.leaseOwner, leaseUntil: task.leaseUntil },
+    calls: claims.flatMap((c) => {
+      const row = db.calls.get(c.id);
+      return row ? [{ row, call: structuredClone(row.call) }] : [];
+    }),
+  };
+  const won = claim(db, taskId, claims, owner, leaseUntil, expectSeq);
+  if (!won.ok) return won;
+  const expect = batch.expect?.map((e) => (e.taskId === taskId ? { taskId, lastSeq: won.lastSeq } : e));
+  try {
+    return { ...won, seqs: commitBatch(db, expect === undefined ? batch : { ...batch, expect }) };
+  } catch (err) {
+    for (const { row, call } of before.calls) row.call = call;
+    if (task && before.lease) Object.assign(task, before.lease);
+    if (!(err instanceof StaleWriteError)) throw err;
+    return { ok: false, notAwaiting: [], behind: err.stale[0]?.stored.lastSeq ?? won.lastSeq };
+  }
+}
+
 /** Working/submitted tasks whose lease lapsed (or that never had one) and no call under a live lease covers. */
 function staleTasks(db: MemoryDatabase, now: number): string[] {
   const liveCall = (id: string) => {
@@ -689,6 +715,10 @@ export class MemoryTaskStore implements TaskStore, PushStore {
 
   async claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): Promise<ClaimResult> {
     return claim(this.use('claimCalls'), taskId, claims, owner, leaseUntil, expectSeq);
+  }
+
+  async claimAndCommit(terms: ClaimTerms, batch: WriteBatch): Promise<ClaimCommitResult> {
+    return claimThenCommit(this.use('claimAndCommit'), terms, batch);
   }
 
   /** ready → awaiting with a new card (and id), only under `owner`'s lease; see TaskStore.reopenCall. */

@@ -16,7 +16,9 @@ import type {
   AuditRecord,
   CallClaim,
   Checkpoint,
+  ClaimCommitResult,
   ClaimResult,
+  ClaimTerms,
   EventListener,
   NewContext,
   NewTaskOptions,
@@ -267,6 +269,10 @@ export class PgTaskStore implements TaskStore, PushStore {
 
   claimCalls(taskId: string, claims: CallClaim[], owner: string, leaseUntil: Date, expectSeq?: number): Promise<ClaimResult> {
     return calls_.claimCalls(this.database, taskId, claims, owner, leaseUntil, expectSeq);
+  }
+
+  claimAndCommit(terms: ClaimTerms, batch: WriteBatch): Promise<ClaimCommitResult> {
+    return calls_.claimAndCommit(this.database, this.notify, terms, batch);
   }
 
   reopenCall(call: StoredCall, owner: string, previousId?: string): Promise<boolean> {

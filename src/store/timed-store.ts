@@ -7,7 +7,7 @@
 import { phaseEnd, phaseStart, probing } from '../protocol/probe.js';
 import type { Phase } from '../protocol/probe.js';
 
-const CLAIM = new Set(['claimCalls', 'leaseTasks', 'renewLeases', 'releaseLeases', 'closeTurn', 'settleTurn']);
+const CLAIM = new Set(['claimCalls', 'claimAndCommit', 'leaseTasks', 'renewLeases', 'releaseLeases', 'closeTurn', 'settleTurn']);
 const COMMIT = new Set(['commit', 'commitWhileAwaiting', 'appendEvent', 'saveCalls']);
 
 /** The phase a store method's time counts under. */

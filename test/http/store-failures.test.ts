@@ -113,7 +113,7 @@ t.test('the clean flow completes and shows which store calls it makes', async (t
   t.equal(readFileSync(path.join(workspace, 'hello.txt'), 'utf8'), 'hello world\n');
   // A start is one commit (context, task, events, history); the answer's claim and commits follow;
   // the paused copy is kept and not read back, and the turn settles without a read.
-  for (const m of ['commit', 'claimCalls']) t.ok(faulty.calls.includes(m), `the flow calls ${m}`);
+  for (const m of ['commit', 'claimAndCommit']) t.ok(faulty.calls.includes(m), `the flow calls ${m}`);
   for (const m of ['createContext', 'createTask', 'loadTurn', 'loadVersion', 'settleTurn', 'loadTask']) {
     t.notOk(faulty.calls.includes(m), `the flow does not call ${m}`);
   }
@@ -185,8 +185,9 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
   const first = await rpc(app, 'message/stream', { message: userMessage('write a file') });
   const taskId = first.events?.[0]?.data?.result?.id as string;
   const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
-  // The answer's commits: 1, its effects with EXECUTING; 2, the result with the turn's close and the model's turn.
-  faulty.failAt(2, 'commit');
+  // The answer's statements: its claim with its effects and EXECUTING (claimAndCommit); then
+  // commit 1, the result with the turn's close and the model's turn.
+  faulty.failAt(1, 'commit');
   const second = await within(
     10_000,
     'the answer stream',
@@ -221,9 +222,9 @@ t.test('a failed task says so on its stream, and its failure is stored once the 
 t.test('writes refused while the store is down: the task fails, and its failure is committed when the store is back', async (t) => {
   const { faulty } = faultyMemory(t);
   const { app } = await serverOn(t, faulty);
-  // The answer's first commit (its effects and EXECUTING) fails, and the two after it too: the
+  // The answer's first commit after its claim (the result) fails, and the two after it too: the
   // failure's own events wait for the store. (A commit that carries a pause is sent again instead:
-  // the task stays paused.)
+  // the task stays paused; a claim that fails leaves the call waiting: see the first test.)
   const { second } = await answerWhileDown(t, app, faulty, 1);
   const end = lastEvent(second);
   t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
@@ -254,8 +255,8 @@ t.test(
   async (t) => {
     const { inner, faulty } = faultyMemory(t);
     const { app } = await serverOn(t, faulty);
-    // The answer's 2nd commit (the result, the turn's close, the model's turn) and the two after it fail.
-    const { second, taskId } = await answerWhileDown(t, app, faulty, 2);
+    // The answer's first commit after its claim (the result, the turn's close, the model's turn) and the two after it fail.
+    const { second, taskId } = await answerWhileDown(t, app, faulty, 1);
     const end = lastEvent(second);
     t.equal(end?.status?.state, 'failed', 'the stream ends with the failure');
     t.equal(stateName((await inner.loadTask(taskId))?.task.status?.state), 'failed', 'the failure is stored');
@@ -272,24 +273,29 @@ t.test(
     const task = first.events?.[0]?.data?.result;
     const card = first.events?.map((e) => dataOf(e.data?.result)).find((d) => d?.confirmation_request);
     const answer = () => proceedOnce(app, task.id, task.contextId, card.tool_call_id);
-    faulty.loseReplyAt(1, 'claimCalls');
+    faulty.loseReplyAt(1, 'claimAndCommit');
     const lost = await answer();
-    t.strictSame(faulty.fired, ['claimCalls'], 'the fault fired');
+    t.strictSame(faulty.fired, ['claimAndCommit'], 'the fault fired');
     t.equal(lost.json?.error?.code, -32050, 'the answer is refused as retryable: its outcome is unknown');
-    t.equal((await inner.loadCall(card.tool_call_id))?.phase, 'ready', 'yet the claim was stored');
+    // The claim carries the call's EXECUTING card (one statement), so the store holds it executing,
+    // and the recovery cannot tell that its run never began: it says the call may not have finished.
+    t.equal((await inner.loadCall(card.tool_call_id))?.phase, 'executing', 'yet the claim was stored, with its EXECUTING card');
     const again = await answer();
     t.equal(again.json?.error?.code, -32602);
-    t.match(again.json?.error?.message, /was already answered \(proceed_once\): it runs on that answer, or fails as interrupted/);
+    t.match(again.json?.error?.message, /was already answered \(proceed_once; status EXECUTING\)/);
     // Nothing in this process runs the call, so its lease is not renewed: it lapses, and the sweep ends it.
     const end = await within(15_000, 'the task to end', settledFinal(inner, task.id));
     t.equal(end.state, 'failed', 'the task does not wait forever on a claim nobody runs');
-    t.match(end.text, /^Interrupted: write_file never started; the task cannot go on\.$/);
+    t.match(end.text, /^Interrupted: the server stopped while write_file ran; the task cannot go on\.$/);
     const call = await inner.loadCall(card.tool_call_id);
     t.match(call, {
       phase: 'done',
       snapshot: {
         status: 'FAILED',
-        error: { type: 'interrupted', message: /^write_file never started \(lease of .* lapsed\); it did not run\.$/ },
+        error: {
+          type: 'interrupted',
+          message: /^The server stopped while write_file was running \(lease of .* lapsed\); it may not have finished\.$/,
+        },
       },
     });
     t.notOk(existsSync(path.join(workspace, 'hello.txt')), 'the write never ran');

@@ -68,13 +68,15 @@ t.test('a cancel whose commit fails is stored once the store takes it; the conve
 t.test('a cancel that lands while an answer is being claimed: the call never runs, and the task ends canceled only', async (t) => {
   const inner = new MemoryTaskStore();
   t.teardown(() => inner.close());
-  const claim = inner.claimCalls.bind(inner);
-  let claimed!: () => void;
+  let sent = false;
+  let decide!: () => void;
+  // The claim's statement (the claim with the answer's effects and the EXECUTING card) is held on
+  // its way to the store until the cancel is in.
   const slow = Object.assign(Object.create(inner) as MemoryTaskStore, {
-    claimCalls: async (...args: Parameters<MemoryTaskStore['claimCalls']>) => {
-      const result = await claim(...args);
-      await new Promise<void>((resolve) => (claimed = resolve)); // held until the cancel is in
-      return result;
+    claimAndCommit: async (...args: Parameters<MemoryTaskStore['claimAndCommit']>) => {
+      sent = true;
+      await new Promise<void>((resolve) => (decide = resolve));
+      return inner.claimAndCommit(...args);
     },
   });
   const { app, workspace } = await server(t, slow);
@@ -82,17 +84,18 @@ t.test('a cancel that lands while an answer is being claimed: the call never run
   const answering = rpc(app, 'message/stream', {
     message: confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' }),
   });
-  await until('the claim is under way', async () => claimed !== undefined);
-  t.equal((await rpc(app, 'tasks/cancel', { id: taskId })).json?.result?.status?.state, 'canceled');
-  claimed();
+  await until('the claim is under way', async () => sent);
+  const cancelling = rpc(app, 'tasks/cancel', { id: taskId });
+  // The cancel changes this process's copy at once and then waits for the claim in flight (so does
+  // tasks/get, which flushes the copy): nothing here can be polled, so the claim is held 300 ms,
+  // far longer than an in-process request takes to reach the copy.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  decide();
+  t.equal((await cancelling).json?.result?.status?.state, 'canceled');
   await answering;
   await endsOnce(t, inner, taskId, 'canceled');
-  const log = await inner.eventsAfter(taskId, 0);
-  t.notOk(
-    log.some((ev) => ev.response.payload?.$case === 'statusUpdate' && JSON.stringify(ev.response).includes('EXECUTING')),
-    'the call never ran',
-  );
-  t.notOk(await import('node:fs').then((fs) => fs.existsSync(`${workspace}/hello.txt`)), 'nothing was written');
+  t.match(await inner.loadCall(callId), { phase: 'done', snapshot: { status: 'CANCELLED' } }, 'the call ends cancelled');
+  t.notOk(await import('node:fs').then((fs) => fs.existsSync(`${workspace}/hello.txt`)), 'it never ran: nothing was written');
 });
 
 /** The task's id once it ended in the store; or the error answered when its start could not be stored. */

@@ -166,11 +166,12 @@ export class MessageRouter {
           );
         }
       }
-      const leaseUntil = () => new Date(Date.now() + this.opts.leaseMs);
       // The claim leases the task to this instance in the same statement.
-      const from = await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), (claims) =>
-        this.opts.store.claimCalls(task.id, claims, this.opts.instanceId, leaseUntil(), checkSeq ? task.lastSeq : undefined),
-      );
+      const from = await applyResume(task, plan, this.opts.loop, stamped, access.ownerFor(caller), {
+        owner: this.opts.instanceId,
+        leaseUntil: () => new Date(Date.now() + this.opts.leaseMs),
+        checkSeq,
+      });
       // Only once the answer was accepted; the calls run already, so a failure here fails the task.
       await this.opts.loop.guard(task, 'applying the new settings', () => this.opts.factory.applySettings(task.context, requested));
       return { task, afterSeq: Math.max(afterSeq, from) };

@@ -19,7 +19,6 @@ import { attachTextFeedback } from '../../protocol/answer-feedback.js';
 import { invalidParams, unsupported } from '../../protocol/errors.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import type { LiveTask, TurnCall } from '../runtime/live-task.js';
-import type { ClaimResult } from '../task-store.js';
 import { needsApproval } from '../policy/approval-policy.js';
 import { answerGrants, applyEdit, approveCall, declineCall } from '../runtime/call-lifecycle.js';
 import { repromptTask, resumeWorking } from '../runtime/task-lifecycle.js';
@@ -165,7 +164,7 @@ export async function applyResume(
   loop: TurnLoop,
   message: Message,
   principal: string | undefined,
-  claim: ClaimFn,
+  claimer: Claimer,
 ): Promise<number> {
   if (plan.kind === 'reprompt') {
     const seqs = await repromptTask(task, plan.reason, message);
@@ -179,27 +178,51 @@ export async function applyResume(
     return (seqs[0] ?? 1) - 1;
   }
   const answers = await withCoveredSiblings(task, plan.decisions);
+  // Judged with awaits: another answer here may have taken a call meanwhile, or the copy stopped.
+  const taken = [...answers.keys()].filter((c) => c.phase !== 'awaiting').map((c) => c.snapshot.id);
+  if (taken.length > 0 || task.claimPending) {
+    throw invalidParams(
+      `tool call ${(taken.length > 0 ? taken : plan.decisions.map((d) => d.call.snapshot.id)).join(', ')} was already answered (another answer arrived first)`,
+    );
+  }
+  if (task.halted) throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   const edited = editedArgs(answers);
-  const result = await claim(
-    [...answers].map(([call, { option }]) => {
+  const decided = task.claimWithNextCommit({
+    claims: [...answers].map(([call, { option }]) => {
       const e = edited.get(call);
       // The card this copy showed: a call re-proposed meanwhile is not approved by an answer to its earlier card.
       const shown = call.shownHash !== undefined ? { shownHash: call.shownHash } : {};
       return { id: call.snapshot.id, answer: option, args: e?.args ?? call.args, snapshot: e?.snapshot ?? call.snapshot, ...shown };
     }),
-  );
+    owner: claimer.owner,
+    leaseUntil: claimer.leaseUntil(),
+    ...(claimer.checkSeq ? { expectSeq: task.lastSeq } : {}),
+  });
+  const named = new Set(plan.decisions.map((d) => d.call));
+  // An "always" grant changes the context every task of it here shares: granted only once the
+  // claim is won. Else the copy applies the answer at once and the claim travels with what that
+  // writes (up to the first approved call's EXECUTING card): one statement, or nothing at all.
+  const ahead = [...answers.values()].every((a) => a.grants.length === 0);
+  if (ahead) {
+    try {
+      startApproved(task, answers, named, edited, message, principal, loop);
+    } catch (err) {
+      task.dropClaim(err);
+    }
+  } else task.releaseWrites();
+  const result = await decided;
   if (!result.ok && result.behind !== undefined) {
     throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   }
   if (!result.ok) {
     throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
   }
+  if (ahead) return result.lastSeq;
   // The claim is won: from here on a failure must fail the task (its calls are no longer waiting).
   // What the store logged before the claim (another instance's reminder of this pause) is behind
   // this copy now: its writes follow it (they are checked against the last seq the copy knows).
   task.lastSeq = Math.max(task.lastSeq, result.lastSeq);
   try {
-    const named = new Set(plan.decisions.map((d) => d.call));
     startApproved(task, answers, named, edited, message, principal, loop);
   } catch (err) {
     task.releaseWrites();
@@ -218,7 +241,7 @@ function startApproved(
   loop: TurnLoop,
 ): void {
   if (task.halted) return; // canceled (or failed) while the claim was decided: nothing runs
-  task.holdWrites(); // until the first approved call's EXECUTING card: one commit (runApproved releases)
+  task.holdWrites(); // until the first approved call's EXECUTING card: one commit, the claim's when it waits (runApproved releases)
   for (const [call, e] of edited) applyEdit(call, e);
   task.addUserMessage(message);
   resumeWorking(task);
@@ -246,6 +269,10 @@ export class CopyBehind extends Error {
   }
 }
 
-export type ClaimFn = (
-  claims: Array<{ id: string; answer: string; args?: Record<string, unknown>; snapshot: TurnCall['snapshot']; shownHash?: string }>,
-) => Promise<ClaimResult>;
+/** Who claims the answered calls (this process), until when, and whether the claim checks the copy's last seq. */
+export interface Claimer {
+  owner: string;
+  leaseUntil: () => Date;
+  /** The claim is refused (CopyBehind) when the task's stored last seq is not the copy's. */
+  checkSeq: boolean;
+}

@@ -378,6 +378,9 @@ export async function runCall(task: LiveTask, call: TurnCall): Promise<void> {
   // Awaited only when a checkpoint is due: otherwise the call moves on in the same tick, as it always did.
   let kept: { name?: string; error?: string } = {};
   if (checkpointDue(task, call)) {
+    // The checkpoint is written to the store: only for an answer whose claim holds.
+    await task.claimNow();
+    if (task.halted) return;
     kept = await keepFiles(task, call);
     if (task.halted || call.phase !== 'ready') return; // closed while its files were read: it does not run
     if (kept.name !== undefined) snap.checkpoint = kept.name;

@@ -12,14 +12,24 @@ import { DEVTOOL_EXTENSION_URI } from '../../protocol/extension.js';
 import type { ModelContent, ModelPart } from '../model/model-client.js';
 import type { AnyTool } from '../../tools/tool.js';
 import type { EventHub } from './event-hub.js';
-import type { AuditEntry, CallPhase, ContextSettings, NewContext, NewTaskOptions, StoredCall, TaskStore } from '../task-store.js';
+import type {
+  AuditEntry,
+  CallPhase,
+  ClaimResult,
+  ClaimTerms,
+  ContextSettings,
+  NewContext,
+  NewTaskOptions,
+  StoredCall,
+  TaskStore,
+} from '../task-store.js';
 import type { ToolSet } from './toolbox.js';
 import { PAUSE_OR_TERMINAL, PAUSED, TERMINAL } from '../wire/agent-events.js';
 import { applyArtifact } from '../wire/artifacts.js';
 import type { AgentEvent, TaskStateName, TokenUsage, ToolCallSnapshot } from '../wire/agent-events.js';
 import type { Encoders, WireDialect, WireEncoder } from '../wire/wire-encoder.js';
 import type { AgentLogger } from '../logger.js';
-import type { WriteOp, WriteQueue } from './write-queue.js';
+import { ClaimNotWon, type WriteOp, type WriteQueue } from './write-queue.js';
 import type { LiveOutputOptions } from './live-output.js';
 import { NO_METRICS, type Metrics, type TaskEndState } from '../../lib/metrics.js';
 
@@ -339,7 +349,7 @@ export class LiveTask {
    */
   private writeFailed(err: unknown, write: Unsaved, resend: boolean): void {
     if (this.unborn) return; // refused with its creation (create() says so)
-    if (isStaleWrite(err)) return this.overtakenBy(err);
+    if (isStaleWrite(err) || err instanceof ClaimNotWon) return this.overtakenBy(err);
     const finalQueued = PAUSE_OR_TERMINAL.has(this.state);
     // After an end, a stream frame is dropped; a pause keeps its cards (a client draws them). A
     // turn's close is never sent again: it was refused with the results it needs, and the task
@@ -367,7 +377,8 @@ export class LiveTask {
     if (this.behind) return;
     this.behind = true;
     clearTimeout(this.resends?.timer);
-    this.deps.logger.warn({ err, taskId: this.id }, 'another process moved this task on; this copy stops and is read afresh');
+    const why = err instanceof ClaimNotWon ? "the answer's claim did not hold" : 'another process moved this task on';
+    this.deps.logger.warn({ err, taskId: this.id }, `${why}; this copy stops and is read afresh`);
     this.abort.abort();
     this.deps.onOvertaken?.(this);
   }
@@ -442,6 +453,37 @@ export class LiveTask {
 
   releaseWrites(): void {
     this.deps.writes.release(this);
+  }
+
+  /**
+   * Makes the answer's claim (`terms`, on this task) the next commit of this copy's writes
+   * (WriteQueue.claimWith): held until released, what the copy writes for the answer lands with
+   * the claim, in one statement, or not at all — and when it does not, the copy stops (its
+   * writes are refused with ClaimNotWon: overtaken). Resolves with the claim's outcome.
+   */
+  claimWithNextCommit(terms: Omit<ClaimTerms, 'taskId'>): Promise<ClaimResult> {
+    return this.deps.writes.claimWith(this, { ...terms, taskId: this.id });
+  }
+
+  /** True while this copy's answer claim (claimWithNextCommit) waits for the writes that follow it. */
+  get claimPending(): boolean {
+    return this.deps.writes.claimPending(this);
+  }
+
+  /** Withdraws the claim not sent yet (what was to follow it failed): nothing of it is written, the copy stops. */
+  dropClaim(err: unknown): void {
+    this.deps.writes.dropClaim(this, err);
+  }
+
+  /**
+   * Sends the answer's claim now, with what this copy holds so far, when it still waits for the
+   * writes that follow (claimWithNextCommit): before anything that needs the claim decided — a
+   * store call on the claimed calls, a checkpoint written. The writes after it are held again.
+   */
+  async claimNow(): Promise<void> {
+    if (!this.claimPending) return;
+    await this.flush();
+    if (!this.halted) this.holdWrites();
   }
 
   /** Resolves when every write queued so far is committed (ending a hold first). */

@@ -222,6 +222,7 @@ export class TurnLoop {
     if (task.halted || !task.idle || task.state !== 'working') return;
     if (await this.settleHere(task)) return;
     await task.flush();
+    if (task.halted) return; // its writes were refused (an answer's claim not won among them)
     // The turn, closed in the same statement when every call of it is done.
     const { calls: stored, closed } = await this.opts.store.settleTurn(task.id, task.turnNo);
     if (task.halted || !task.idle) return;

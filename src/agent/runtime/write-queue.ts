@@ -6,7 +6,7 @@
  */
 import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../model/model-client.js';
-import type { AuditEntry, NewContext, NewTask, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
+import type { AuditEntry, ClaimResult, ClaimTerms, NewContext, NewTask, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
 import { isStoreUnavailable, sqlStateOf } from '../../protocol/errors.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
@@ -93,6 +93,31 @@ export function rejectedByDatabase(err: unknown): boolean {
   return code !== undefined && !code.startsWith('08');
 }
 
+/**
+ * Why a write was not stored: it was to commit with its task's answer claim (WriteQueue.claimWith),
+ * and the claim was not won — or the store failed while deciding it (`cause`). The copy that
+ * queued it was changed for an answer that does not hold: it stops and is read afresh.
+ */
+export class ClaimNotWon extends Error {
+  constructor(
+    readonly taskId: string,
+    override readonly cause?: unknown,
+  ) {
+    super(
+      cause === undefined
+        ? `the answer's claim on task ${taskId} was not won: nothing of it was written`
+        : `the answer's claim on task ${taskId} failed (${(cause as Error).message}): nothing of it was written here`,
+    );
+    this.name = 'ClaimNotWon';
+  }
+}
+
+interface PendingClaim {
+  terms: ClaimTerms;
+  resolve: (result: ClaimResult) => void;
+  reject: (err: unknown) => void;
+}
+
 /** What keeps an owner's writes in order: its task (two copies of one task share it), or one key for writes without an owner. */
 const keyOf = (item: Queued): string => (item.owner === undefined ? '' : item.owner.id);
 
@@ -104,6 +129,12 @@ export class WriteQueue {
   private readonly running = new Set<Promise<void>>();
   /** Tasks (keyOf) with writes in a commit in flight: their next writes wait for it. */
   private readonly busy = new Set<string>();
+  /** Owners whose next commit is their answer's claim (claimWith), not sent yet. */
+  private readonly claiming = new Map<WriteOwner, PendingClaim>();
+  /** The claims in flight, each with its owner's writes (never rejecting, like `running`). */
+  private readonly claimsRunning = new Set<Promise<void>>();
+  /** Owners whose claim was not won: nothing of theirs is written any more. */
+  private readonly refused = new WeakMap<WriteOwner, ClaimNotWon>();
   /** Commits so far and writes they carried (for the benchmark and the log). */
   readonly stats = { commits: 0, writes: 0 };
 
@@ -131,6 +162,8 @@ export class WriteQueue {
    * goes into which commit depends only on the order of the code, never on I/O timing.)
    */
   push(op: WriteOp, owner?: WriteOwner): Promise<number> {
+    const refused = owner && this.refused.get(owner);
+    if (refused !== undefined) return Promise.reject(refused);
     return new Promise<number>((resolve, reject) => {
       this.pending.push({ op, ...(owner !== undefined ? { owner } : {}), resolve, reject, queuedAt: phaseStart() });
       this.kick();
@@ -154,9 +187,50 @@ export class WriteQueue {
     if (this.held.delete(owner)) this.kick();
   }
 
-  /** Schedules a start of commits unless one is scheduled or every lane is taken. */
+  /**
+   * Makes the answer's claim `terms` the next commit of `owner`'s writes: held from now on (see
+   * hold), they go — once released — with the claim as ONE statement of their own
+   * (TaskStore.claimAndCommit), not in a group commit, so nothing of what the copy did for the
+   * answer lands unless the claim is won. Resolves with the claim's outcome once decided. When it
+   * is not won, or the store fails while deciding it (then this rejects with the store's error),
+   * those writes — and every later write of `owner` — are refused with ClaimNotWon.
+   */
+  claimWith(owner: WriteOwner, terms: ClaimTerms): Promise<ClaimResult> {
+    this.hold(owner);
+    return new Promise<ClaimResult>((resolve, reject) => this.claiming.set(owner, { terms, resolve, reject }));
+  }
+
+  /** True while `owner`'s claim (claimWith) waits to be sent. */
+  claimPending(owner: WriteOwner): boolean {
+    return this.claiming.has(owner);
+  }
+
+  /**
+   * Withdraws `owner`'s claim before it was sent (what was to follow it failed): the claim
+   * rejects with `err`, and the owner's writes are refused as for a claim not won.
+   */
+  dropClaim(owner: WriteOwner, err: unknown): void {
+    const claim = this.claiming.get(owner);
+    if (claim === undefined) return;
+    this.claiming.delete(owner);
+    this.held.delete(owner);
+    this.refuse(owner, [], new ClaimNotWon(owner.id, err));
+    claim.reject(err);
+  }
+
+  /** Refuses `items` and whatever `owner` still has queued, now and from now on. */
+  private refuse(owner: WriteOwner, items: Queued[], why: ClaimNotWon): void {
+    this.refused.set(owner, why);
+    const left = this.pending.filter((i) => i.owner === owner);
+    this.pending = this.pending.filter((i) => i.owner !== owner);
+    for (const item of [...items, ...left]) item.reject(why);
+  }
+
+  /** Schedules a start of commits unless one is scheduled or nothing can start. */
   private kick(): void {
-    if (this.scheduled || this.running.size >= this.lanes || this.pending.length === 0) return;
+    if (this.scheduled) return;
+    const claimReady = this.claiming.size > 0 && [...this.claiming.keys()].some((o) => !this.held.has(o));
+    if (!claimReady && (this.running.size >= this.lanes || this.pending.length === 0)) return;
     this.scheduled = true;
     queueMicrotask(() => {
       this.scheduled = false;
@@ -164,8 +238,9 @@ export class WriteQueue {
     });
   }
 
-  /** Starts a commit of what is ready in each free lane. */
+  /** Starts the claims whose writes were released, then a commit of what is ready in each free lane. */
   private start(): void {
+    this.startClaims();
     while (this.running.size < this.lanes) {
       const items = this.takeReady();
       if (items.length === 0) return;
@@ -181,13 +256,68 @@ export class WriteQueue {
     }
   }
 
+  /**
+   * Sends each released claim with its owner's writes (claimWith), outside the lanes: a claim
+   * goes out at once, beside the group commit in flight, as a claim always did.
+   */
+  private startClaims(): void {
+    for (const [owner, claim] of this.claiming) {
+      if (this.held.has(owner) || this.busy.has(owner.id)) continue;
+      this.claiming.delete(owner);
+      const items = this.pending.filter((i) => i.owner === owner);
+      this.pending = this.pending.filter((i) => i.owner !== owner);
+      for (const item of items) phaseEnd('commit wait', item.queuedAt);
+      this.busy.add(owner.id);
+      const run: Promise<void> = this.claimCommit(owner, claim, items).finally(() => {
+        this.busy.delete(owner.id);
+        this.claimsRunning.delete(run);
+        this.kick();
+      });
+      this.claimsRunning.add(run);
+    }
+  }
+
+  private async claimCommit(owner: WriteOwner, claim: PendingClaim, items: Queued[]): Promise<void> {
+    const started = performance.now();
+    let result;
+    try {
+      result = await this.store.claimAndCommit(claim.terms, toBatch(items));
+    } catch (err) {
+      // Unknown whether it committed: the copy stops (a claim that did commit lapses with its lease: see the supervisor).
+      this.refuse(owner, items, new ClaimNotWon(owner.id, err));
+      claim.reject(err);
+      return;
+    }
+    if (!result.ok) {
+      this.refuse(owner, items, new ClaimNotWon(owner.id));
+      claim.resolve(result);
+      return;
+    }
+    this.metrics.committed((performance.now() - started) / 1000, items.length);
+    this.stats.commits += 1;
+    this.stats.writes += items.length;
+    this.settled(items, result.seqs);
+    claim.resolve({ ok: true, lastSeq: result.lastSeq });
+  }
+
+  /** Resolves committed writes with their seqs (`seqs`: the events', in order), advancing each owner's last seq. */
+  private settled(items: Queued[], seqs: number[]): void {
+    let e = 0;
+    for (const item of items) {
+      const seq = item.op.kind === 'event' ? (seqs[e++] ?? 0) : 0;
+      // Before the next batch is built (it reads the owner's expectation).
+      if (item.owner !== undefined && seq > item.owner.lastSeq) item.owner.lastSeq = seq;
+      item.resolve(seq);
+    }
+  }
+
   /** Resolves once every write queued so far (and meanwhile) was committed or refused: shutdown. Ends every hold. */
   async flushed(): Promise<void> {
     this.held.clear();
     this.kick();
     // A commit's end starts the next (kick → a microtask), so wait a microtask past each.
-    while (this.running.size > 0 || this.scheduled) {
-      await Promise.all([...this.running]);
+    while (this.running.size > 0 || this.claimsRunning.size > 0 || this.scheduled) {
+      await Promise.all([...this.running, ...this.claimsRunning]);
       await Promise.resolve();
     }
   }
@@ -198,7 +328,7 @@ export class WriteQueue {
    * theirs: a task's writes never overtake each other).
    */
   private takeReady(): Queued[] {
-    if (this.held.size === 0 && this.busy.size === 0) {
+    if (this.held.size === 0 && this.busy.size === 0 && this.claiming.size === 0) {
       const all = this.pending;
       this.pending = [];
       return all;
@@ -206,7 +336,8 @@ export class WriteQueue {
     const ready: Queued[] = [];
     const waiting: Queued[] = [];
     for (const item of this.pending) {
-      if ((item.owner !== undefined && this.held.has(item.owner)) || this.busy.has(keyOf(item))) waiting.push(item);
+      const owner = item.owner;
+      if ((owner !== undefined && (this.held.has(owner) || this.claiming.has(owner))) || this.busy.has(keyOf(item))) waiting.push(item);
       else ready.push(item);
     }
     this.pending = waiting;
@@ -220,13 +351,7 @@ export class WriteQueue {
       this.metrics.committed((performance.now() - started) / 1000, items.length);
       this.stats.commits += 1;
       this.stats.writes += items.length;
-      let e = 0;
-      for (const item of items) {
-        const seq = item.op.kind === 'event' ? (seqs[e++] ?? 0) : 0;
-        // Before the next batch is built (it reads the owner's expectation).
-        if (item.owner !== undefined && seq > item.owner.lastSeq) item.owner.lastSeq = seq;
-        item.resolve(seq);
-      }
+      this.settled(items, seqs);
     } catch (err) {
       const groups = byOwner(items);
       if (groups.length === 1 || !rejectedByDatabase(err)) {

@@ -30,9 +30,11 @@ function decided(core: Core, task: LiveTask, message: Message) {
 }
 
 async function resume(core: Core, task: LiveTask, message: Message, principal?: string): Promise<void> {
-  await applyResume(task, plan(core, task, message), core.loop, message, principal, async (claims) =>
-    core.store.claimCalls(task.id, claims, core.instanceId, new Date(Date.now() + core.leaseMs)),
-  );
+  await applyResume(task, plan(core, task, message), core.loop, message, principal, {
+    owner: core.instanceId,
+    leaseUntil: () => new Date(Date.now() + core.leaseMs),
+    checkSeq: false,
+  });
   await settled(core, task);
 }
 

@@ -9,7 +9,8 @@ import type { Message } from '@a2a-js/sdk';
 import type { LiveTask } from '../../../src/agent/runtime/live-task.js';
 import { applyResume, planResume } from '../../../src/agent/requests/resume-handler.js';
 import { carriesAnswer, namedCallIds } from '../../../src/agent/wire/wire-decoder.js';
-import type { ClaimFn, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
+import type { Claimer, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
+import type { ClaimTerms, WriteBatch } from '../../../src/agent/task-store.js';
 import { answer, auditOf, logOf, makeCore, runTurn, settled, shape, startTask, storedState } from '../../support/core.js';
 import type { Core } from '../../support/core.js';
 import { confirmation, decoded, pausedOn, planFor } from '../../support/resume.js';
@@ -20,11 +21,22 @@ const paused = pausedOn;
 const plan = planFor;
 const conf = confirmation;
 
-/** The store's claim, recording what was claimed. */
-function storeClaim(core: Core, task: LiveTask, claimed: string[][] = []): ClaimFn {
-  return async (claims) => {
-    claimed.push(claims.map((c) => c.id));
-    return core.store.claimCalls(task.id, claims, core.instanceId, new Date(Date.now() + core.leaseMs));
+/**
+ * This process's claim terms, as the router gives them; what each claim statement (the claim and
+ * the writes that follow it) claimed is recorded in `claimed`.
+ */
+function storeClaim(core: Core, _task: LiveTask, claimed: string[][] = []): Claimer {
+  onClaim(core, (terms) => claimed.push(terms.claims.map((c) => c.id)));
+  return { owner: core.instanceId, leaseUntil: () => new Date(Date.now() + core.leaseMs), checkSeq: false };
+}
+
+/** Calls `seen` with each claim statement the store receives, before the store decides it. */
+function onClaim(core: Core, seen: (terms: ClaimTerms, batch: WriteBatch) => void): void {
+  const store = core.store;
+  const claimAndCommit = store.claimAndCommit.bind(store);
+  store.claimAndCommit = async (terms, batch) => {
+    seen(terms, batch);
+    return claimAndCommit(terms, batch);
   };
 }
 
@@ -197,12 +209,11 @@ t.test('a lost claim: the answer is refused and nothing changes', async (t) => {
     message: `tool call ${call.snapshot.id} was already answered (another answer arrived first)`,
   });
   await settled(core, task);
-  t.equal(call.phase, 'awaiting', 'the call in memory is untouched');
-  t.equal(call.answer, undefined);
-  t.same(call.args, before.args, 'the losing edit was not applied');
-  t.equal(call.snapshot.input.content, 'A');
-  t.equal(task.state, 'input-required');
-  t.equal(task.task.history.length, before.history, 'the message was not recorded');
+  // The copy applied the answer while its claim was decided (the claim carries what that wrote):
+  // lost, nothing of it was stored, and the copy stops; the next request reads the task afresh.
+  t.ok(task.halted, 'the copy that applied the losing answer stops');
+  t.equal((await core.store.loadCall(call.snapshot.id))?.args?.content, before.args?.content, 'the losing edit was not stored');
+  t.equal((await core.store.loadTask(task.id))?.task.history.length, before.history, 'the message was not recorded');
   t.equal((await logOf(core.store, task.id)).length, before.log, 'nothing was published');
   t.same(
     (await auditOf(core.store, task.id)).map((a) => a.decision),
@@ -319,26 +330,35 @@ t.test('an answer read on a copy that shows an earlier card of the call is refus
   t.match(await core.store.loadCall(id), { phase: 'awaiting', shownHash: 'f'.repeat(64) }, 'it still waits for an answer to its new card');
 });
 
-t.test("modify_with_editor: the edited content becomes the call's only once the claim is won", async (t) => {
+t.test('modify_with_editor: the claim carries the edit and its EXECUTING card, and the edit runs only once the claim is won', async (t) => {
   const core = await makeCore(t);
   const { task, calls } = await paused(core, 'edit');
   const call = calls[0];
   const message = answer(task, conf(call.snapshot.id, 'modify_with_editor', { file_details: { new_content: 'EDITED' } }));
   const p: ResumePlan = plan(core, task, message);
   t.equal(call.args?.content, 'A', 'planning changes nothing');
-  let argsAtClaim: unknown;
-  await applyResume(task, p, core.loop, message, undefined, async (claims) => {
-    argsAtClaim = structuredClone(call.args);
+  let ranAtClaim: unknown;
+  let statements = 0;
+  onClaim(core, (terms, batch) => {
+    statements++;
+    ranAtClaim = structuredClone(core.toolRuns);
     t.match(
-      claims,
+      terms.claims,
       [{ id: call.snapshot.id, answer: 'modify_with_editor', args: { content: 'EDITED' }, snapshot: { input: { content: 'EDITED' } } }],
       'the claim carries the edit',
     );
-    t.equal(claims.length, 1, 'one claim');
-    return core.store.claimCalls(task.id, claims, core.instanceId, new Date(Date.now() + 30_000));
+    t.equal(terms.claims.length, 1, 'one claim');
+    const cards = batch.events.map((e) => JSON.stringify(e.response));
+    t.ok(
+      cards.some((c) => c.includes('EXECUTING') && c.includes(call.snapshot.id)),
+      "the claim's statement carries the call's EXECUTING card",
+    );
+    t.match(batch.audit, [{ decision: 'authorized' }, { decision: 'executed' }], 'and its audit');
   });
+  await applyResume(task, p, core.loop, message, undefined, storeClaim(core, task));
   await settled(core, task);
-  t.same(argsAtClaim, { path: 'a', content: 'A' }, 'while the claim was undecided the call kept its arguments');
+  t.equal(statements, 1, 'one claim statement');
+  t.same(ranAtClaim, [], 'nothing ran before the claim was decided');
   t.same(core.toolRuns, [['edit', { path: 'a', content: 'EDITED' }]], 'the edit ran');
   t.equal(call.snapshot.input.content, 'EDITED', 'the card shows what ran');
   t.equal((await core.store.loadCall(call.snapshot.id))?.args?.content, 'EDITED');

@@ -114,6 +114,7 @@ t.test('storePhase maps store methods onto phases', async (t) => {
   t.equal(storePhase('commit'), 'commit');
   t.equal(storePhase('commitWhileAwaiting'), 'commit');
   t.equal(storePhase('claimCalls'), 'claim');
+  t.equal(storePhase('claimAndCommit'), 'claim');
   t.equal(storePhase('leaseTasks'), 'claim');
   t.equal(storePhase('loadTask'), 'load');
   t.equal(storePhase('eventsAfter'), 'load');
