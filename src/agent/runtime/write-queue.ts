@@ -6,7 +6,17 @@
  */
 import type { StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { ModelContent } from '../model/model-client.js';
-import type { AuditEntry, ClaimResult, ClaimTerms, NewContext, NewTask, StoredCall, TaskStore, WriteBatch } from '../task-store.js';
+import type {
+  AuditEntry,
+  ClaimCommitResult,
+  ClaimResult,
+  ClaimTerms,
+  NewContext,
+  NewTask,
+  StoredCall,
+  TaskStore,
+  WriteBatch,
+} from '../task-store.js';
 import type { AgentLogger } from '../logger.js';
 import { isStoreUnavailable, sqlStateOf } from '../../protocol/errors.js';
 import { phaseEnd, phaseStart } from '../../protocol/probe.js';
@@ -114,6 +124,8 @@ export class ClaimNotWon extends Error {
 
 interface PendingClaim {
   terms: ClaimTerms;
+  /** The owner's writes queued since claimWith: they go with the claim. */
+  items: Queued[];
   resolve: (result: ClaimResult) => void;
   reject: (err: unknown) => void;
 }
@@ -131,6 +143,8 @@ export class WriteQueue {
   private readonly busy = new Set<string>();
   /** Owners whose next commit is their answer's claim (claimWith), not sent yet. */
   private readonly claiming = new Map<WriteOwner, PendingClaim>();
+  /** Those of them whose writes were released: their claims go out as soon as their task has no commit in flight. */
+  private readonly claimsReady = new Set<WriteOwner>();
   /** The claims in flight, each with its owner's writes (never rejecting, like `running`). */
   private readonly claimsRunning = new Set<Promise<void>>();
   /** Owners whose claim was not won: nothing of theirs is written any more. */
@@ -165,7 +179,10 @@ export class WriteQueue {
     const refused = owner && this.refused.get(owner);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise<number>((resolve, reject) => {
-      this.pending.push({ op, ...(owner !== undefined ? { owner } : {}), resolve, reject, queuedAt: phaseStart() });
+      const item: Queued = { op, ...(owner !== undefined ? { owner } : {}), resolve, reject, queuedAt: phaseStart() };
+      const claim = owner && this.claiming.get(owner);
+      if (claim === undefined) this.pending.push(item);
+      else claim.items.push(item);
       this.kick();
     });
   }
@@ -184,7 +201,9 @@ export class WriteQueue {
 
   /** Ends hold(owner): its queued writes go into the next commit. */
   release(owner: WriteOwner): void {
-    if (this.held.delete(owner)) this.kick();
+    if (!this.held.delete(owner)) return;
+    if (this.claiming.has(owner)) this.claimsReady.add(owner);
+    this.kick();
   }
 
   /**
@@ -197,7 +216,7 @@ export class WriteQueue {
    */
   claimWith(owner: WriteOwner, terms: ClaimTerms): Promise<ClaimResult> {
     this.hold(owner);
-    return new Promise<ClaimResult>((resolve, reject) => this.claiming.set(owner, { terms, resolve, reject }));
+    return new Promise<ClaimResult>((resolve, reject) => this.claiming.set(owner, { terms, items: [], resolve, reject }));
   }
 
   /** True while `owner`'s claim (claimWith) waits to be sent. */
@@ -213,8 +232,9 @@ export class WriteQueue {
     const claim = this.claiming.get(owner);
     if (claim === undefined) return;
     this.claiming.delete(owner);
+    this.claimsReady.delete(owner);
     this.held.delete(owner);
-    this.refuse(owner, [], new ClaimNotWon(owner.id, err));
+    this.refuse(owner, claim.items, new ClaimNotWon(owner.id, err));
     claim.reject(err);
   }
 
@@ -229,8 +249,7 @@ export class WriteQueue {
   /** Schedules a start of commits unless one is scheduled or nothing can start. */
   private kick(): void {
     if (this.scheduled) return;
-    const claimReady = this.claiming.size > 0 && [...this.claiming.keys()].some((o) => !this.held.has(o));
-    if (!claimReady && (this.running.size >= this.lanes || this.pending.length === 0)) return;
+    if (this.claimsReady.size === 0 && (this.running.size >= this.lanes || this.pending.length === 0)) return;
     this.scheduled = true;
     queueMicrotask(() => {
       this.scheduled = false;
@@ -261,11 +280,12 @@ export class WriteQueue {
    * goes out at once, beside the group commit in flight, as a claim always did.
    */
   private startClaims(): void {
-    for (const [owner, claim] of this.claiming) {
-      if (this.held.has(owner) || this.busy.has(owner.id)) continue;
+    for (const owner of this.claimsReady) {
+      const claim = this.claiming.get(owner);
+      if (claim === undefined || this.busy.has(owner.id)) continue;
+      this.claimsReady.delete(owner);
       this.claiming.delete(owner);
-      const items = this.pending.filter((i) => i.owner === owner);
-      this.pending = this.pending.filter((i) => i.owner !== owner);
+      const items = claim.items;
       for (const item of items) phaseEnd('commit wait', item.queuedAt);
       this.busy.add(owner.id);
       const run: Promise<void> = this.claimCommit(owner, claim, items).finally(() => {
@@ -277,11 +297,23 @@ export class WriteQueue {
     }
   }
 
+  /**
+   * The claim and `items` as one statement (TaskStore.claimAndCommit) — on a quiet queue. While a
+   * group commit is in flight the server is busy, and the claim goes alone (claimCalls): once it
+   * is won its writes join the next group commit, whose one function call they share with every
+   * other task's (measured at 200 clients: carried by each claim, the same writes cost this
+   * process 0.4–0.5 ms and the database 0.1 cores more per flow). Either way nothing of them
+   * lands unless the claim is won.
+   */
   private async claimCommit(owner: WriteOwner, claim: PendingClaim, items: Queued[]): Promise<void> {
     const started = performance.now();
-    let result;
+    const alone = this.running.size > 0;
+    const { taskId, claims, owner: claimer, leaseUntil, expectSeq } = claim.terms;
+    let result: ClaimResult | ClaimCommitResult;
     try {
-      result = await this.store.claimAndCommit(claim.terms, toBatch(items));
+      result = alone
+        ? await this.store.claimCalls(taskId, claims, claimer, leaseUntil, expectSeq)
+        : await this.store.claimAndCommit(claim.terms, toBatch(items));
     } catch (err) {
       // Unknown whether it committed: the copy stops (a claim that did commit lapses with its lease: see the supervisor).
       this.refuse(owner, items, new ClaimNotWon(owner.id, err));
@@ -293,10 +325,17 @@ export class WriteQueue {
       claim.resolve(result);
       return;
     }
-    this.metrics.committed((performance.now() - started) / 1000, items.length);
-    this.stats.commits += 1;
-    this.stats.writes += items.length;
-    this.settled(items, result.seqs);
+    if (!alone) {
+      this.metrics.committed((performance.now() - started) / 1000, items.length);
+      this.stats.commits += 1;
+      this.stats.writes += items.length;
+      this.settled(items, (result as Extract<ClaimCommitResult, { ok: true }>).seqs);
+    } else {
+      // What the store logged before the claim (another instance's reminder of this pause) is
+      // behind the copy now: its writes, queued ahead of any it made since, follow the claim.
+      owner.lastSeq = Math.max(owner.lastSeq, result.lastSeq);
+      this.pending.unshift(...items);
+    }
     claim.resolve({ ok: true, lastSeq: result.lastSeq });
   }
 
@@ -314,6 +353,7 @@ export class WriteQueue {
   /** Resolves once every write queued so far (and meanwhile) was committed or refused: shutdown. Ends every hold. */
   async flushed(): Promise<void> {
     this.held.clear();
+    for (const owner of this.claiming.keys()) this.claimsReady.add(owner);
     this.kick();
     // A commit's end starts the next (kick → a microtask), so wait a microtask past each.
     while (this.running.size > 0 || this.claimsRunning.size > 0 || this.scheduled) {
@@ -328,7 +368,7 @@ export class WriteQueue {
    * theirs: a task's writes never overtake each other).
    */
   private takeReady(): Queued[] {
-    if (this.held.size === 0 && this.busy.size === 0 && this.claiming.size === 0) {
+    if (this.held.size === 0 && this.busy.size === 0) {
       const all = this.pending;
       this.pending = [];
       return all;
@@ -336,8 +376,7 @@ export class WriteQueue {
     const ready: Queued[] = [];
     const waiting: Queued[] = [];
     for (const item of this.pending) {
-      const owner = item.owner;
-      if ((owner !== undefined && (this.held.has(owner) || this.claiming.has(owner))) || this.busy.has(keyOf(item))) waiting.push(item);
+      if ((item.owner !== undefined && this.held.has(item.owner)) || this.busy.has(keyOf(item))) waiting.push(item);
       else ready.push(item);
     }
     this.pending = waiting;

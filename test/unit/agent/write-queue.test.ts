@@ -288,3 +288,90 @@ t.test('lanes: flushed() waits for every lane, and a refused batch in one lane l
     [['a'], ['a']],
   );
 });
+
+/** gatedStore with claims: claimAndCommit (the claim with its writes) and claimCalls (alone), each won unless told. */
+function claimingStore(lose = false) {
+  const gated = gatedStore();
+  const calls: string[] = [];
+  const claimed = (terms: { taskId: string }) => {
+    calls.push(`claim ${terms.taskId}`);
+    return lose ? { ok: false as const, notAwaiting: ['call-1'] } : { ok: true as const, lastSeq: 7 };
+  };
+  Object.assign(gated.store, {
+    async claimAndCommit(terms: { taskId: string }, batch: WriteBatch) {
+      const won = claimed(terms);
+      calls.push(`with ${batch.events.length} events, ${batch.audit.length} audit`);
+      return won.ok ? { ...won, seqs: batch.events.map((_, i) => won.lastSeq + 1 + i) } : won;
+    },
+    async claimCalls(taskId: string) {
+      calls.push('alone');
+      return claimed({ taskId });
+    },
+  });
+  return { ...gated, calls };
+}
+
+const terms = (taskId: string) => ({ taskId, claims: [{ id: 'call-1', answer: 'proceed_once' }], owner: 'me', leaseUntil: new Date() });
+
+t.test('a claim on a quiet queue carries its writes: one statement, and nothing of them before it', async (t) => {
+  const { store, calls, started } = claimingStore();
+  const q = new WriteQueue(store, logger);
+  const a = ownerOf('a');
+  const decided = q.claimWith(a, terms('a'));
+  const writes = [q.push(event('a'), a), q.push(audit('authorized'), a), q.push(event('a'), a)];
+  await nextTurn();
+  t.same(calls, [], 'held until released');
+  q.release(a);
+  t.same(await decided, { ok: true, lastSeq: 7 });
+  t.same(await Promise.all(writes), [8, 0, 9], 'the writes land with the claim, after the seq it found');
+  t.same(calls, ['claim a', 'with 2 events, 1 audit']);
+  t.same(started, [], 'no group commit');
+  t.equal(a.lastSeq, 9);
+});
+
+t.test('a claim while a group commit is in flight goes alone; once won its writes join the next group commit', async (t) => {
+  const { store, calls, started, release } = claimingStore();
+  const q = new WriteQueue(store, logger);
+  const [a, b] = [ownerOf('a'), ownerOf('b')];
+  const b1 = q.push(event('b'), b);
+  await nextTurn();
+  t.same(started, [['b']], "b's commit is in flight");
+  const decided = q.claimWith(a, terms('a'));
+  const a1 = q.push(event('a'), a);
+  q.release(a);
+  t.same(await decided, { ok: true, lastSeq: 7 }, 'decided beside the commit in flight');
+  t.same(calls, ['alone', 'claim a']);
+  t.equal(a.lastSeq, 7, "the copy follows what the claim found before its writes' expectation is read");
+  release();
+  await b1;
+  await nextTurn();
+  t.same(started, [['b'], ['a']], "a's writes went into the next group commit");
+  release();
+  t.equal(await a1, 1);
+});
+
+t.test('a claim not won refuses its writes, and every later write of that copy', async (t) => {
+  const { store, started } = claimingStore(true);
+  const q = new WriteQueue(store, logger);
+  const a = ownerOf('a');
+  const decided = q.claimWith(a, terms('a'));
+  const a1 = q.push(event('a'), a);
+  q.release(a);
+  t.same(await decided, { ok: false, notAwaiting: ['call-1'] });
+  await t.rejects(a1, { name: 'ClaimNotWon' });
+  await t.rejects(q.push(event('a'), a), { name: 'ClaimNotWon' }, 'the copy writes nothing more');
+  await nextTurn();
+  t.same(started, [], 'nothing was committed');
+});
+
+t.test('a claim withdrawn before it was sent rejects with the reason, and its writes with ClaimNotWon', async (t) => {
+  const { store, calls } = claimingStore();
+  const q = new WriteQueue(store, logger);
+  const a = ownerOf('a');
+  const decided = q.claimWith(a, terms('a'));
+  const a1 = q.push(event('a'), a);
+  q.dropClaim(a, new Error('applying the answer failed'));
+  await t.rejects(decided, { message: 'applying the answer failed' });
+  await t.rejects(a1, { name: 'ClaimNotWon' });
+  t.same(calls, [], 'no claim was sent');
+});
