@@ -187,7 +187,11 @@ export async function applyResume(
   }
   if (task.halted) throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   const edited = editedArgs(answers);
-  const decided = task.claimWithNextCommit({
+  // The copy applies the answer ahead of its claim only when nothing else runs in it: a claim not
+  // won stops the copy, which must not stop a call or a model step another answer started. And
+  // an "always" grant changes the context every task of it here shares: granted only once won.
+  const ahead = task.idle && [...answers.values()].every((a) => a.grants.length === 0);
+  const terms = {
     claims: [...answers].map(([call, { option }]) => {
       const e = edited.get(call);
       // The card this copy showed: a call re-proposed meanwhile is not approved by an answer to its earlier card.
@@ -197,19 +201,18 @@ export async function applyResume(
     owner: claimer.owner,
     leaseUntil: claimer.leaseUntil(),
     ...(claimer.checkSeq ? { expectSeq: task.lastSeq } : {}),
-  });
+  };
+  // Ahead: the claim travels with what the answer writes (up to the first approved call's
+  // EXECUTING card), one statement or nothing at all. Else the claim goes alone, first.
+  const decided = ahead ? task.claimWithNextCommit(terms) : task.claimAlone(terms);
   const named = new Set(plan.decisions.map((d) => d.call));
-  // An "always" grant changes the context every task of it here shares: granted only once the
-  // claim is won. Else the copy applies the answer at once and the claim travels with what that
-  // writes (up to the first approved call's EXECUTING card): one statement, or nothing at all.
-  const ahead = [...answers.values()].every((a) => a.grants.length === 0);
   if (ahead) {
     try {
       startApproved(task, answers, named, edited, message, principal, loop);
     } catch (err) {
       task.dropClaim(err);
     }
-  } else task.releaseWrites();
+  }
   const result = await decided;
   if (!result.ok && result.behind !== undefined) {
     throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));

@@ -465,6 +465,11 @@ export class LiveTask {
     return this.deps.writes.claimWith(this, { ...terms, taskId: this.id });
   }
 
+  /** The answer's claim on its own (TaskStore.claimCalls), before the copy changes: a lost one changes nothing here. */
+  claimAlone(terms: Omit<ClaimTerms, 'taskId'>): Promise<ClaimResult> {
+    return this.deps.store.claimCalls(this.id, terms.claims, terms.owner, terms.leaseUntil, terms.expectSeq);
+  }
+
   /** True while this copy's answer claim (claimWithNextCommit) waits for the writes that follow it. */
   get claimPending(): boolean {
     return this.deps.writes.claimPending(this);
@@ -481,7 +486,7 @@ export class LiveTask {
    * store call on the claimed calls, a checkpoint written. The writes after it are held again.
    */
   async claimNow(): Promise<void> {
-    if (!this.claimPending) return;
+    // Also when it was sent already (another request flushed the copy): decided only once committed.
     await this.flush();
     if (!this.halted) this.holdWrites();
   }

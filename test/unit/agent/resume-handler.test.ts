@@ -27,6 +27,13 @@ const conf = confirmation;
  */
 function storeClaim(core: Core, _task: LiveTask, claimed: string[][] = []): Claimer {
   onClaim(core, (terms) => claimed.push(terms.claims.map((c) => c.id)));
+  // A claim that goes alone (an "always" grant, or another call runs in the copy).
+  const store = core.store;
+  const claimCalls = store.claimCalls.bind(store);
+  store.claimCalls = async (taskId, claims, ...rest) => {
+    claimed.push(claims.map((c) => c.id));
+    return claimCalls(taskId, claims, ...rest);
+  };
   return { owner: core.instanceId, leaseUntil: () => new Date(Date.now() + core.leaseMs), checkSeq: false };
 }
 
