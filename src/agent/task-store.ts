@@ -222,7 +222,7 @@ export interface ClaimTerms {
 }
 
 /** claimAndCommit's outcome: the claim's, and when it was won the seqs of the batch's events, in batch order. */
-export type ClaimCommitResult = { ok: true; lastSeq: number; seqs: number[] } | { ok: false; notAwaiting: string[]; behind?: number };
+export type ClaimCommitResult = { ok: true; lastSeq: number; seqs: number[] } | Extract<ClaimResult, { ok: false }>;
 
 /**
  * Writes that commit together (group commit): many tasks' events, calls, history, grants

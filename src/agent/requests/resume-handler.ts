@@ -181,9 +181,7 @@ export async function applyResume(
   // Judged with awaits: another answer here may have taken a call meanwhile, or the copy stopped.
   const taken = [...answers.keys()].filter((c) => c.phase !== 'awaiting').map((c) => c.snapshot.id);
   if (taken.length > 0 || task.claimPending) {
-    throw invalidParams(
-      `tool call ${(taken.length > 0 ? taken : plan.decisions.map((d) => d.call.snapshot.id)).join(', ')} was already answered (another answer arrived first)`,
-    );
+    throw answeredFirst(taken.length > 0 ? taken : plan.decisions.map((d) => d.call.snapshot.id));
   }
   if (task.halted) throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   const edited = editedArgs(answers);
@@ -218,7 +216,7 @@ export async function applyResume(
     throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   }
   if (!result.ok) {
-    throw invalidParams(`tool call ${result.notAwaiting.join(', ')} was already answered (another answer arrived first)`);
+    throw answeredFirst(result.notAwaiting);
   }
   if (ahead) return result.lastSeq;
   // The claim is won: from here on a failure must fail the task (its calls are no longer waiting).
@@ -270,6 +268,11 @@ export class CopyBehind extends Error {
     super(`the task's copy in memory was behind the store: ${answer.message}`);
     this.name = 'CopyBehind';
   }
+}
+
+/** The refusal of an answer to calls another answer took first (here, or in the store). */
+function answeredFirst(callIds: string[]): Error {
+  return invalidParams(`tool call ${callIds.join(', ')} was already answered (another answer arrived first)`);
 }
 
 /** Who claims the answered calls (this process), until when, and whether the claim checks the copy's last seq. */
