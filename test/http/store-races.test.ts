@@ -98,6 +98,43 @@ t.test('a cancel that lands while an answer is being claimed: the call never run
   t.notOk(await import('node:fs').then((fs) => fs.existsSync(`${workspace}/hello.txt`)), 'it never ran: nothing was written');
 });
 
+t.test('tasks/get while an answer is claimed that then loses: it shows the stored task, not the losing copy', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  let sent = false;
+  let decide!: () => void;
+  const slow = Object.assign(Object.create(inner) as MemoryTaskStore, {
+    claimAndCommit: async (...args: Parameters<MemoryTaskStore['claimAndCommit']>) => {
+      sent = true;
+      await new Promise<void>((resolve) => (decide = resolve));
+      return inner.claimAndCommit(...args);
+    },
+  });
+  const { app } = await server(t, slow);
+  const { taskId, contextId, callId } = await paused(app);
+  const message = confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' });
+  const answering = rpc(app, 'message/stream', { message });
+  await until('the claim is under way', async () => sent);
+  // Another process answers first; tasks/get reaches this process's copy (which applied the
+  // answer ahead of its claim) and waits for the claim with it. Held 300 ms, as above.
+  t.match(await inner.claimCalls(taskId, [{ id: callId, answer: 'cancel' }], 'peer', new Date(Date.now() + 30_000)), { ok: true });
+  const reading = rpc(app, 'tasks/get', { id: taskId });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  decide();
+  const refused = await answering;
+  t.match(
+    refused.json?.error?.message ?? refused.events?.at(-1)?.data?.error?.message,
+    /already answered \(another answer arrived first\)/,
+  );
+  const got = (await reading).json?.result;
+  t.equal(got?.status?.state, 'input-required', "the state stored, not the losing copy's working");
+  t.notOk(
+    (got?.history ?? []).some((m: { messageId?: string }) => m.messageId === message.messageId),
+    'the losing answer is not in the history shown',
+  );
+  t.same(got?.history?.length, (await inner.loadTask(taskId))?.task.history.length, 'the stored history');
+});
+
 /** The task's id once it ended in the store; or the error answered when its start could not be stored. */
 async function shortAnswer(
   app: FastifyInstance,

@@ -398,7 +398,8 @@ export class DevtoolRequestHandler implements A2ARequestHandler {
     const live = this.opts.cache.peek(id);
     if (live) {
       await live.flush();
-      return { task: structuredClone(live.task), dialect: live.dialect };
+      // A copy overtaken meanwhile (its answer's claim lost, say) holds what the store refused.
+      if (!live.overtaken) return { task: structuredClone(live.task), dialect: live.dialect };
     }
     const stored = await this.opts.store.loadTask(id);
     if (!stored) throw taskNotFound(id);

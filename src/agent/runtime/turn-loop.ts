@@ -117,7 +117,13 @@ export class TurnLoop {
    */
   runApproved(task: LiveTask, calls: TurnCall[]): void {
     this.opts.runs.detach(task, 'running tool calls', async () => {
-      if (calls.some((c) => c.tool?.mcp !== undefined)) await this.refreshTools(task).catch(() => undefined);
+      if (calls.some((c) => c.tool?.mcp !== undefined)) {
+        // Re-resolving may start MCP servers: only for a won answer, so the answer's claim is
+        // decided first, also one under way (the EXECUTING card then follows in a commit of its own).
+        await task.claimNow();
+        if (task.halted) return;
+        await this.refreshTools(task).catch(() => undefined);
+      }
       await this.runReady(task, calls);
       await this.settle(task);
     });

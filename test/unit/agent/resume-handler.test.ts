@@ -11,8 +11,25 @@ import { applyResume, planResume } from '../../../src/agent/requests/resume-hand
 import { carriesAnswer, namedCallIds } from '../../../src/agent/wire/wire-decoder.js';
 import type { Claimer, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
 import type { ClaimTerms, WriteBatch } from '../../../src/agent/task-store.js';
-import { answer, auditOf, logOf, makeCore, runTurn, settled, shape, startTask, storedState } from '../../support/core.js';
-import type { Core } from '../../support/core.js';
+import { Toolbox } from '../../../src/agent/runtime/toolbox.js';
+import type { ToolSet } from '../../../src/agent/runtime/toolbox.js';
+import {
+  answer,
+  auditOf,
+  FAKE_SCRIPT,
+  fakeTool,
+  fakeTools,
+  fcall,
+  logOf,
+  makeCore,
+  runTurn,
+  say,
+  settled,
+  shape,
+  startTask,
+  storedState,
+} from '../../support/core.js';
+import type { Core, RunLog } from '../../support/core.js';
 import { confirmation, decoded, pausedOn, planFor } from '../../support/resume.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -428,3 +445,57 @@ t.test(
     t.equal(core.cache.peek(task.id), undefined, 'released: tasks/get here reads the store, not a stale copy');
   },
 );
+
+/**
+ * A core whose model calls `srv__poke`, a tool served by an MCP server (it waits for a person),
+ * and whose toolbox records, in `order` beside each claim statement, every time it resolves the
+ * context's tools: re-resolving is what may start an MCP server.
+ */
+async function mcpCore(t: Test, order: string[]): Promise<Core> {
+  const runs: RunLog = [];
+  const poke = { ...fakeTool({ name: 'srv__poke', kind: 'other' }, runs), mcp: { serverName: 'srv', toolName: 'poke' } };
+  class RecordingToolbox extends Toolbox {
+    override async forContext(ctx: Parameters<Toolbox['forContext']>[0]): Promise<ToolSet> {
+      order.push('tools');
+      return super.forContext(ctx);
+    }
+  }
+  const logger = { warn() {} };
+  const toolbox = new RecordingToolbox({ builtin: [...fakeTools(runs), poke], defaultCwd: process.cwd(), logger });
+  const script = { ...FAKE_SCRIPT, scripts: [{ when: '^poke', steps: [{ chunks: [[fcall('srv__poke', {})]] }, say('Poked.')] }] };
+  const core = await makeCore(t, { toolbox, script });
+  core.toolRuns = runs;
+  onClaim(core, () => order.push('claim'));
+  return core;
+}
+
+t.test("an MCP call's tools are re-resolved (which may start its server) only once the answer's claim is won", async (t) => {
+  await t.test('won: the claim is decided first, then the tools, then the call runs', async (t) => {
+    const order: string[] = [];
+    const core = await mcpCore(t, order);
+    const { task, calls } = await paused(core, 'poke');
+    order.length = 0;
+    const message = answer(task, conf(calls[0].snapshot.id, 'proceed_once'));
+    await applyResume(task, plan(core, task, message), core.loop, message, 'alice', storeClaim(core, task));
+    await settled(core, task);
+    t.same(order.slice(0, 2), ['claim', 'tools'], 'the claim went before the tools were resolved again');
+    t.same(core.toolRuns, [['srv__poke', {}]]);
+    t.equal(await storedState(core.store, task.id), 'completed');
+  });
+
+  await t.test('lost: nothing is resolved, nothing runs', async (t) => {
+    const order: string[] = [];
+    const core = await mcpCore(t, order);
+    const { task, calls } = await paused(core, 'poke');
+    const id = calls[0].snapshot.id;
+    order.length = 0;
+    t.match(await core.store.claimCalls(task.id, [{ id, answer: 'cancel' }], 'peer', new Date(Date.now() + 30_000)), { ok: true });
+    const message = answer(task, conf(id, 'proceed_once'));
+    await t.rejects(applyResume(task, plan(core, task, message), core.loop, message, 'alice', storeClaim(core, task)), {
+      message: `tool call ${id} was already answered (another answer arrived first)`,
+    });
+    await settled(core, task);
+    t.same(order, ['claim'], "the losing answer's claim, and no tool resolution after it");
+    t.same(core.toolRuns, []);
+  });
+});
