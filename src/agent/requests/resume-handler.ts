@@ -157,8 +157,11 @@ function editedArgs(answers: Answers): Map<TurnCall, { args: Record<string, unkn
  * waiting over a call that runs, or a pause over a task that ended, would mislead every
  * reader and end the winner's stream. Such a message is refused like any message to a working
  * task (-32004), and nothing changes.
+ *
+ * Answers to one copy are decided one at a time (LiveTask.answering): a second answer waits for
+ * the first one's claim, then is judged on what it did.
  */
-export async function applyResume(
+export function applyResume(
   task: LiveTask,
   plan: ResumePlan,
   loop: TurnLoop,
@@ -166,29 +169,43 @@ export async function applyResume(
   principal: string | undefined,
   claimer: Claimer,
 ): Promise<number> {
-  if (plan.kind === 'reprompt') {
-    const seqs = await repromptTask(task, plan.reason, message);
-    if (seqs === undefined) {
-      throw new CopyBehind(
-        unsupported(
-          `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
-        ),
-      );
-    }
-    return (seqs[0] ?? 1) - 1;
+  // One answer at a time on a copy: this one is judged once every answer before it was decided.
+  return task.answering(() =>
+    plan.kind === 'reprompt' ? reprompt(task, plan.reason, message) : answer(task, plan.decisions, loop, message, principal, claimer),
+  );
+}
+
+async function reprompt(task: LiveTask, reason: string, message: Message): Promise<number> {
+  const seqs = await repromptTask(task, reason, message);
+  if (seqs === undefined) {
+    throw new CopyBehind(
+      unsupported(
+        `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
+      ),
+    );
   }
-  const answers = await withCoveredSiblings(task, plan.decisions);
-  // Judged with awaits: another answer here may have taken a call meanwhile, or the copy stopped.
+  return (seqs[0] ?? 1) - 1;
+}
+
+async function answer(
+  task: LiveTask,
+  decisions: Decision[],
+  loop: TurnLoop,
+  message: Message,
+  principal: string | undefined,
+  claimer: Claimer,
+): Promise<number> {
+  const answers = await withCoveredSiblings(task, decisions);
+  // Judged with awaits, after the answers before this one: one of them may have taken a call, or stopped the copy.
   const taken = [...answers.keys()].filter((c) => c.phase !== 'awaiting').map((c) => c.snapshot.id);
-  if (taken.length > 0 || task.claimPending) {
-    throw answeredFirst(taken.length > 0 ? taken : plan.decisions.map((d) => d.call.snapshot.id));
-  }
+  if (taken.length > 0) throw answeredFirst(taken);
   if (task.halted) throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   const edited = editedArgs(answers);
   // The copy applies the answer ahead of its claim only when nothing else runs in it: a claim not
   // won stops the copy, which must not stop a call or a model step another answer started. And
   // an "always" grant changes the context every task of it here shares: granted only once won.
-  const ahead = task.idle && [...answers.values()].every((a) => a.grants.length === 0);
+  const idle = task.idle;
+  const ahead = idle && [...answers.values()].every((a) => a.grants.length === 0);
   const terms = {
     claims: [...answers].map(([call, { option }]) => {
       const e = edited.get(call);
@@ -198,12 +215,14 @@ export async function applyResume(
     }),
     owner: claimer.owner,
     leaseUntil: claimer.leaseUntil(),
-    ...(claimer.checkSeq ? { expectSeq: task.lastSeq } : {}),
+    // A copy kept since it paused may be behind the store: its last seq is checked. One that runs
+    // a call here is this process's own, but its last seq trails that call's writes in flight.
+    ...(claimer.checkSeq && idle ? { expectSeq: task.lastSeq } : {}),
   };
   // Ahead: the claim travels with what the answer writes (up to the first approved call's
   // EXECUTING card), one statement or nothing at all. Else the claim goes alone, first.
   const decided = ahead ? task.claimWithNextCommit(terms) : task.claimAlone(terms);
-  const named = new Set(plan.decisions.map((d) => d.call));
+  const named = new Set(decisions.map((d) => d.call));
   if (ahead) {
     try {
       startApproved(task, answers, named, edited, message, principal, loop);
@@ -215,9 +234,8 @@ export async function applyResume(
   if (!result.ok && result.behind !== undefined) {
     throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   }
-  if (!result.ok) {
-    throw answeredFirst(result.notAwaiting);
-  }
+  if (!result.ok) throw answeredFirst(result.notAwaiting);
+  countAnswered(task, answers);
   if (ahead) return result.lastSeq;
   // The claim is won: from here on a failure must fail the task (its calls are no longer waiting).
   // What the store logged before the claim (another instance's reminder of this pause) is behind
@@ -230,6 +248,13 @@ export async function applyResume(
     loop.fail(task, 'applying the answers', err);
   }
   return result.lastSeq;
+}
+
+/** Each answered card's flow ended: counted once the answer's claim is won (a losing answer closed nothing). */
+function countAnswered(task: LiveTask, answers: Answers): void {
+  for (const [call, { option }] of answers) {
+    task.metrics.cardClosed(call.snapshot.id, option === ConfirmationOptionId.cancel ? 'declined' : 'approved', call.proposedAt);
+  }
 }
 
 function startApproved(

@@ -267,8 +267,7 @@ export function approveCall(
 ): void {
   // A programming error, caught before anything changes: an "always" answer approved without its grants would grant nothing.
   if (how.grants === undefined && mayGrant(option)) throw new Error(`approveCall: the "${option}" answer needs its grants (answerGrants)`);
-  move(call, 'ready');
-  task.metrics.cardClosed(call.snapshot.id, 'approved', call.proposedAt);
+  move(call, 'ready'); // its card's flow is counted by the resume handler, once the answer's claim is won
   call.answer = option;
   // Approved and next to run: a step its card does not show (it stays PENDING until it runs).
   const { confirmation: _asked, ...approved } = call.snapshot;
@@ -307,8 +306,10 @@ export function declineCall(
   const { reason = 'The user declined this tool call.', type = 'declined', principal, feedback } = how;
   if (how.answer !== undefined) call.answer = how.answer; // a person's answer (cancel), recorded with the decline
   const toModel = feedback !== undefined ? `${reason} Their feedback: ${feedback}` : `${reason} Do not retry it unless the user asks.`;
-  // A task's cancel closes running calls too: only a card that waited ends a confirmation flow.
-  if (call.phase === 'awaiting') task.metrics.cardClosed(call.snapshot.id, DECLINE_OUTCOME[type], call.proposedAt);
+  // A task's cancel closes running calls too: only a card that waited ends a confirmation flow. A
+  // person's answer (how.answer) is counted by the resume handler, once the answer's claim is won.
+  if (call.phase === 'awaiting' && how.answer === undefined)
+    task.metrics.cardClosed(call.snapshot.id, DECLINE_OUTCOME[type], call.proposedAt);
   closeWithoutResult(task, call, 'CANCELLED', { message: reason, type }, toModel);
   const decision = DECLINE_DECISION[type];
   task.audit({

@@ -470,9 +470,21 @@ export class LiveTask {
     return this.deps.store.claimCalls(this.id, terms.claims, terms.owner, terms.leaseUntil, terms.expectSeq);
   }
 
-  /** True while this copy's answer claim (claimWithNextCommit) waits for the writes that follow it. */
-  get claimPending(): boolean {
-    return this.deps.writes.claimPending(this);
+  /** The answers to this copy's waiting calls, decided one after another (see answering). */
+  private answers: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Runs `decide` once every answer given to this copy before it was decided: a person's answer
+   * (judged, claimed, and what a won claim starts) or the supervisor's (an expiry, a reminder).
+   * Two answers never interleave on one copy: the second sees what the first did — its calls no
+   * longer waiting, or the copy stopped because its claim was not won. (Two answers applied side
+   * by side, the losing one ahead of its claim, stopped the copy under the winner: a won claim
+   * found nothing to run, and its calls stayed claimed under this process's lease.)
+   */
+  answering<T>(decide: () => Promise<T>): Promise<T> {
+    const decided = this.answers.then(decide);
+    this.answers = decided.catch(() => undefined);
+    return decided;
   }
 
   /** Withdraws the claim not sent yet (what was to follow it failed): nothing of it is written, the copy stops. */

@@ -18,7 +18,7 @@ import { Background } from '../../lib/background.js';
 import { ConfirmationOptionId } from '../../protocol/extension.js';
 import { BUSY_STATES } from '../../protocol/task-states.js';
 import { declineCall, interruptCall, interruptedWork } from './call-lifecycle.js';
-import { failTask, notWorkedHere, pauseTask, resumeWorking, staleCopy, workHere } from './task-lifecycle.js';
+import { failTask, notWorkedHere, remindTask, resumeWorking, staleCopy, workHere } from './task-lifecycle.js';
 import { PAUSED } from '../wire/agent-events.js';
 import type { LiveTask } from './live-task.js';
 import type { AgentLogger } from '../logger.js';
@@ -218,26 +218,39 @@ export class Supervisor {
     return group.pgid;
   }
 
+  /** The reminder is the supervisor's word on the pause: given after every answer to the copy before it was decided. */
   private async remind(task: LiveTask, calls: StoredCall[]): Promise<void> {
-    if (!PAUSED.has(task.state)) return;
-    const first = Math.min(...calls.map((c) => c.expiresAt?.getTime() ?? Infinity));
-    const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
-    const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
-    const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
-    pauseTask(task, task.awaiting(), `Reminder: ${names} will be cancelled ${when} unless answered.`);
-    await task.flush();
+    await task.answering(async () => {
+      const waiting = task.awaiting();
+      if (!PAUSED.has(task.state) || waiting.length === 0) return;
+      const first = Math.min(...calls.map((c) => c.expiresAt?.getTime() ?? Infinity));
+      const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
+      const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
+      const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
+      await remindTask(task, waiting, `Reminder: ${names} will be cancelled ${when} unless answered.`);
+    });
   }
 
   private async expire(taskId: string, calls: StoredCall[]): Promise<void> {
     // Loaded before the claim: a claimed call must always be declined here, never left claimed.
     const task = await this.load(taskId, 'expiring unanswered calls');
     if (!task) return;
+    // An expiry is an answer (cancel): decided after every answer to the copy before it.
+    await task.answering(() => this.expireOn(task, calls));
+  }
+
+  private async expireOn(task: LiveTask, found: StoredCall[]): Promise<void> {
+    // A call an answer here took since the sweep found it is that answer's (a copy without the call is checked by the claim).
+    const calls = found.filter((c) => (task.turn.find((x) => x.snapshot.id === c.id)?.phase ?? 'awaiting') === 'awaiting');
+    if (calls.length === 0) return;
     const claim = calls.map((c) => ({ id: c.id, answer: ConfirmationOptionId.cancel }));
     const until = new Date(Date.now() + this.opts.leaseMs);
-    // The copy may be one kept in memory since it paused (TaskCache.park): the claim checks it.
-    const claimed = await this.opts.store.claimCalls(taskId, claim, this.opts.instanceId, until, task.lastSeq);
+    // The copy may be one kept in memory since it paused (TaskCache.park): the claim checks it. One
+    // that runs a call here is this process's own, but its last seq trails that call's writes.
+    const idle = task.idle;
+    const claimed = await this.opts.store.claimCalls(task.id, claim, this.opts.instanceId, until, idle ? task.lastSeq : undefined);
     if (!claimed.ok && claimed.behind !== undefined) {
-      staleCopy(task); // moved on elsewhere: the next sweep reads it afresh
+      if (idle) staleCopy(task); // moved on elsewhere: the next sweep reads it afresh
       return;
     }
     if (!claimed.ok) {

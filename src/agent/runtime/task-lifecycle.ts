@@ -104,6 +104,20 @@ export async function repromptTask(task: LiveTask, reason: string, message: Mess
   );
 }
 
+/**
+ * A reminder that `waiting` calls expire soon (`lead` says when): the pause sent again, only while
+ * the store still has those calls waiting (LiveTask.publishWhileAwaiting) — logged after an
+ * answer's claim, it would show a pause over the calls that answer runs and refuse its writes.
+ * Resolves with the event's seq, or undefined when a call was claimed meanwhile (nothing was written).
+ */
+export async function remindTask(task: LiveTask, waiting: Waiting, lead: string): Promise<number[] | undefined> {
+  if (task.halted) return undefined;
+  return task.publishWhileAwaiting(
+    waiting.map((c) => c.snapshot.id),
+    [pausing(task, waiting, lead)],
+  );
+}
+
 /** The turn ended: `completed` (or the model's own outcome: a question, a refusal). */
 export function endTurn(task: LiveTask, end: Omit<StateEvent, 'type'>): void {
   if (TERMINAL.has(end.state) || end.state === 'input-required') move(task, { type: 'state', ...end });

@@ -219,11 +219,6 @@ export class WriteQueue {
     return new Promise<ClaimResult>((resolve, reject) => this.claiming.set(owner, { terms, items: [], resolve, reject }));
   }
 
-  /** True while `owner`'s claim (claimWith) waits to be sent. */
-  claimPending(owner: WriteOwner): boolean {
-    return this.claiming.has(owner);
-  }
-
   /**
    * Withdraws `owner`'s claim before it was sent (what was to follow it failed): the claim
    * rejects with `err`, and the owner's writes are refused as for a claim not won.

@@ -7,8 +7,10 @@
 import t from 'tap';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
 import type { Metrics } from '../../../src/lib/metrics.js';
-import { approveCall } from '../../../src/agent/runtime/call-lifecycle.js';
-import { lapsedCall, makeCore, runTurn, settled, startTask, storedState, until } from '../../support/core.js';
+import { applyResume } from '../../../src/agent/requests/resume-handler.js';
+import type { Claimer } from '../../../src/agent/requests/resume-handler.js';
+import { answer, lapsedCall, makeCore, runTurn, settled, startTask, storedState, until } from '../../support/core.js';
+import { confirmation, planFor } from '../../support/resume.js';
 import type { Core, CoreOptions } from '../../support/core.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -40,6 +42,9 @@ class RecordingMetrics implements Metrics {
 
 const LEASE_MS = 200;
 
+/** This process's claim terms, as the router gives them for a copy read afresh. */
+const claimer = (core: Core): Claimer => ({ owner: core.instanceId, leaseUntil: () => new Date(Date.now() + 30_000), checkSeq: false });
+
 async function instance(t: Test, opts: CoreOptions = {}): Promise<{ core: Core; metrics: RecordingMetrics; supervisor: Supervisor }> {
   const metrics = new RecordingMetrics();
   const core = await makeCore(t, { instanceId: 'A', leaseMs: LEASE_MS, metrics, ...opts });
@@ -62,12 +67,8 @@ t.test('a confirm flow: card shown, closed approved, run timed, SUCCEEDED, task 
   await runTurn(core, task);
   const [card] = task.awaiting();
   t.same(metrics.named('cardShown', 'cardClosed'), [['cardShown', card.snapshot.id]], 'the card is shown, still open');
-  // As the resume handler answers: the claim in the store first.
-  const until30s = new Date(Date.now() + 30_000);
-  t.ok((await core.store.claimCalls(task.id, [{ id: card.snapshot.id, answer: 'proceed_once' }], core.instanceId, until30s)).ok);
-  task.setState('working');
-  approveCall(task, card, 'proceed_once', undefined);
-  core.loop.runApproved(task, [card]);
+  const message = answer(task, confirmation(card.snapshot.id, 'proceed_once'));
+  await applyResume(task, planFor(core, task, message), core.loop, message, undefined, claimer(core));
   await settled(core, task);
   t.equal(await storedState(core.store, task.id), 'completed');
   t.same(metrics.named('cardShown', 'cardClosed', 'toolRan', 'callEnded', 'taskEnded'), [
@@ -85,6 +86,29 @@ t.test('a confirm flow: card shown, closed approved, run timed, SUCCEEDED, task 
     commits.reduce((n, c) => n + (c[2] as number), 0),
     core.writes.stats.writes,
     'their sizes add up to the writes committed',
+  );
+});
+
+t.test("an answer whose claim another answer won closes no card: the winner's flow is the one counted", async (t) => {
+  const { core, metrics } = await instance(t);
+  const task = await startTask(core, { text: 'edit' });
+  await runTurn(core, task);
+  const [card] = task.awaiting();
+  const peer = core.store.connect();
+  t.teardown(() => peer.close());
+  t.match(await peer.claimCalls(task.id, [{ id: card.snapshot.id, answer: 'cancel' }], 'peer', new Date(Date.now() + 30_000)), {
+    ok: true,
+  });
+  // Applied ahead of its claim on this copy (nothing else runs in it), then lost.
+  const message = answer(task, confirmation(card.snapshot.id, 'proceed_once'));
+  await t.rejects(applyResume(task, planFor(core, task, message), core.loop, message, undefined, claimer(core)), {
+    message: /already answered \(another answer arrived first\)/,
+  });
+  await settled(core, task);
+  t.same(
+    metrics.named('cardShown', 'cardClosed', 'toolRan', 'callEnded'),
+    [['cardShown', card.snapshot.id]],
+    'no card closed, nothing ran',
   );
 });
 
