@@ -65,32 +65,39 @@ t.test('a cancel whose commit fails is stored once the store takes it; the conve
   t.equal(next.events?.at(-1)?.data?.result?.status?.state, 'completed', 'a new task in the conversation runs');
 });
 
-t.test('a cancel that lands while an answer is being claimed: the call never runs, and the task ends canceled only', async (t) => {
-  const inner = new MemoryTaskStore();
-  t.teardown(() => inner.close());
+/** `inner`, whose claims that carry an answer's writes (claimAndCommit) wait on their way to it until `decide()`. */
+function slowClaims(inner: MemoryTaskStore): { store: MemoryTaskStore; sent: () => boolean; decide: () => void } {
   let sent = false;
   let decide!: () => void;
-  // The claim's statement (the claim with the answer's effects and the EXECUTING card) is held on
-  // its way to the store until the cancel is in.
-  const slow = Object.assign(Object.create(inner) as MemoryTaskStore, {
+  const decided = new Promise<void>((resolve) => (decide = resolve));
+  const store = Object.assign(Object.create(inner) as MemoryTaskStore, {
     claimAndCommit: async (...args: Parameters<MemoryTaskStore['claimAndCommit']>) => {
       sent = true;
-      await new Promise<void>((resolve) => (decide = resolve));
+      await decided;
       return inner.claimAndCommit(...args);
     },
   });
-  const { app, workspace } = await server(t, slow);
+  return { store, sent: () => sent, decide };
+}
+
+t.test('a cancel that lands while an answer is being claimed: the call never runs, and the task ends canceled only', async (t) => {
+  const inner = new MemoryTaskStore();
+  t.teardown(() => inner.close());
+  // The claim's statement (the claim with the answer's effects and the EXECUTING card) is held on
+  // its way to the store until the cancel is in.
+  const slow = slowClaims(inner);
+  const { app, workspace } = await server(t, slow.store);
   const { taskId, contextId, callId } = await paused(app);
   const answering = rpc(app, 'message/stream', {
     message: confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' }),
   });
-  await until('the claim is under way', async () => sent);
+  await until('the claim is under way', async () => slow.sent());
   const cancelling = rpc(app, 'tasks/cancel', { id: taskId });
   // The cancel changes this process's copy at once and then waits for the claim in flight (so does
   // tasks/get, which flushes the copy): nothing here can be polled, so the claim is held 300 ms,
   // far longer than an in-process request takes to reach the copy.
   await new Promise((resolve) => setTimeout(resolve, 300));
-  decide();
+  slow.decide();
   t.equal((await cancelling).json?.result?.status?.state, 'canceled');
   await answering;
   await endsOnce(t, inner, taskId, 'canceled');
@@ -101,26 +108,18 @@ t.test('a cancel that lands while an answer is being claimed: the call never run
 t.test('tasks/get while an answer is claimed that then loses: it shows the stored task, not the losing copy', async (t) => {
   const inner = new MemoryTaskStore();
   t.teardown(() => inner.close());
-  let sent = false;
-  let decide!: () => void;
-  const slow = Object.assign(Object.create(inner) as MemoryTaskStore, {
-    claimAndCommit: async (...args: Parameters<MemoryTaskStore['claimAndCommit']>) => {
-      sent = true;
-      await new Promise<void>((resolve) => (decide = resolve));
-      return inner.claimAndCommit(...args);
-    },
-  });
-  const { app } = await server(t, slow);
+  const slow = slowClaims(inner);
+  const { app } = await server(t, slow.store);
   const { taskId, contextId, callId } = await paused(app);
   const message = confirmMessage(taskId, contextId, { tool_call_id: callId, selected_option_id: 'proceed_once' });
   const answering = rpc(app, 'message/stream', { message });
-  await until('the claim is under way', async () => sent);
+  await until('the claim is under way', async () => slow.sent());
   // Another process answers first; tasks/get reaches this process's copy (which applied the
   // answer ahead of its claim) and waits for the claim with it. Held 300 ms, as above.
   t.match(await inner.claimCalls(taskId, [{ id: callId, answer: 'cancel' }], 'peer', new Date(Date.now() + 30_000)), { ok: true });
   const reading = rpc(app, 'tasks/get', { id: taskId });
   await new Promise((resolve) => setTimeout(resolve, 300));
-  decide();
+  slow.decide();
   const refused = await answering;
   t.match(
     refused.json?.error?.message ?? refused.events?.at(-1)?.data?.error?.message,

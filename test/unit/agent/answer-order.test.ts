@@ -88,6 +88,18 @@ function holdClaimReplies(core: Core, reply: Promise<void>): { decided: () => nu
   return { decided: () => decided };
 }
 
+/** The claims that carry an answer's writes (claimAndCommit) reach the store only once `send` resolves. */
+function holdClaimStatements(core: Core, send: Promise<void>): { sent: () => number } {
+  let sent = 0;
+  const claimAndCommit = core.store.claimAndCommit.bind(core.store);
+  core.store.claimAndCommit = async (...args) => {
+    sent++;
+    await send;
+    return claimAndCommit(...args);
+  };
+  return { sent: () => sent };
+}
+
 t.test(
   'an "always" answer whose claim is decided but not yet back: a second answer to that call waits for it, then is refused',
   async (t) => {
@@ -128,16 +140,10 @@ t.test("an answer to one card while another answer's claim waits for its stateme
   const { task, calls } = await pausedHere(core, 'two edits');
   const [a, b] = calls.map((c) => c.snapshot.id) as [string, string];
   const statement = gate();
-  let sent = 0;
-  const claimAndCommit = core.store.claimAndCommit.bind(core.store);
-  core.store.claimAndCommit = async (...args) => {
-    sent++;
-    await statement.wait;
-    return claimAndCommit(...args);
-  };
+  const held = holdClaimStatements(core, statement.wait);
   // a: nothing else runs in the copy, so the answer is applied ahead and its claim carries its writes.
   const first = apply(core, task, answer(task, confirmation(a, 'proceed_once')));
-  await until("a's claim statement to be sent", () => sent === 1);
+  await until("a's claim statement to be sent", () => held.sent() === 1);
   const second = apply(core, task, answer(task, confirmation(b, 'proceed_once')));
   t.notOk(await settlesWithin(second, 100), "the answer to b waits for a's claim to be decided");
   statement.open();
@@ -241,15 +247,9 @@ t.test('an expiry found while an answer is being claimed here waits for it: the 
   const id = call.snapshot.id;
   await until('the call to be past its expiry', () => Date.now() > call.expiresAt!.getTime());
   const statement = gate();
-  let sent = 0;
-  const claimAndCommit = core.store.claimAndCommit.bind(core.store);
-  core.store.claimAndCommit = async (...args) => {
-    sent++;
-    await statement.wait;
-    return claimAndCommit(...args);
-  };
+  const held = holdClaimStatements(core, statement.wait);
   const answered = apply(core, task, answer(task, confirmation(id, 'proceed_once')));
-  await until("the answer's claim statement to be sent", () => sent === 1);
+  await until("the answer's claim statement to be sent", () => held.sent() === 1);
   const sweep = supervisor.sweep();
   t.notOk(await settlesWithin(sweep, 100), "the expiry waits for the answer's claim");
   statement.open();
