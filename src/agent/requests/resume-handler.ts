@@ -24,9 +24,12 @@ import { answerGrants, applyEdit, approveCall, declineCall } from '../runtime/ca
 import { repromptTask, resumeWorking } from '../runtime/task-lifecycle.js';
 import type { TurnLoop } from '../runtime/turn-loop.js';
 import type { Answer, TaskIntent } from '../wire/wire-decoder.js';
+import { PAUSED } from '../wire/agent-events.js';
 
 export interface Decision {
   call: TurnCall;
+  /** The card the answer named, as the copy showed it when the answer was read (a re-proposal gives the call a new one). */
+  shown: { id: string; hash?: string };
   option: string;
   newContent?: string;
   /** The user's note on this answer, for the model. */
@@ -67,7 +70,7 @@ function decide(task: LiveTask, known: KnownCalls, answer: Omit<Answer, 'feedbac
   if (option !== ConfirmationOptionId.modifyWithEditor && newContent !== undefined) {
     throw invalidParams(`${at}.file_details: modified content is only accepted with selected_option_id "modify_with_editor"`);
   }
-  return { call, option, newContent };
+  return { call, shown: { id, hash: call.shownHash }, option, newContent };
 }
 
 /** Calls a message may name: the current turn's, plus earlier ones it names (loaded by the caller). */
@@ -176,14 +179,22 @@ export function applyResume(
 }
 
 async function reprompt(task: LiveTask, reason: string, message: Message): Promise<number> {
-  const seqs = await repromptTask(task, reason, message);
-  if (seqs === undefined) {
-    throw new CopyBehind(
+  const changed = () =>
+    new CopyBehind(
       unsupported(
-        `Task ${task.id} is no longer waiting for this approval (it was answered meanwhile); send the next message after it pauses or completes`,
+        `Task ${task.id} changed while this message was applied (a waiting call was answered, or another message reached the task, meanwhile); send it again`,
       ),
     );
+  if (task.halted) throw changed();
+  // Read once the answers before it were decided: only a copy that waits for a person, with nothing
+  // of it running here, is re-prompted (a pause logged over a running call would end its answer's stream).
+  if (!PAUSED.has(task.state) || !task.idle || task.awaiting().length === 0) {
+    const waiting = task.awaiting().map((c) => c.snapshot.id);
+    const answerable = waiting.length > 0 ? ` (answer the waiting ${waiting.join(', ')} with a ToolCallConfirmation)` : '';
+    throw unsupported(`Task ${task.id} is still working; send the next message after it pauses or completes, or cancel it${answerable}`);
   }
+  const seqs = await repromptTask(task, reason, message);
+  if (seqs === undefined) throw changed();
   return (seqs[0] ?? 1) - 1;
 }
 
@@ -196,9 +207,12 @@ async function answer(
   claimer: Claimer,
 ): Promise<number> {
   const answers = await withCoveredSiblings(task, decisions);
-  // Judged with awaits, after the answers before this one: one of them may have taken a call, or stopped the copy.
+  // Judged with awaits, after the answers before this one: one of them may have taken a call, or
+  // stopped the copy — or its run re-proposed a call (its file changed): the new card, under a
+  // new id, was shown to nobody who answered here.
+  const reproposed = decisions.filter((d) => d.call.snapshot.id !== d.shown.id || d.call.shownHash !== d.shown.hash).map((d) => d.shown.id);
   const taken = [...answers.keys()].filter((c) => c.phase !== 'awaiting').map((c) => c.snapshot.id);
-  if (taken.length > 0) throw answeredFirst(taken);
+  if (reproposed.length > 0 || taken.length > 0) throw answeredFirst([...new Set([...reproposed, ...taken])]);
   if (task.halted) throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   const edited = editedArgs(answers);
   // The copy applies the answer ahead of its claim only when nothing else runs in it: a claim not

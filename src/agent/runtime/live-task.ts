@@ -92,6 +92,12 @@ export interface TurnCall {
   approvedCard?: string;
   proposedAt: Date;
   expiresAt?: Date;
+  /**
+   * A runner of this copy (TurnLoop.runReady) took the call: it is judged again and run by that
+   * one only. The model loop's runner and an answer's (to another card of the turn) may both
+   * reach a call approved meanwhile; the await of its judgement lies between their checks.
+   */
+  runner?: true;
   /** The process group the running call started (recorded so a recovery can kill it after a crash). */
   processGroup?: { pgid: number; stamp: string };
   /**
@@ -482,9 +488,21 @@ export class LiveTask {
    * found nothing to run, and its calls stayed claimed under this process's lease.)
    */
   answering<T>(decide: () => Promise<T>): Promise<T> {
-    const decided = this.answers.then(decide);
+    this.answersInFlight++;
+    const decided = this.answers.then(decide).finally(() => this.answersInFlight--);
     this.answers = decided.catch(() => undefined);
     return decided;
+  }
+
+  private answersInFlight = 0;
+
+  /**
+   * True while an answer to this copy waits or is decided (answering): the copy stays the one this
+   * process keeps (TaskCache), so every request and sweep reaches it — and its answers stay in one
+   * line — whatever a refused request or a stale check would otherwise drop.
+   */
+  get answerPending(): boolean {
+    return this.answersInFlight > 0;
   }
 
   /** Withdraws the claim not sent yet (what was to follow it failed): nothing of it is written, the copy stops. */
@@ -618,12 +636,14 @@ export class LiveTask {
   /**
    * Publishes `events` (after every write queued so far) only while the store still has the
    * calls `callIds` awaiting, in one transaction (TaskStore.commitWhileAwaiting): a copy of the
-   * task that another answer overtook cannot log them. Returns their seqs; undefined, and the
-   * copy unchanged, when the store refused; a store error is thrown, the copy unchanged too.
+   * task that another answer overtook cannot log them, nor one behind the store (its last seq
+   * is checked: it then stops, overtaken), nor a call list that is empty (nothing waits). Returns
+   * their seqs; undefined, and the copy unchanged, when refused; a store error is thrown, the copy
+   * unchanged too.
    */
   async publishWhileAwaiting(callIds: string[], events: AgentEvent[], message?: Message): Promise<number[] | undefined> {
     await this.flush();
-    if (this.halted) return undefined;
+    if (this.halted || callIds.length === 0) return undefined;
     // The events are encoded on this copy and the copy is put back at once: another request may
     // share it (the winning answer) while the store decides; the outcome is applied only if won.
     const before = {
@@ -650,14 +670,18 @@ export class LiveTask {
     this.textMessageId = before.text;
     this.shownState = before.shown;
     this.usage = before.usage;
+    // Expected at the copy's last seq: a pause stores the whole task, and a copy that missed events
+    // (another instance's re-prompt) would store its history over theirs.
     const batch = {
       ...EMPTY_BATCH,
       events: ops.map(({ taskId, task, status, response, final, key }) => ({ taskId, task, status, response, final, key })),
+      expect: [{ taskId: this.id, ...this.expectation() }],
     };
-    // A task ended elsewhere meanwhile takes no event (StaleWriteError): refused like a claimed call.
+    // A copy behind the store, or of a task ended elsewhere meanwhile, logs nothing (StaleWriteError) and stops.
     const seqs = await this.deps.store.commitWhileAwaiting(batch, this.id, callIds).catch((err: unknown) => {
-      if (isStaleWrite(err)) return undefined;
-      throw err;
+      if (!isStaleWrite(err)) throw err;
+      this.overtakenBy(err);
+      return undefined;
     });
     if (seqs === undefined) return undefined;
     // Committed before any claim of these calls: unless a winner moved this copy on meanwhile, it pauses here.

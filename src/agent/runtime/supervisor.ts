@@ -220,22 +220,28 @@ export class Supervisor {
 
   /** The reminder is the supervisor's word on the pause: given after every answer to the copy before it was decided. */
   private async remind(task: LiveTask, calls: StoredCall[]): Promise<void> {
+    // An answer under way here decides the calls' fate: no reminder beside it (nor a sweep waiting for it).
+    if (task.answerPending) return;
     await task.answering(async () => {
       const waiting = task.awaiting();
-      if (!PAUSED.has(task.state) || waiting.length === 0) return;
+      if (!PAUSED.has(task.state) || !task.idle || waiting.length === 0) return;
       const first = Math.min(...calls.map((c) => c.expiresAt?.getTime() ?? Infinity));
       const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
       const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
       const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
       await remindTask(task, waiting, `Reminder: ${names} will be cancelled ${when} unless answered.`);
     });
+    notWorkedHere(task); // loaded for the reminder: kept only as any paused copy is (parked)
   }
 
   private async expire(taskId: string, calls: StoredCall[]): Promise<void> {
     // Loaded before the claim: a claimed call must always be declined here, never left claimed.
     const task = await this.load(taskId, 'expiring unanswered calls');
     if (!task) return;
-    // An expiry is an answer (cancel): decided after every answer to the copy before it.
+    // An expiry is an answer (cancel). One under way here goes first, and the sweep does not wait
+    // for it (no lease would be renewed meanwhile): a won answer leaves nothing to expire, a lost
+    // one leaves the calls to the next sweep.
+    if (task.answerPending) return;
     await task.answering(() => this.expireOn(task, calls));
   }
 

@@ -161,20 +161,21 @@ export class TaskCache {
   }
 
   /**
-   * Drops the task from memory if it is paused or over and nothing of it runs here. A paused
-   * one is parked (kept as it is) unless `park` is false: a copy a refused message
-   * may have touched is dropped, and the next message reloads the task.
-   */
-  /**
    * Forgets a copy a refused request loaded, whatever its state, unless something runs in it
-   * here meanwhile (another request took it up).
+   * here meanwhile, or an answer to it waits or is decided (another request took it up).
    */
   discard(task: LiveTask): void {
-    if (task.idle && this.active.get(task.id) === task) this.active.delete(task.id);
+    if (!task.answerPending && task.idle && this.active.get(task.id) === task) this.active.delete(task.id);
   }
 
+  /**
+   * Drops the task from memory if it is paused or over, nothing of it runs here and no answer to
+   * it waits or is decided (LiveTask.answerPending). A paused one is parked (kept as it is) unless
+   * `park` is false: a copy a refused message may have touched is dropped, and the next message
+   * reloads the task.
+   */
   release(task: LiveTask, park = true): void {
-    if (!task.idle || !PAUSE_OR_TERMINAL.has(task.state) || this.active.get(task.id) !== task) return;
+    if (task.answerPending || !task.idle || !PAUSE_OR_TERMINAL.has(task.state) || this.active.get(task.id) !== task) return;
     this.active.delete(task.id);
     if (park && PAUSED.has(task.state) && !task.halted) this.park(task);
   }

@@ -188,7 +188,13 @@ export function idleUntilAsked(task: LiveTask): void {
   task.residency?.forget(task);
 }
 
-/** This process's copy of `task` is behind the store (another instance moved it on): dropped; the next use reads it afresh. */
+/**
+ * This process's copy of `task` is behind the store (another instance moved it on): dropped; the
+ * next use reads it afresh. Not a copy that runs something here, or that an answer waits on, unless
+ * it stopped: its own writes tell whether it is behind, and a second copy beside it would neither
+ * be leased nor take its answers in line.
+ */
 export function staleCopy(task: LiveTask): void {
+  if (!task.halted && (task.answerPending || !task.idle)) return;
   task.residency?.forget(task);
 }

@@ -162,8 +162,14 @@ export class TurnLoop {
     try {
       for (const call of calls) {
         if (task.halted) return;
-        if (call.phase !== 'ready') continue;
-        if (await rejudgeCall(task, call, this.opts.approvalTimeoutMs)) await runCall(task, call);
+        // Another runner of this copy may hold it (the model loop's, and an answer's to another card of the turn).
+        if (call.phase !== 'ready' || call.runner === true) continue;
+        call.runner = true;
+        try {
+          if (await rejudgeCall(task, call, this.opts.approvalTimeoutMs)) await runCall(task, call);
+        } finally {
+          call.runner = undefined;
+        }
       }
     } catch (err) {
       task.releaseWrites();

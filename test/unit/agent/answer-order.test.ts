@@ -1,18 +1,23 @@
 /**
- * Answers that meet on one copy of a task (resume-handler.ts, LiveTask.answering): a second
- * answer, an expiry or a reminder that arrives while an answer's claim is being decided waits for
- * it and is judged on what it did; an answer to one card while another card's call runs here is
- * not refused as behind; a reminder another instance found before an answer's claim is not logged
- * after it. Each ends with every call run or closed exactly once and the task at its end — none
- * stranded claimed under this process's lease.
+ * Answers that meet on one copy of a task (resume-handler.ts, LiveTask.answering), as a hostile or
+ * unlucky client, the supervisor or another instance can order them: a second answer waits for the
+ * first one's claim and is judged on what it did (a call it took, a card its run re-proposed);
+ * a message that is no answer while a call runs is refused as to a working task; the copy an
+ * answer is decided on stays the one in memory (leased, in line); an expiry or a reminder leaves a
+ * task to the answer under way; a reminder is not logged after a claim, nor from a copy behind the
+ * store; an answer to one card while another card's call runs here is not refused as behind, and
+ * the approved call runs once however many runners reach it. Each ends with every call run or
+ * closed exactly once and the task at its end — none stranded claimed under this process's lease.
+ * Every wait is bounded.
  */
 import t from 'tap';
 import type { Message } from '@a2a-js/sdk';
 import { applyResume } from '../../../src/agent/requests/resume-handler.js';
-import type { Claimer } from '../../../src/agent/requests/resume-handler.js';
+import type { Claimer, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
 import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
-import type { ToolResult } from '../../../src/tools/tool.js';
+import { cancelTask, refusedHere } from '../../../src/agent/runtime/task-lifecycle.js';
+import type { ToolProposal, ToolResult } from '../../../src/tools/tool.js';
 import {
   answer,
   FAKE_SCRIPT,
@@ -86,6 +91,35 @@ function holdClaimReplies(core: Core, reply: Promise<void>): { decided: () => nu
     return result;
   };
   return { decided: () => decided };
+}
+
+/** Waits for the detached runs and the task's writes, but gives up after `ms` (a hang is a failure, not a stuck test). */
+async function settledWithin(core: Core, task: LiveTask, ms = 3_000): Promise<boolean> {
+  return settlesWithin(settled(core, task), ms);
+}
+
+/** A read-only tool (runs without a card) that runs until `finish` opens. */
+function gatedReader(name: string, runs: RunLog) {
+  const running = gate();
+  const finish = gate();
+  const tool = fakeTool(
+    {
+      name,
+      kind: 'read',
+      run: async (): Promise<ToolResult> => {
+        running.open();
+        await finish.wait;
+        return { llmContent: `${name} done`, display: { type: 'text', text: `${name} done` } };
+      },
+    },
+    runs,
+  );
+  return { tool, running, finish };
+}
+
+/** Applies a plan made earlier (the router plans on the copy before it waits for the copy's answers). */
+function applyPlan(core: Core, task: LiveTask, plan: ResumePlan, message: Message, checkSeq = false): Promise<number> {
+  return applyResume(task, plan, core.loop, message, 'alice', claimer(core, checkSeq));
 }
 
 /** The claims that carry an answer's writes (claimAndCommit) reach the store only once `send` resolves. */
@@ -231,43 +265,46 @@ t.test('an answer to a card while a call of the same turn runs here, its writes 
   );
 });
 
-t.test('an expiry found while an answer is being claimed here waits for it: the answer runs, nothing expires', async (t) => {
-  const core = await makeCore(t, { approvalTimeoutMs: 0 });
-  const supervisor = new Supervisor({
-    store: core.store,
-    cache: core.cache,
-    loop: core.loop,
-    logger: core.logger,
-    instanceId: core.instanceId,
-    leaseMs: core.leaseMs,
-  });
-  t.teardown(() => supervisor.stop());
-  const { task, calls } = await pausedHere(core, 'edit');
-  const [call] = calls;
-  const id = call.snapshot.id;
-  await until('the call to be past its expiry', () => Date.now() > call.expiresAt!.getTime());
-  const statement = gate();
-  const held = holdClaimStatements(core, statement.wait);
-  const answered = apply(core, task, answer(task, confirmation(id, 'proceed_once')));
-  await until("the answer's claim statement to be sent", () => held.sent() === 1);
-  const sweep = supervisor.sweep();
-  t.notOk(await settlesWithin(sweep, 100), "the expiry waits for the answer's claim");
-  statement.open();
-  await answered;
-  await sweep;
-  await settled(core, task);
-  t.same(
-    core.toolRuns.map(([name]) => name),
-    ['edit'],
-    'the answered call ran',
-  );
-  t.equal(await storedState(core.store, task.id), 'completed');
-  t.match(await core.store.loadCall(id), { phase: 'done', answer: 'proceed_once' });
-  t.notOk(
-    (await logOf(core.store, task.id)).some((e) => e.call?.error?.type === 'approval_timeout'),
-    'nothing was expired',
-  );
-});
+t.test(
+  'an expiry found while an answer is being claimed here leaves the task to the answer: the answer runs, nothing expires',
+  async (t) => {
+    const core = await makeCore(t, { approvalTimeoutMs: 0 });
+    const supervisor = new Supervisor({
+      store: core.store,
+      cache: core.cache,
+      loop: core.loop,
+      logger: core.logger,
+      instanceId: core.instanceId,
+      leaseMs: core.leaseMs,
+    });
+    t.teardown(() => supervisor.stop());
+    const { task, calls } = await pausedHere(core, 'edit');
+    const [call] = calls;
+    const id = call.snapshot.id;
+    await until('the call to be past its expiry', () => Date.now() > call.expiresAt!.getTime());
+    const statement = gate();
+    const held = holdClaimStatements(core, statement.wait);
+    const answered = apply(core, task, answer(task, confirmation(id, 'proceed_once')));
+    await until("the answer's claim statement to be sent", () => held.sent() === 1);
+    const sweep = supervisor.sweep();
+    t.ok(await settlesWithin(sweep, 2_000), "the sweep does not wait for the answer's claim");
+    statement.open();
+    await answered;
+    await sweep;
+    await settled(core, task);
+    t.same(
+      core.toolRuns.map(([name]) => name),
+      ['edit'],
+      'the answered call ran',
+    );
+    t.equal(await storedState(core.store, task.id), 'completed');
+    t.match(await core.store.loadCall(id), { phase: 'done', answer: 'proceed_once' });
+    t.notOk(
+      (await logOf(core.store, task.id)).some((e) => e.call?.error?.type === 'approval_timeout'),
+      'nothing was expired',
+    );
+  },
+);
 
 t.test("a reminder another instance found before an answer's claim is not logged after it: the answer's writes land", async (t) => {
   const core = await makeCore(t, { approvalTimeoutMs: 60_000 });
@@ -312,3 +349,429 @@ t.test("a reminder another instance found before an answer's claim is not logged
     'no reminder was logged',
   );
 });
+
+t.test(
+  'a message that is no answer, queued behind an answer that took every waiting call, is refused as to a working task: no pause over the running call (its stream does not end early)',
+  async (t) => {
+    const runs: RunLog = [];
+    const slow = fakeTool(
+      {
+        name: 'slowedit',
+        kind: 'edit',
+        run: async (): Promise<ToolResult> => {
+          await slowFinish.wait;
+          return { llmContent: 'ok', display: { type: 'text', text: 'ok' } };
+        },
+      },
+      runs,
+    );
+    const slowFinish = gate();
+    const script = { ...FAKE_SCRIPT, scripts: [{ when: '^slowedit', steps: [{ chunks: [[fcall('slowedit', {})]] }, say('Done.')] }] };
+    const core = await makeCore(t, { extraTools: [slow], script });
+    const { task, calls } = await pausedHere(core, 'slowedit');
+    const id = calls[0].snapshot.id;
+    // The client answers, and (a second tab, or a confused model) also sends a text that is no answer.
+    // The router plans both on the copy while the card waits, then each waits for the copy's answers.
+    const yes = answer(task, confirmation(id, 'proceed_once'));
+    const chatter = answer(task, 'what does this do?');
+    const repromptPlan = planFor(core, task, chatter);
+    t.equal(repromptPlan.kind, 'reprompt');
+    const answered = apply(core, task, yes);
+    const reprompted = applyPlan(core, task, repromptPlan, chatter);
+    const from = await answered;
+    await reprompted.catch(() => undefined);
+    await until('the approved call to run', () => runs.length === 1 || undefined, 2_000);
+    // While the approved call runs, the task must not show a pause (a pause is final: it ends the
+    // answer's stream and tells every reader the task waits for a person).
+    const during = await logOf(core.store, task.id, from);
+    t.same(
+      during.filter((e) => e.final).map((e) => `${e.state}:${e.text}`),
+      [],
+      'no final event (pause) is logged while the answered call runs',
+    );
+    t.equal(await storedState(core.store, task.id), 'working', 'the stored task is working while its call runs');
+    slowFinish.open();
+    t.ok(await settledWithin(core, task), 'the task settles');
+    t.equal(await storedState(core.store, task.id), 'completed');
+  },
+);
+
+t.test(
+  'a message that is no answer while a call of the same turn runs here (mixed turn) is refused as to a working task: no pause over the running call',
+  async (t) => {
+    const runs: RunLog = [];
+    const reader = gatedReader('slowlook', runs);
+    const script = {
+      ...FAKE_SCRIPT,
+      scripts: [
+        { when: '^mixed', steps: [{ chunks: [[fcall('slowlook', {}), fcall('edit', { path: 'b', content: 'B' })]] }, say('Both.')] },
+      ],
+    };
+    const core = await makeCore(t, { extraTools: [reader.tool], script });
+    const task = await startTask(core, { text: 'mixed', viaCache: true });
+    core.loop.startTurn(task, [{ text: 'mixed' }]);
+    await reader.running.wait;
+    await task.flush().catch(() => undefined);
+    // The edit's card is committed (with the reader's EXECUTING card): a client sees it, the task works.
+    const waiting = await until(
+      'the edit card to be committed',
+      async () => (await core.store.loadTurn(task.id)).some((c) => c.phase === 'awaiting') || undefined,
+    );
+    t.ok(waiting);
+    t.equal(task.awaiting().length, 1, 'the copy has the edit waiting (the router plans an answer or a re-prompt)');
+    const before = (await logOf(core.store, task.id)).at(-1)!.seq;
+    const chatter = answer(task, 'hurry up');
+    await applyPlan(core, task, planFor(core, task, chatter), chatter).catch(() => undefined);
+    const logged = await logOf(core.store, task.id, before);
+    t.same(
+      logged.filter((e) => e.final).map((e) => e.state),
+      [],
+      'no pause is logged while the reader (approved by policy) still runs',
+    );
+    t.equal(await storedState(core.store, task.id), 'working');
+    reader.finish.open();
+    await until('the task to pause on the edit', () => task.state === 'input-required' || undefined, 2_000).catch(() => undefined);
+    t.ok(await settledWithin(core, task), 'settles');
+  },
+);
+
+t.test(
+  'a refused message while an answer is being claimed leaves the copy in memory: the copy that runs the call is leased, and no sweep of ours interrupts it',
+  async (t) => {
+    const runs: RunLog = [];
+    const finish = gate();
+    const running = gate();
+    const slow = fakeTool(
+      {
+        name: 'slowedit',
+        kind: 'edit',
+        run: async (): Promise<ToolResult> => {
+          running.open();
+          await finish.wait;
+          return { llmContent: 'ok', display: { type: 'text', text: 'ok' } };
+        },
+      },
+      runs,
+    );
+    const script = { ...FAKE_SCRIPT, scripts: [{ when: '^slowedit', steps: [{ chunks: [[fcall('slowedit', {})]] }, say('Done.')] }] };
+    const leaseMs = 300;
+    const core = await makeCore(t, { extraTools: [slow], script, leaseMs });
+    const supervisor = new Supervisor({
+      store: core.store,
+      cache: core.cache,
+      loop: core.loop,
+      logger: core.logger,
+      instanceId: core.instanceId,
+      leaseMs,
+    });
+    t.teardown(() => supervisor.stop());
+    const { task, calls } = await pausedHere(core, 'slowedit');
+    const id = calls[0].snapshot.id;
+    const reply = gate();
+    const held = holdClaimReplies(core, reply.wait);
+    const leased: Claimer = { owner: core.instanceId, leaseUntil: () => new Date(Date.now() + leaseMs), checkSeq: true };
+    // "always": the claim goes alone; the copy stays paused and idle until it is won.
+    const yes = answer(task, confirmation(id, 'proceed_always'));
+    const answered = applyResume(task, planFor(core, task, yes), core.loop, yes, 'alice', leased);
+    await until('the claim to be decided in the store', () => held.decided() === 1 || undefined, 2_000);
+    // Meanwhile a hostile client sends a message the router refuses (e.g. an answer naming a made-up
+    // call): MessageRouter.continueLoaded calls refusedHere(copy, worked=true) on the same copy.
+    refusedHere(task, true);
+    reply.open();
+    await answered;
+    await running.wait;
+    t.equal(core.cache.peek(task.id), task, 'the copy that runs the approved call is the one in the cache');
+    t.ok(core.cache.busyIds().includes(task.id), "the running task's leases are renewed by the sweep");
+    // Let a few sweeps run past the lease while the tool runs.
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, leaseMs / 2));
+      await supervisor.sweep();
+    }
+    t.not(await storedState(core.store, task.id), 'failed', 'the task is not failed as interrupted while its call runs here');
+    t.notOk(
+      (await logOf(core.store, task.id)).some((e) => e.call?.error?.type === 'interrupted' || /Interrupted/.test(e.text)),
+      'no call is marked interrupted',
+    );
+    finish.open();
+    t.ok(await settledWithin(core, task), 'settles');
+  },
+);
+
+t.test(
+  'an answer to the waiting card of a mixed turn while the model loop runs the other call: the answered call runs once, the task completes',
+  async (t) => {
+    const runs: RunLog = [];
+    const reader = gatedReader('slowlook', runs);
+    let proposals = 0;
+    const rejudged = gate();
+    const rejudging = gate();
+    const sedit = fakeTool(
+      {
+        name: 'sedit',
+        kind: 'edit',
+        propose: async (): Promise<ToolProposal> => {
+          proposals++;
+          if (proposals === 2) {
+            // The answer's runReady judges the approved edit again: held here.
+            rejudging.open();
+            await rejudged.wait;
+          }
+          return {
+            type: 'edit',
+            change: { fileName: 'x', filePath: 'x', newContent: 'X', formattedDiff: '+X', baseHash: 'h0' },
+          };
+        },
+      },
+      runs,
+    );
+    const script = {
+      ...FAKE_SCRIPT,
+      scripts: [{ when: '^mixed', steps: [{ chunks: [[fcall('slowlook', {}), fcall('sedit', {})]] }, say('Both.')] }],
+    };
+    const core = await makeCore(t, { extraTools: [reader.tool, sedit], script });
+    const task = await startTask(core, { text: 'mixed', viaCache: true });
+    core.loop.startTurn(task, [{ text: 'mixed' }]);
+    await reader.running.wait;
+    await until(
+      'the sedit card to be committed',
+      async () => (await core.store.loadTurn(task.id)).some((c) => c.phase === 'awaiting') || undefined,
+    );
+    const id = task.awaiting()[0].snapshot.id;
+    await t.resolves(apply(core, task, answer(task, confirmation(id, 'proceed_once'))), 'the answer is accepted');
+    await until("the answer's run to judge the edit again", async () => (await settlesWithin(rejudging.wait, 10)) || undefined, 2_000);
+    // The model loop's own runReady now reaches the edit: it is `ready` (approved), not yet executing.
+    reader.finish.open();
+    await new Promise((r) => setTimeout(r, 50));
+    rejudged.open();
+    t.ok(await settledWithin(core, task), 'settles');
+    t.same(runs.filter(([n]) => n === 'sedit').length, 1, 'the approved edit ran exactly once');
+    t.equal(await storedState(core.store, task.id), 'completed', 'the task completes (not failed by a second run of the call)');
+    t.same(
+      (await core.store.loadTurn(task.id)).filter((c) => c.phase !== 'done').map((c) => c.id),
+      [],
+      'nothing stranded',
+    );
+  },
+);
+
+t.test(
+  "a reminder from a copy that missed another instance's re-prompt logs nothing and stops that copy: an answer's claim on it is refused as behind, and the re-prompt's message stays",
+  async (t) => {
+    const core = await makeCore(t, { approvalTimeoutMs: 60_000 });
+    const peer = await makeCore(t, { store: core.store.connect(), instanceId: 'peer', approvalTimeoutMs: 60_000 });
+    const { task, calls } = await pausedHere(core, 'edit');
+    const id = calls[0].snapshot.id;
+    // Another instance takes a message that is no answer: it re-prompts (the user's message joins the history).
+    const copy = (await peer.cache.get(task.id))!;
+    const chatter = answer(copy, 'what does this do?');
+    await applyResume(copy, planFor(peer, copy, chatter), peer.loop, chatter, 'alice', claimer(peer));
+    await until(
+      "the peer's re-prompt to be stored",
+      async () =>
+        (await core.store.loadTask(task.id))!.task.history.some((m) => JSON.stringify(m).includes('what does this do?')) || undefined,
+    );
+    // This process's copy (in memory since a request or a sweep loaded it) is behind now.
+    const stored = await core.store.loadVersion(task.id);
+    t.ok(stored!.lastSeq > task.lastSeq, 'the copy here is behind the store');
+    const supervisor = new Supervisor({
+      store: core.store,
+      cache: core.cache,
+      loop: core.loop,
+      logger: core.logger,
+      instanceId: core.instanceId,
+      leaseMs: core.leaseMs,
+      reminderMs: 120_000,
+    });
+    t.teardown(() => supervisor.stop());
+    // (Without this sweep the claim below is refused as behind, as it should be.)
+    await supervisor.sweep();
+    // The router's first try: the copy in memory, whose claim checks its last seq.
+    const yes = answer(task, confirmation(id, 'proceed_once'));
+    const tried = await apply(core, task, yes, true).then(
+      () => 'accepted',
+      (err: Error) => err.name,
+    );
+    t.equal(tried, 'CopyBehind', "the stale copy's claim is refused as behind (the router retries on a fresh copy)");
+    await settledWithin(core, task);
+    const history = JSON.stringify((await core.store.loadTask(task.id))!.task.history);
+    t.ok(history.includes('what does this do?'), "the stored history keeps the peer's re-prompt message");
+  },
+);
+
+t.test(
+  "a retried answer to a card that the first answer's run re-proposed (the file changed) does not approve the new card nobody saw",
+  async (t) => {
+    const runs: RunLog = [];
+    let base = 'h0';
+    const sedit = fakeTool(
+      {
+        name: 'sedit',
+        kind: 'edit',
+        propose: async (): Promise<ToolProposal> => ({
+          type: 'edit',
+          change: { fileName: 'x', filePath: 'x', newContent: 'X', formattedDiff: `+X over ${base}`, baseHash: base },
+        }),
+      },
+      runs,
+    );
+    const script = { ...FAKE_SCRIPT, scripts: [{ when: '^sedit', steps: [{ chunks: [[fcall('sedit', {})]] }, say('Done.')] }] };
+    const core = await makeCore(t, { extraTools: [sedit], script });
+    const { task, calls } = await pausedHere(core, 'sedit');
+    const call = calls[0];
+    const oldId = call.snapshot.id;
+    // The file changes after the card was shown: the approved edit is re-proposed with a new card (new id).
+    base = 'h1';
+    // The client sends its answer, and retries it (a timeout, a second tab): the router plans both on the copy.
+    const first = answer(task, confirmation(oldId, 'proceed_once'));
+    const retry = answer(task, confirmation(oldId, 'proceed_once'));
+    const firstPlan = planFor(core, task, first);
+    const retryPlan = planFor(core, task, retry);
+    const a = applyPlan(core, task, firstPlan, first);
+    const b = applyPlan(core, task, retryPlan, retry);
+    const outcomes = await Promise.all(
+      [a, b].map((p) =>
+        p.then(
+          () => 'accepted',
+          (err: Error) => `refused: ${err.message}`,
+        ),
+      ),
+    );
+    await settledWithin(core, task);
+    t.equal(outcomes[0], 'accepted', 'the first answer is accepted');
+    t.match(outcomes[1], /^refused/, 'the retry (an answer to the old card) is refused');
+    t.same(
+      runs.map(([n]) => n),
+      [],
+      'the edit did not run: nobody approved the re-proposed card',
+    );
+    const turn = await core.store.loadTurn(task.id);
+    t.same(
+      turn.map((c) => [c.phase, c.id === oldId ? 'old' : 'new']),
+      [['awaiting', 'new']],
+      'the re-proposed card waits for a person',
+    );
+    t.equal(await storedState(core.store, task.id), 'input-required');
+    t.notOk(
+      (await core.store.listAudit({ taskId: task.id })).some((r) => r.decision === 'executed'),
+      'nothing was audited as executed',
+    );
+  },
+);
+
+t.test(
+  'tasks/cancel while an answer applied ahead waits for its claim statement: the task ends canceled, nothing runs, nothing hangs',
+  async (t) => {
+    const core = await makeCore(t);
+    const { task, calls } = await pausedHere(core, 'edit');
+    const id = calls[0].snapshot.id;
+    const statement = gate();
+    let sent = 0;
+    const claimAndCommit = core.store.claimAndCommit.bind(core.store);
+    core.store.claimAndCommit = async (...args) => {
+      sent++;
+      await statement.wait;
+      return claimAndCommit(...args);
+    };
+    const answered = apply(core, task, answer(task, confirmation(id, 'proceed_once')));
+    await until('the claim statement to be sent', () => sent === 1 || undefined, 2_000);
+    // The request handler's cancel: on the same copy, without waiting for its answers.
+    cancelTask(task, 'alice');
+    const flushed = task.flush();
+    statement.open();
+    t.ok(await settlesWithin(answered, 2_000), 'the answer settles');
+    t.ok(await settlesWithin(flushed, 2_000), "the cancel's writes settle");
+    t.ok(await settledWithin(core, task), 'settles');
+    const state = await storedState(core.store, task.id);
+    t.ok(state === 'canceled' || state === 'completed', `the task reached an end (${state})`);
+    const turn = await core.store.loadTurn(task.id);
+    t.same(
+      turn.filter((c) => c.phase !== 'done').map((c) => c.id),
+      [],
+      'no call is left claimed',
+    );
+    if (state === 'canceled') t.same(core.toolRuns, [], 'a canceled task ran nothing');
+  },
+);
+
+t.test(
+  "an expiry and a reminder found while an answer's claim is slow leave the task to the answer: the sweep does not wait for it, nothing expires",
+  async (t) => {
+    const core = await makeCore(t, { approvalTimeoutMs: 0 });
+    const supervisor = new Supervisor({
+      store: core.store,
+      cache: core.cache,
+      loop: core.loop,
+      logger: core.logger,
+      instanceId: core.instanceId,
+      leaseMs: core.leaseMs,
+      reminderMs: 60_000,
+    });
+    t.teardown(() => supervisor.stop());
+    const { task, calls } = await pausedHere(core, 'two edits');
+    const [a, b] = calls.map((c) => c.snapshot.id) as [string, string];
+    await until('the calls to be past their expiry', () => Date.now() > calls[1].expiresAt!.getTime() || undefined);
+    const reply = gate();
+    holdClaimReplies(core, reply.wait);
+    // "always" on a: covers b too; the claim goes alone and its reply is slow.
+    const answered = apply(core, task, answer(task, confirmation(a, 'proceed_always')));
+    const sweep = supervisor.sweep();
+    t.ok(await settlesWithin(sweep, 2_000), 'the sweep leaves the task to the answer under way, without waiting for it');
+    reply.open();
+    t.ok(await settlesWithin(answered, 2_000), 'the answer settles');
+    t.ok(await settledWithin(core, task), 'settles');
+    t.same(
+      core.toolRuns.map(([n, args]) => `${n}:${String(args.path)}`),
+      ['edit:a', 'edit:b'],
+    );
+    t.equal(await storedState(core.store, task.id), 'completed');
+    t.notOk(
+      (await logOf(core.store, task.id)).some((e) => e.call?.error?.type === 'approval_timeout' || /^Reminder:/.test(e.text)),
+      'nothing expired, no reminder after the answer',
+    );
+    void b;
+  },
+);
+
+t.test(
+  'a refused message while an "always" claim is decided puts no second copy of the task in this process: the next answer waits in line on the same copy, nothing is stranded',
+  async (t) => {
+    const core = await makeCore(t);
+    const { task: first, calls } = await pausedHere(core, 'edit and exec');
+    const [editId, execId] = calls.map((c) => c.snapshot.id) as [string, string];
+    const reply = gate();
+    const held = holdClaimReplies(core, reply.wait);
+    // Answer 1 on the copy in memory: "always" for the edit (claims alone; the copy stays paused and idle).
+    const yes = answer(first, confirmation(editId, 'proceed_always'));
+    const answered1 = applyResume(first, planFor(core, first, yes), core.loop, yes, 'alice', claimer(core, true));
+    await until('the claim to be decided in the store', () => held.decided() === 1 || undefined, 2_000);
+    // A message the router refuses drops that copy from the cache (MessageRouter.continueLoaded → refusedHere).
+    refusedHere(first, true);
+    // Answer 2, to the other card, gets a second copy from the cache (TaskCache.get loads it afresh).
+    const second = (await core.cache.get(first.id))!;
+    t.equal(second, first, 'the copy an answer is decided on stays the one in memory');
+    const reply2 = answer(second, confirmation(execId, 'proceed_once'));
+    const answered2 = applyResume(second, planFor(core, second, reply2), core.loop, reply2, 'alice', claimer(core, true));
+    t.notOk(await settlesWithin(answered2, 100), 'the answer to the other card waits in line');
+    reply.open();
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        () => 'accepted',
+        (err: Error) => `refused: ${err.message}`,
+      );
+    t.same(await Promise.all([outcome(answered1), outcome(answered2)]), ['accepted', 'accepted']);
+    await settledWithin(core, first);
+    await settledWithin(core, second);
+    const turn = await core.store.loadTurn(first.id);
+    t.same(
+      turn.filter((c) => c.phase === 'ready' || c.phase === 'executing').map((c) => `${c.toolName}:${c.phase}`),
+      [],
+      'no call is left claimed under this process with nobody running it',
+    );
+    t.same(
+      core.toolRuns.map(([n]) => n),
+      ['edit', 'exec'],
+      'each answered call ran once',
+    );
+    t.equal(await storedState(core.store, first.id), 'completed');
+  },
+);

@@ -412,7 +412,11 @@ t.test('a re-prompt on a stale copy must not reopen a call another process claim
     'another process claimed the call',
   );
   // This process still holds the task as it was before the claim, and gets a message that is no answer.
-  await t.rejects(resume(core, task, answer(task, 'hmm?')), { message: /no longer waiting/ }, 'refused like a message to a working task');
+  await t.rejects(
+    resume(core, task, answer(task, 'hmm?')),
+    { message: /changed while this message was applied/ },
+    'refused like a message to a working task',
+  );
   t.same(await logOf(core.store, task.id), before.log, 'no card re-sent as waiting, no pause logged');
   t.equal(task.task.history.length, before.history, 'the message was not recorded');
   t.equal(task.state, 'input-required', 'the copy is unchanged');
