@@ -194,7 +194,10 @@ async function reprompt(task: LiveTask, reason: string, message: Message): Promi
     throw unsupported(`Task ${task.id} is still working; send the next message after it pauses or completes, or cancel it${answerable}`);
   }
   const seqs = await repromptTask(task, reason, message);
-  if (seqs === undefined) throw changed();
+  if (seqs === undefined) {
+    task.stopBehind(`a re-prompt of task ${task.id} found its waiting calls answered elsewhere`);
+    throw changed();
+  }
   return (seqs[0] ?? 1) - 1;
 }
 
@@ -246,6 +249,10 @@ async function answer(
   }
   const result = await decided;
   if (!result.ok && result.behind !== undefined) {
+    // Unchanged by a claim that went alone, but behind: stopped, so the router's retry (and any
+    // answer queued on it) reads the task afresh instead of claiming on it without the seq check.
+    if (terms.expectSeq !== undefined)
+      task.stopBehind(`the answer's claim found task ${task.id} at seq ${result.behind}, not ${terms.expectSeq}`);
     throw new CopyBehind(unsupported(`Task ${task.id} changed while this answer was decided; send it again`));
   }
   if (!result.ok) throw answeredFirst(result.notAwaiting);

@@ -375,6 +375,15 @@ export class LiveTask {
   }
 
   /**
+   * The store showed this copy is behind it (a claim naming its last seq, or a re-prompt, was
+   * refused as such): it stops and leaves memory like a copy whose writes were refused, so an
+   * answer queued on it meanwhile is applied again to a fresh copy, never to this one.
+   */
+  stopBehind(why: string): void {
+    this.overtakenBy(new Error(why));
+  }
+
+  /**
    * The store refused this copy's writes: another process moved the task on. Nothing of it is
    * written or published here any more, whatever runs for it is aborted, and the copy leaves
    * this process's memory (onOvertaken); the next request or sweep reads the task afresh.

@@ -12,11 +12,11 @@
  */
 import t from 'tap';
 import type { Message } from '@a2a-js/sdk';
-import { applyResume } from '../../../src/agent/requests/resume-handler.js';
+import { applyResume, CopyBehind } from '../../../src/agent/requests/resume-handler.js';
 import type { Claimer, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
 import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
-import { cancelTask, refusedHere } from '../../../src/agent/runtime/task-lifecycle.js';
+import { cancelTask, refusedHere, staleCopy } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { ToolProposal, ToolResult } from '../../../src/tools/tool.js';
 import {
   answer,
@@ -753,11 +753,6 @@ t.test(
     const answered2 = applyResume(second, planFor(core, second, reply2), core.loop, reply2, 'alice', claimer(core, true));
     t.notOk(await settlesWithin(answered2, 100), 'the answer to the other card waits in line');
     reply.open();
-    const outcome = (p: Promise<unknown>) =>
-      p.then(
-        () => 'accepted',
-        (err: Error) => `refused: ${err.message}`,
-      );
     t.same(await Promise.all([outcome(answered1), outcome(answered2)]), ['accepted', 'accepted']);
     await settledWithin(core, first);
     await settledWithin(core, second);
@@ -773,5 +768,160 @@ t.test(
       'each answered call ran once',
     );
     t.equal(await storedState(core.store, first.id), 'completed');
+  },
+);
+
+/**
+ * MessageRouter.route / continueLoaded for a message to a paused task (mirrored here: the router needs the
+ * whole app), as written: the copy from
+ * the cache, planned, applied (checkSeq on the first try); a CopyBehind drops the copy
+ * (staleCopy) and the message is applied once more to whatever the cache gives, without the seq
+ * check; any other refusal goes through refusedHere.
+ */
+async function route(core: Core, taskId: string, message: Message): Promise<number> {
+  const attempt = async (checkSeq: boolean) => {
+    const worked = core.cache.peek(taskId) !== undefined;
+    const task = (await core.cache.get(taskId))!;
+    try {
+      await task.flush();
+      const plan = planFor(core, task, message);
+      return await applyResume(task, plan, core.loop, message, 'alice', claimer(core, checkSeq));
+    } catch (err) {
+      if (err instanceof CopyBehind) staleCopy(task);
+      else refusedHere(task, worked);
+      throw err;
+    }
+  };
+  try {
+    return await attempt(true);
+  } catch (err) {
+    if (!(err instanceof CopyBehind)) throw err;
+    try {
+      return await attempt(false);
+    } catch (again) {
+      throw again instanceof CopyBehind ? again.answer : again;
+    }
+  }
+}
+
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    () => 'accepted',
+    (err: Error) => `refused: ${err.message}`,
+  );
+
+t.test(
+  "two answers at once to a copy behind the store (another instance re-prompted): the first one's claim stops that copy, so no retry claims on it without the seq check or stores its history over the peer's",
+  async (t) => {
+    const core = await makeCore(t);
+    const peer = await makeCore(t, { store: core.store.connect(), instanceId: 'peer' });
+    const { task, calls } = await pausedHere(core, 'two edits');
+    const [a, b] = calls.map((c) => c.snapshot.id) as [string, string];
+    // Another instance takes a message that is no answer: it re-prompts; this copy does not hear of it.
+    const copy = (await peer.cache.get(task.id))!;
+    const chatter = answer(copy, 'what does this do?');
+    await applyResume(copy, planFor(peer, copy, chatter), peer.loop, chatter, 'bob', claimer(peer));
+    const version = await core.store.loadVersion(task.id);
+    t.ok(version!.lastSeq > task.lastSeq, 'the copy here is behind the store');
+    // The client answers both cards with "always" at once (two messages): both reach this process.
+    const m1 = answer(task, confirmation(a, 'proceed_always'));
+    const m2 = answer(task, confirmation(b, 'proceed_always'));
+    const r1 = route(core, task.id, m1);
+    const r2 = route(core, task.id, m2);
+    const [o1, o2] = await Promise.all([outcome(r1), outcome(r2)]);
+    t.ok(await settledWithin(core, task), 'settles');
+    t.comment(`outcomes: ${o1} | ${o2}`);
+    t.ok(o1 === 'accepted' || o2 === 'accepted', 'one of the answers is accepted');
+    const stored = (await core.store.loadTask(task.id))!;
+    const history = JSON.stringify(stored.task.history);
+    t.ok(
+      history.includes('what does this do?'),
+      "the stored history keeps the peer's re-prompt message (no stale copy stored its history over it)",
+    );
+    t.equal(await storedState(core.store, task.id), 'completed');
+  },
+);
+
+t.test("control: the same two answers one after the other keep the peer's re-prompt message (the retry loads a fresh copy)", async (t) => {
+  const core = await makeCore(t);
+  const peer = await makeCore(t, { store: core.store.connect(), instanceId: 'peer' });
+  const { task, calls } = await pausedHere(core, 'two edits');
+  const [a] = calls.map((c) => c.snapshot.id) as [string, string];
+  const copy = (await peer.cache.get(task.id))!;
+  const chatter = answer(copy, 'what does this do?');
+  await applyResume(copy, planFor(peer, copy, chatter), peer.loop, chatter, 'bob', claimer(peer));
+  t.equal(await outcome(route(core, task.id, answer(task, confirmation(a, 'proceed_always')))), 'accepted');
+  const fresh = core.cache.peek(task.id)!;
+  t.not(fresh, task, 'the answer ran on a fresh copy');
+  t.ok(await settledWithin(core, fresh), 'settles');
+  t.ok(JSON.stringify((await core.store.loadTask(task.id))!.task.history).includes('what does this do?'));
+  t.equal(await storedState(core.store, task.id), 'completed');
+});
+
+t.test(
+  'a call re-proposed by the run of an answer (its file changed), then answered on its NEW card: it runs once, the task completes',
+  async (t) => {
+    const runs: RunLog = [];
+    let base = 'h0';
+    const sedit = fakeTool(
+      {
+        name: 'sedit',
+        kind: 'edit',
+        propose: async (): Promise<ToolProposal> => ({
+          type: 'edit',
+          change: { fileName: 'x', filePath: 'x', newContent: 'X', formattedDiff: `+X over ${base}`, baseHash: base },
+        }),
+      },
+      runs,
+    );
+    const script = { ...FAKE_SCRIPT, scripts: [{ when: '^sedit', steps: [{ chunks: [[fcall('sedit', {})]] }, say('Done.')] }] };
+    const core = await makeCore(t, { extraTools: [sedit], script });
+    const { task, calls } = await pausedHere(core, 'sedit');
+    const oldId = calls[0].snapshot.id;
+    base = 'h1';
+    t.equal(await outcome(route(core, task.id, answer(task, confirmation(oldId, 'proceed_once')))), 'accepted');
+    const live = core.cache.peek(task.id) ?? task;
+    t.ok(await settledWithin(core, live), 'settles after the re-proposal');
+    const again = (await core.cache.get(task.id))!;
+    const waiting = again.awaiting();
+    t.equal(waiting.length, 1, 'the re-proposed card waits');
+    const newId = waiting[0].snapshot.id;
+    t.not(newId, oldId);
+    t.equal(waiting[0].runner, undefined, 'no runner left on the call');
+    t.equal(await outcome(route(core, task.id, answer(again, confirmation(newId, 'proceed_once')))), 'accepted');
+    t.ok(await settledWithin(core, core.cache.peek(task.id) ?? again), 'settles');
+    t.same(
+      runs.map(([n]) => n),
+      ['sedit'],
+      'the edit ran once, on the new card',
+    );
+    t.equal(await storedState(core.store, task.id), 'completed');
+    t.same(
+      (await core.store.loadTurn(task.id)).filter((c) => c.phase !== 'done').map((c) => c.id),
+      [],
+      'nothing stranded',
+    );
+  },
+);
+
+t.test(
+  'an answer to a copy behind the store with a text message queued behind it: the answer is applied once more to a fresh copy, and accepted',
+  async (t) => {
+    const core = await makeCore(t);
+    const peer = await makeCore(t, { store: core.store.connect(), instanceId: 'peer' });
+    const { task, calls } = await pausedHere(core, 'edit');
+    const id = calls[0].snapshot.id;
+    const copy = (await peer.cache.get(task.id))!;
+    const chatter = answer(copy, 'what does this do?');
+    await applyResume(copy, planFor(peer, copy, chatter), peer.loop, chatter, 'bob', claimer(peer));
+    // "always" (its claim goes alone, checked at the copy's last seq) and, at once, a text that is no answer.
+    const r1 = route(core, task.id, answer(task, confirmation(id, 'proceed_always')));
+    const r2 = route(core, task.id, answer(task, 'and please hurry'));
+    const [o1, o2] = await Promise.all([outcome(r1), outcome(r2)]);
+    t.comment(`outcomes: ${o1} | ${o2}`);
+    const live = core.cache.peek(task.id) ?? task;
+    t.ok(await settledWithin(core, live), 'settles');
+    t.equal(o1, 'accepted', 'the answer is accepted: the router applies it once more to a fresh copy, as for a lone answer');
+    t.equal(await storedState(core.store, task.id), o1 === 'accepted' ? 'completed' : 'input-required');
   },
 );
