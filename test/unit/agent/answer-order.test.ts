@@ -60,6 +60,30 @@ async function pausedHere(core: Core, prompt: string): Promise<{ task: LiveTask;
   return { task, calls: task.awaiting() };
 }
 
+/**
+ * A task paused on `sedit`, an edit whose card shows a file's content hash; `fileChanges()` changes
+ * that file, so an approved `sedit` is re-proposed with a new card (new id) before it runs.
+ */
+async function pausedOnEdit(t: Parameters<typeof makeCore>[0]) {
+  const runs: RunLog = [];
+  let base = 'h0';
+  const sedit = fakeTool(
+    {
+      name: 'sedit',
+      kind: 'edit',
+      propose: async (): Promise<ToolProposal> => ({
+        type: 'edit',
+        change: { fileName: 'x', filePath: 'x', newContent: 'X', formattedDiff: `+X over ${base}`, baseHash: base },
+      }),
+    },
+    runs,
+  );
+  const script = { ...FAKE_SCRIPT, scripts: [{ when: '^sedit', steps: [{ chunks: [[fcall('sedit', {})]] }, say('Done.')] }] };
+  const core = await makeCore(t, { extraTools: [sedit], script });
+  const { task, calls } = await pausedHere(core, 'sedit');
+  return { core, task, calls, runs, fileChanges: () => void (base = 'h1') };
+}
+
 /** A gate the test opens. */
 function gate(): { wait: Promise<void>; open: () => void } {
   let open!: () => void;
@@ -601,26 +625,11 @@ t.test(
 t.test(
   "a retried answer to a card that the first answer's run re-proposed (the file changed) does not approve the new card nobody saw",
   async (t) => {
-    const runs: RunLog = [];
-    let base = 'h0';
-    const sedit = fakeTool(
-      {
-        name: 'sedit',
-        kind: 'edit',
-        propose: async (): Promise<ToolProposal> => ({
-          type: 'edit',
-          change: { fileName: 'x', filePath: 'x', newContent: 'X', formattedDiff: `+X over ${base}`, baseHash: base },
-        }),
-      },
-      runs,
-    );
-    const script = { ...FAKE_SCRIPT, scripts: [{ when: '^sedit', steps: [{ chunks: [[fcall('sedit', {})]] }, say('Done.')] }] };
-    const core = await makeCore(t, { extraTools: [sedit], script });
-    const { task, calls } = await pausedHere(core, 'sedit');
+    const { core, task, calls, runs, fileChanges } = await pausedOnEdit(t);
     const call = calls[0];
     const oldId = call.snapshot.id;
     // The file changes after the card was shown: the approved edit is re-proposed with a new card (new id).
-    base = 'h1';
+    fileChanges();
     // The client sends its answer, and retries it (a timeout, a second tab): the router plans both on the copy.
     const first = answer(task, confirmation(oldId, 'proceed_once'));
     const retry = answer(task, confirmation(oldId, 'proceed_once'));
@@ -861,24 +870,9 @@ t.test("control: the same two answers one after the other keep the peer's re-pro
 t.test(
   'a call re-proposed by the run of an answer (its file changed), then answered on its NEW card: it runs once, the task completes',
   async (t) => {
-    const runs: RunLog = [];
-    let base = 'h0';
-    const sedit = fakeTool(
-      {
-        name: 'sedit',
-        kind: 'edit',
-        propose: async (): Promise<ToolProposal> => ({
-          type: 'edit',
-          change: { fileName: 'x', filePath: 'x', newContent: 'X', formattedDiff: `+X over ${base}`, baseHash: base },
-        }),
-      },
-      runs,
-    );
-    const script = { ...FAKE_SCRIPT, scripts: [{ when: '^sedit', steps: [{ chunks: [[fcall('sedit', {})]] }, say('Done.')] }] };
-    const core = await makeCore(t, { extraTools: [sedit], script });
-    const { task, calls } = await pausedHere(core, 'sedit');
+    const { core, task, calls, runs, fileChanges } = await pausedOnEdit(t);
     const oldId = calls[0].snapshot.id;
-    base = 'h1';
+    fileChanges();
     t.equal(await outcome(route(core, task.id, answer(task, confirmation(oldId, 'proceed_once')))), 'accepted');
     const live = core.cache.peek(task.id) ?? task;
     t.ok(await settledWithin(core, live), 'settles after the re-proposal');
