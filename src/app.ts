@@ -510,6 +510,7 @@ function buildAgent(app: FastifyInstance, parts: AgentParts): Agent {
     instanceId,
     leaseMs,
     defaultDialect: config.wireDialect,
+    metrics,
   });
   const handler = new DevtoolRequestHandler({
     card,

@@ -52,6 +52,11 @@ export interface Metrics {
   pushRetried(): void;
   /** The supervisor took over a task whose owner's lease lapsed. */
   leaseTakenOver(outcome: TakeoverOutcome): void;
+  /**
+   * A message was decided once more, on a fresh read of its task: the copy this process kept in
+   * memory was behind the store (another instance had moved the task on) and nothing was applied.
+   */
+  staleCopyRetried(): void;
 }
 
 const nothing = (): void => undefined;
@@ -69,4 +74,5 @@ export const NO_METRICS: Metrics = Object.freeze({
   pushDelivered: nothing,
   pushRetried: nothing,
   leaseTakenOver: nothing,
+  staleCopyRetried: nothing,
 });

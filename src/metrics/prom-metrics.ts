@@ -132,6 +132,11 @@ export class PromMetrics implements Metrics {
     'push_retries_total',
     'Push delivery attempts that failed and were scheduled again.',
   );
+  private readonly staleCopies = counter(
+    this.registry,
+    'stale_copy_retries_total',
+    "Messages decided once more on a fresh read of their task: this instance's copy in memory was behind the store (another instance had moved the task on).",
+  );
   private readonly takeovers = counter(
     this.registry,
     'lease_takeovers_total',
@@ -198,6 +203,10 @@ export class PromMetrics implements Metrics {
 
   leaseTakenOver(outcome: TakeoverOutcome): void {
     this.takeovers.inc({ outcome });
+  }
+
+  staleCopyRetried(): void {
+    this.staleCopies.inc();
   }
 
   /** The Prometheus text of this app's metrics, then the process's. */

@@ -15,12 +15,13 @@ import { ScriptedModelClient } from '../../src/agent/model/scripted-model-client
 import { HoldingModel, openStream, until } from '../support/core.js';
 import { ownDir } from '../support/own-dir.js';
 import { rpc } from '../support/sse.js';
-import { buildServer, confirmMessage, dataOf, URI, userMessage } from '../support/server.js';
+import { buildServer, confirmMessage, dataOf, sharedStore, URI, userMessage } from '../support/server.js';
 import type { Test } from '../support/tool-call-watch.js';
 import { echoServer } from '../fixtures/mcp/servers.js';
 import { WebhookReceiver } from '../support/webhook.js';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
+import { coderAgent, legacyMessage, stream } from '../support/legacy-client.js';
 
 /** An MCP server name and arguments that look like secrets and paths: none may reach a label. */
 const SECRET_SERVER = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
@@ -172,6 +173,7 @@ t.test('the output is Prometheus text: # HELP and # TYPE for every family, the d
     push_deliveries_total: 'counter',
     push_retries_total: 'counter',
     lease_takeovers_total: 'counter',
+    stale_copy_retries_total: 'counter',
   };
   for (const [name, type] of Object.entries(expected)) {
     t.equal(s.types.get(P + name), type, `# TYPE ${P}${name} ${type}`);
@@ -309,3 +311,65 @@ t.test('push deliveries by outcome, and retries', async (t) => {
   t.equal(value(s, `${P}push_retries_total`), 1, 'the one failed attempt was retried');
   t.equal(hook.to('/ok').length, hook.delivered('/ok').length + 1, 'as the receiver saw it');
 });
+
+t.test(
+  'a message decided once more because the copy here was behind the store is counted; flows on one instance, on either dialect, never are',
+  async (t) => {
+    // Two apps on one in-memory database: two instances. `deaf` mutes this instance's notifications
+    // from the database, as while its LISTEN connection reconnects: a change made elsewhere meanwhile
+    // goes unheard here, and the copy this instance keeps of the task stays behind the store.
+    const database = (await sharedStore()).database;
+    const before = new Set(database.hearers);
+    const here = await buildServer(t, { script: SCRIPT, app: { store: (await sharedStore()).connect() } });
+    const ours = [...database.hearers].filter((h) => !before.has(h));
+    t.equal(ours.length, 1, "this instance's one listener");
+    const deaf = async <T>(during: () => Promise<T>): Promise<T> => {
+      for (const h of ours) database.hearers.delete(h);
+      try {
+        const result = await during();
+        await new Promise((r) => setImmediate(r)); // the notes of its commits have been handed out (to nobody here)
+        return result;
+      } finally {
+        for (const h of ours) database.hearers.add(h);
+      }
+    };
+    const there = await buildServer(t, { script: SCRIPT });
+    const retries = async (app: FastifyInstance) => value(await scrape(app), `${P}stale_copy_retries_total`);
+    t.equal(await retries(here.app), 0, 'the series reads 0 before the first retry');
+
+    // One instance, the RFC dialect: a pause, a text that is no answer (re-prompted), the answer.
+    const rfc = await pauseOn(t, here.app, 'write one');
+    const chatter = await rpc(here.app, 'message/stream', {
+      message: userMessage('what will it write?', { taskId: rfc.task.id, contextId: rfc.task.contextId }),
+    });
+    t.equal((chatter.events ?? []).at(-1)?.data.result?.status?.state, 'input-required', 're-prompted');
+    t.equal(await answer(here.app, rfc, 'proceed_once'), 'completed');
+    // One instance, the legacy dialect (gemini-cli's wire): the same.
+    const first = await stream(here.app, legacyMessage('write two', { metadata: coderAgent(here.workspace) }));
+    const taskId = first[0].id as string;
+    const card = first.map((r) => r?.status?.message?.parts?.[0]?.data).find((d) => d?.status === 'awaiting_approval');
+    t.ok(card?.request?.callId, 'the legacy card waits');
+    await stream(here.app, legacyMessage('and why?', { taskId }));
+    const done = await stream(
+      here.app,
+      legacyMessage(undefined, { taskId, parts: [{ kind: 'data', data: { callId: card.request.callId, outcome: 'proceed_once' } }] }),
+    );
+    t.ok(
+      done.some((r) => r?.status?.message?.parts?.[0]?.data?.status === 'success'),
+      'the legacy call ran',
+    );
+    t.equal(await retries(here.app), 0, 'no flow on one instance is found behind (no false "behind" on either dialect)');
+
+    // Two instances: the other one re-prompts a task paused here; the answer here finds its copy behind.
+    const paused = await pauseOn(t, here.app, 'write three');
+    const elsewhere = await deaf(() =>
+      rpc(there.app, 'message/stream', {
+        message: userMessage('what will it write?', { taskId: paused.task.id, contextId: paused.task.contextId }),
+      }),
+    );
+    t.equal((elsewhere.events ?? []).at(-1)?.data.result?.status?.state, 'input-required', 're-prompted on the other instance');
+    t.equal(await answer(here.app, paused, 'proceed_once'), 'completed', 'the answer is accepted on a fresh read');
+    t.equal(await retries(here.app), 1, 'and counted once, here');
+    t.equal(await retries(there.app), 0, 'not on the other instance');
+  },
+);

@@ -24,6 +24,7 @@ import { phaseEnd, phaseStart } from '../../protocol/probe.js';
 import type { TaskStore } from '../task-store.js';
 import type { TaskFactory } from './task-factory.js';
 import { userTurns, type TurnLoop } from '../runtime/turn-loop.js';
+import type { Metrics } from '../../lib/metrics.js';
 
 export interface MessageRouterOptions {
   /** One decoder per dialect: a message is read once, by its task's. */
@@ -38,6 +39,8 @@ export interface MessageRouterOptions {
   leaseMs: number;
   /** WIRE_DIALECT: the dialect of a new task whose first message carries no marker of either. Default 'rfc'. */
   defaultDialect?: WireDialect;
+  /** Counts the messages decided once more because the copy here was behind the store. */
+  metrics?: Pick<Metrics, 'staleCopyRetried'>;
 }
 
 /** The task a message set moving and where its stream starts reading the log. */
@@ -92,6 +95,7 @@ export class MessageRouter {
       return await this.continueLoaded(taskId, intent, caller, version, true);
     } catch (err) {
       if (!(err instanceof CopyBehind)) throw err;
+      this.opts.metrics?.staleCopyRetried();
       // The copy kept here was behind the store and nothing was applied: once more, on one read
       // afresh — whose claim checks the calls alone (their phase and card), so answers are not
       // starved by other messages' re-prompts appended meanwhile.

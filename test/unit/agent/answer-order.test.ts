@@ -919,3 +919,44 @@ t.test(
     t.equal(await storedState(core.store, task.id), o1 === 'accepted' ? 'completed' : 'input-required');
   },
 );
+
+t.test(
+  'two instances each take a message that is no answer to the same paused task at once: both are re-prompted, neither stores its history over the other, the card still waits once',
+  async (t) => {
+    const core = await makeCore(t);
+    const peer = await makeCore(t, { store: core.store.connect(), instanceId: 'peer' });
+    const { task, calls } = await pausedHere(core, 'edit');
+    const id = calls[0].snapshot.id;
+    // Both instances hold a copy at the same seq (the peer loads its own now).
+    t.ok(await peer.cache.get(task.id), 'the peer holds a copy');
+    const here = route(core, task.id, answer(task, 'what does this do?'));
+    const there = route(peer, task.id, answer(task, 'and is it safe?'));
+    const [o1, o2] = await Promise.all([outcome(here), outcome(there)]);
+    t.comment(`outcomes: ${o1} | ${o2}`);
+    t.same([o1, o2], ['accepted', 'accepted'], 'both messages are re-prompted (the one found behind is applied once more to a fresh copy)');
+    for (const c of [core, peer]) {
+      const live = c.cache.peek(task.id);
+      if (live) t.ok(await settledWithin(c, live), 'settles');
+    }
+    const stored = (await core.store.loadTask(task.id))!;
+    const history = JSON.stringify(stored.task.history);
+    t.ok(history.includes('what does this do?') && history.includes('and is it safe?'), 'the stored history keeps both messages');
+    t.equal(await storedState(core.store, task.id), 'input-required', 'the task still waits for its answer');
+    const waiting = (await core.store.loadTurn(task.id)).filter((c) => c.phase === 'awaiting');
+    t.same(
+      waiting.map((c) => c.id),
+      [id],
+      'the card waits once, unchanged',
+    );
+    // The answer, through either instance, runs the call once.
+    t.equal(await outcome(route(core, task.id, answer(task, confirmation(id, 'proceed_once')))), 'accepted');
+    t.ok(await settledWithin(core, core.cache.peek(task.id)!), 'settles');
+    t.same(
+      core.toolRuns.map(([n]) => n),
+      ['edit'],
+      'the edit ran once',
+    );
+    t.equal(peer.toolRuns.length, 0, 'nothing ran on the peer');
+    t.equal(await storedState(core.store, task.id), 'completed');
+  },
+);

@@ -33,6 +33,7 @@ class RecordingMetrics implements Metrics {
   pushDelivered = this.record('pushDelivered');
   pushRetried = this.record('pushRetried');
   leaseTakenOver = this.record('leaseTakenOver');
+  staleCopyRetried = this.record('staleCopyRetried');
 
   /** The calls of the named methods, without the ones whose arguments vary (durations, dates). */
   named(...names: string[]): unknown[][] {
