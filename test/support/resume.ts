@@ -1,5 +1,10 @@
 /** Answers to a paused in-process task, for the resume planning tests (see core.ts). */
-import type { Message } from '@a2a-js/sdk';
+import type { Message, SendMessageRequest } from '@a2a-js/sdk';
+import { Access } from '../../src/agent/policy/access.js';
+import { MessageRouter } from '../../src/agent/requests/message-router.js';
+import type { Routed } from '../../src/agent/requests/message-router.js';
+import { TaskFactory } from '../../src/agent/requests/task-factory.js';
+import { LegacyDecoder } from '../../src/agent/wire/legacy-decoder.js';
 import type { LiveTask, TurnCall } from '../../src/agent/runtime/live-task.js';
 import { planResume } from '../../src/agent/requests/resume-handler.js';
 import { RfcDecoder } from '../../src/agent/wire/rfc-decoder.js';
@@ -33,3 +38,39 @@ export const confirmation = (id: string, option: string, extra: Record<string, u
   selected_option_id: option,
   ...extra,
 });
+
+const routers = new WeakMap<Core, MessageRouter>();
+
+/** The core's MessageRouter, as the app builds it (no access rules, the RFC dialect by default): one per core. */
+export function routerFor(core: Core): MessageRouter {
+  let router = routers.get(core);
+  if (router === undefined) {
+    const access = new Access();
+    router = new MessageRouter({
+      decoders: {
+        rfc: new RfcDecoder({ schema: core.schema, checkServers: () => undefined }),
+        legacy: new LegacyDecoder({ schema: core.schema, checkServers: () => undefined }),
+      },
+      loop: core.loop,
+      store: core.store,
+      cache: core.cache,
+      access,
+      factory: new TaskFactory({
+        store: core.store,
+        cache: core.cache,
+        toolbox: core.toolbox,
+        access,
+        defaultWorkspace: core.workspace,
+        instanceId: core.instanceId,
+        leaseMs: core.leaseMs,
+      }),
+      instanceId: core.instanceId,
+      leaseMs: core.leaseMs,
+    });
+    routers.set(core, router);
+  }
+  return router;
+}
+
+/** `message` routed by the core's MessageRouter, as message/stream routes it. */
+export const routeMessage = (core: Core, message: Message): Promise<Routed> => routerFor(core).route({ message } as SendMessageRequest);

@@ -12,11 +12,11 @@
  */
 import t from 'tap';
 import type { Message } from '@a2a-js/sdk';
-import { applyResume, CopyBehind } from '../../../src/agent/requests/resume-handler.js';
+import { applyResume } from '../../../src/agent/requests/resume-handler.js';
 import type { Claimer, ResumePlan } from '../../../src/agent/requests/resume-handler.js';
 import type { LiveTask, TurnCall } from '../../../src/agent/runtime/live-task.js';
 import { Supervisor } from '../../../src/agent/runtime/supervisor.js';
-import { cancelTask, refusedHere, staleCopy } from '../../../src/agent/runtime/task-lifecycle.js';
+import { cancelTask, refusedHere } from '../../../src/agent/runtime/task-lifecycle.js';
 import type { ToolProposal, ToolResult } from '../../../src/tools/tool.js';
 import {
   answer,
@@ -34,7 +34,7 @@ import {
   until,
 } from '../../support/core.js';
 import type { Core, RunLog } from '../../support/core.js';
-import { confirmation, planFor } from '../../support/resume.js';
+import { confirmation, planFor, routeMessage } from '../../support/resume.js';
 
 /** The router's claim terms; `checkSeq` as on its first try (the copy is the one kept in memory). */
 const claimer = (core: Core, checkSeq = false): Claimer => ({
@@ -780,38 +780,8 @@ t.test(
   },
 );
 
-/**
- * MessageRouter.route / continueLoaded for a message to a paused task (mirrored here: the router needs the
- * whole app), as written: the copy from
- * the cache, planned, applied (checkSeq on the first try); a CopyBehind drops the copy
- * (staleCopy) and the message is applied once more to whatever the cache gives, without the seq
- * check; any other refusal goes through refusedHere.
- */
-async function route(core: Core, taskId: string, message: Message): Promise<number> {
-  const attempt = async (checkSeq: boolean) => {
-    const worked = core.cache.peek(taskId) !== undefined;
-    const task = (await core.cache.get(taskId))!;
-    try {
-      await task.flush();
-      const plan = planFor(core, task, message);
-      return await applyResume(task, plan, core.loop, message, 'alice', claimer(core, checkSeq));
-    } catch (err) {
-      if (err instanceof CopyBehind) staleCopy(task);
-      else refusedHere(task, worked);
-      throw err;
-    }
-  };
-  try {
-    return await attempt(true);
-  } catch (err) {
-    if (!(err instanceof CopyBehind)) throw err;
-    try {
-      return await attempt(false);
-    } catch (again) {
-      throw again instanceof CopyBehind ? again.answer : again;
-    }
-  }
-}
+/** A message to a task, as message/stream routes it: the app's MessageRouter for this core (its copy from the cache, a retry on a fresh read when that copy was behind). */
+const route = (core: Core, message: Message): Promise<unknown> => routeMessage(core, message);
 
 const outcome = (p: Promise<unknown>) =>
   p.then(
@@ -835,8 +805,8 @@ t.test(
     // The client answers both cards with "always" at once (two messages): both reach this process.
     const m1 = answer(task, confirmation(a, 'proceed_always'));
     const m2 = answer(task, confirmation(b, 'proceed_always'));
-    const r1 = route(core, task.id, m1);
-    const r2 = route(core, task.id, m2);
+    const r1 = route(core, m1);
+    const r2 = route(core, m2);
     const [o1, o2] = await Promise.all([outcome(r1), outcome(r2)]);
     t.ok(await settledWithin(core, task), 'settles');
     t.comment(`outcomes: ${o1} | ${o2}`);
@@ -859,7 +829,7 @@ t.test("control: the same two answers one after the other keep the peer's re-pro
   const copy = (await peer.cache.get(task.id))!;
   const chatter = answer(copy, 'what does this do?');
   await applyResume(copy, planFor(peer, copy, chatter), peer.loop, chatter, 'bob', claimer(peer));
-  t.equal(await outcome(route(core, task.id, answer(task, confirmation(a, 'proceed_always')))), 'accepted');
+  t.equal(await outcome(route(core, answer(task, confirmation(a, 'proceed_always')))), 'accepted');
   const fresh = core.cache.peek(task.id)!;
   t.not(fresh, task, 'the answer ran on a fresh copy');
   t.ok(await settledWithin(core, fresh), 'settles');
@@ -873,7 +843,7 @@ t.test(
     const { core, task, calls, runs, fileChanges } = await pausedOnEdit(t);
     const oldId = calls[0].snapshot.id;
     fileChanges();
-    t.equal(await outcome(route(core, task.id, answer(task, confirmation(oldId, 'proceed_once')))), 'accepted');
+    t.equal(await outcome(route(core, answer(task, confirmation(oldId, 'proceed_once')))), 'accepted');
     const live = core.cache.peek(task.id) ?? task;
     t.ok(await settledWithin(core, live), 'settles after the re-proposal');
     const again = (await core.cache.get(task.id))!;
@@ -882,7 +852,7 @@ t.test(
     const newId = waiting[0].snapshot.id;
     t.not(newId, oldId);
     t.equal(waiting[0].runner, undefined, 'no runner left on the call');
-    t.equal(await outcome(route(core, task.id, answer(again, confirmation(newId, 'proceed_once')))), 'accepted');
+    t.equal(await outcome(route(core, answer(again, confirmation(newId, 'proceed_once')))), 'accepted');
     t.ok(await settledWithin(core, core.cache.peek(task.id) ?? again), 'settles');
     t.same(
       runs.map(([n]) => n),
@@ -909,8 +879,8 @@ t.test(
     const chatter = answer(copy, 'what does this do?');
     await applyResume(copy, planFor(peer, copy, chatter), peer.loop, chatter, 'bob', claimer(peer));
     // "always" (its claim goes alone, checked at the copy's last seq) and, at once, a text that is no answer.
-    const r1 = route(core, task.id, answer(task, confirmation(id, 'proceed_always')));
-    const r2 = route(core, task.id, answer(task, 'and please hurry'));
+    const r1 = route(core, answer(task, confirmation(id, 'proceed_always')));
+    const r2 = route(core, answer(task, 'and please hurry'));
     const [o1, o2] = await Promise.all([outcome(r1), outcome(r2)]);
     t.comment(`outcomes: ${o1} | ${o2}`);
     const live = core.cache.peek(task.id) ?? task;
@@ -929,8 +899,8 @@ t.test(
     const id = calls[0].snapshot.id;
     // Both instances hold a copy at the same seq (the peer loads its own now).
     t.ok(await peer.cache.get(task.id), 'the peer holds a copy');
-    const here = route(core, task.id, answer(task, 'what does this do?'));
-    const there = route(peer, task.id, answer(task, 'and is it safe?'));
+    const here = route(core, answer(task, 'what does this do?'));
+    const there = route(peer, answer(task, 'and is it safe?'));
     const [o1, o2] = await Promise.all([outcome(here), outcome(there)]);
     t.comment(`outcomes: ${o1} | ${o2}`);
     t.same([o1, o2], ['accepted', 'accepted'], 'both messages are re-prompted (the one found behind is applied once more to a fresh copy)');
@@ -949,7 +919,7 @@ t.test(
       'the card waits once, unchanged',
     );
     // The answer, through either instance, runs the call once.
-    t.equal(await outcome(route(core, task.id, answer(task, confirmation(id, 'proceed_once')))), 'accepted');
+    t.equal(await outcome(route(core, answer(task, confirmation(id, 'proceed_once')))), 'accepted');
     t.ok(await settledWithin(core, core.cache.peek(task.id)!), 'settles');
     t.same(
       core.toolRuns.map(([n]) => n),

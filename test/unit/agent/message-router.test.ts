@@ -11,15 +11,11 @@ import { ScriptedModelClient } from '../../../src/agent/model/scripted-model-cli
 import { TEST_SCRIPT } from '../../fixtures/test-script.js';
 import { randomUUID } from 'node:crypto';
 import type { SendMessageRequest } from '@a2a-js/sdk';
-import { Access } from '../../../src/agent/policy/access.js';
-import { MessageRouter } from '../../../src/agent/requests/message-router.js';
-import { TaskFactory } from '../../../src/agent/requests/task-factory.js';
-import { LegacyDecoder } from '../../../src/agent/wire/legacy-decoder.js';
-import { RfcDecoder } from '../../../src/agent/wire/rfc-decoder.js';
 import { textPart, userMessage as v1Message } from '../../../src/protocol/a2a.js';
 import { DEVTOOL_EXTENSION_URI } from '../../../src/protocol/extension.js';
 import { HoldingModel, makeCore, until } from '../../support/core.js';
 import { buildServer, confirmMessage, dataOf, devtool, textOf, userMessage } from '../../support/server.js';
+import { routerFor } from '../../support/resume.js';
 import { rpc } from '../../support/sse.js';
 import type { PostResult } from '../../support/sse.js';
 
@@ -244,27 +240,7 @@ t.test('a text that is no answer re-prompts the paused task', async (t) => {
 
 t.test('two new tasks sent at once to one idle context: one runs, the other is refused -32004', async (t: Test) => {
   const core = await makeCore(t);
-  const router = new MessageRouter({
-    decoders: {
-      rfc: new RfcDecoder({ schema: core.schema, checkServers: () => undefined }),
-      legacy: new LegacyDecoder({ schema: core.schema, checkServers: () => undefined }),
-    },
-    loop: core.loop,
-    store: core.store,
-    cache: core.cache,
-    access: new Access(),
-    factory: new TaskFactory({
-      store: core.store,
-      cache: core.cache,
-      toolbox: core.toolbox,
-      access: new Access(),
-      defaultWorkspace: core.workspace,
-      instanceId: core.instanceId,
-      leaseMs: core.leaseMs,
-    }),
-    instanceId: core.instanceId,
-    leaseMs: core.leaseMs,
-  });
+  const router = routerFor(core);
   const contextId = randomUUID();
   const request = (text: string) =>
     ({ message: { ...v1Message(contextId, [textPart(text)]), taskId: '' } }) as unknown as SendMessageRequest;
