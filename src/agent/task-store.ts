@@ -421,6 +421,12 @@ export interface TaskStore {
    * `now`, so of several processes only one reminds.
    */
   claimReminders(before: Date, now: Date): Promise<StoredCall[]>;
+  /**
+   * Undoes `claimReminders(…, claimedAt)` for the calls of `callIds` that still await and were
+   * marked then: their reminder was not given (the task was busy here, or its copy behind), so a
+   * later sweep claims them again.
+   */
+  unclaimReminders(callIds: string[], claimedAt: Date): Promise<void>;
   /** Awaiting calls whose expiresAt is before `now`. */
   findExpired(now: Date): Promise<StoredCall[]>;
 

@@ -277,6 +277,15 @@ export async function claimReminders(db: StoreDb, before: Date, now: Date): Prom
   return rows.map(callFromRow).sort((a, b) => a.taskId.localeCompare(b.taskId) || a.position - b.position);
 }
 
+/** Clears the reminder mark `claimReminders(…, claimedAt)` set on the calls of `callIds` that still await. */
+export async function unclaimReminders(db: StoreDb, callIds: string[], claimedAt: Date): Promise<void> {
+  if (callIds.length === 0) return;
+  await db
+    .update(toolCalls)
+    .set({ remindedAt: null })
+    .where(and(sql`${toolCalls.id} = ${anyOf(callIds)}`, eq(toolCalls.phase, 'awaiting'), eq(toolCalls.remindedAt, claimedAt)));
+}
+
 /** Marks tasks as worked on by `owner` until `leaseUntil`. */
 export async function leaseTasks(db: StoreDb, taskIds: string[], owner: string, leaseUntil: Date): Promise<void> {
   if (taskIds.length === 0) return;

@@ -807,6 +807,14 @@ export class MemoryTaskStore implements TaskStore, PushStore {
     return rows.map((r) => structuredClone(r.call)).sort((a, b) => a.taskId.localeCompare(b.taskId) || a.position - b.position);
   }
 
+  async unclaimReminders(callIds: string[], claimedAt: Date): Promise<void> {
+    const calls = this.use('unclaimReminders').calls;
+    for (const id of callIds) {
+      const r = calls.get(id);
+      if (r?.call.phase === 'awaiting' && r.remindedAt?.getTime() === claimedAt.getTime()) r.remindedAt = undefined;
+    }
+  }
+
   /** Awaiting calls past their expiresAt, by task, turn and position. */
   async findExpired(now: Date): Promise<StoredCall[]> {
     const calls = [...this.use('findExpired').calls.values()].map((r) => r.call);

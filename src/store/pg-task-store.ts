@@ -315,6 +315,10 @@ export class PgTaskStore implements TaskStore, PushStore {
     return calls_.claimReminders(this.db, before, now);
   }
 
+  unclaimReminders(callIds: string[], claimedAt: Date): Promise<void> {
+    return calls_.unclaimReminders(this.db, callIds, claimedAt);
+  }
+
   savePushConfig(config: PushConfigInput, afterSeq: number): Promise<void> {
     return push_.savePushConfig(this.db, config, afterSeq);
   }

@@ -78,6 +78,7 @@ t.test('close: every method of the closed store rejects; the data stays for the 
     ['renewLeases', () => closed.renewLeases('o', now, ['t'])],
     ['findInterrupted', () => closed.findInterrupted(now)],
     ['claimReminders', () => closed.claimReminders(now, now)],
+    ['unclaimReminders', () => closed.unclaimReminders(['x'], now)],
     ['findExpired', () => closed.findExpired(now)],
     ['audit', () => closed.audit({ taskId: task.id, contextId: task.contextId, decision: 'proposed' })],
     ['listAudit', () => closed.listAudit({})],

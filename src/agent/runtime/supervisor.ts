@@ -107,7 +107,16 @@ export class Supervisor {
     if (this.opts.reminderMs !== undefined) {
       const now = new Date();
       const due = await store.claimReminders(new Date(now.getTime() + this.opts.reminderMs), now);
-      for (const [taskId, calls] of byTask(due)) await this.onTask(taskId, 'reminding', (task) => this.remind(task, calls));
+      for (const [taskId, calls] of byTask(due)) {
+        let given = false;
+        await this.onTask(taskId, 'reminding', async (task) => void (given = await this.remind(task, calls)));
+        // Not given (the task busy here, its copy behind, or not loaded): a later sweep claims them again.
+        if (!given)
+          await store.unclaimReminders(
+            calls.map((c) => c.id),
+            now,
+          );
+      }
     }
   }
 
@@ -218,10 +227,14 @@ export class Supervisor {
     return group.pgid;
   }
 
-  /** The reminder is the supervisor's word on the pause: given after every answer to the copy before it was decided. */
-  private async remind(task: LiveTask, calls: StoredCall[]): Promise<void> {
+  /**
+   * The reminder is the supervisor's word on the pause: given after every answer to the copy before
+   * it was decided. True when it was logged; false when it was not given now (a later sweep tries again).
+   */
+  private async remind(task: LiveTask, calls: StoredCall[]): Promise<boolean> {
     // An answer under way here decides the calls' fate: no reminder beside it (nor a sweep waiting for it).
-    if (task.answerPending) return;
+    if (task.answerPending) return false;
+    let given = false;
     await task.answering(async () => {
       const waiting = task.awaiting();
       if (!PAUSED.has(task.state) || !task.idle || waiting.length === 0) return;
@@ -229,9 +242,10 @@ export class Supervisor {
       const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
       const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
       const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
-      await remindTask(task, waiting, `Reminder: ${names} will be cancelled ${when} unless answered.`);
+      given = (await remindTask(task, waiting, `Reminder: ${names} will be cancelled ${when} unless answered.`)) !== undefined;
     });
     notWorkedHere(task); // loaded for the reminder: kept only as any paused copy is (parked)
+    return given;
   }
 
   private async expire(taskId: string, calls: StoredCall[]): Promise<void> {

@@ -15,6 +15,7 @@ import { MemoryTaskStore } from '../../../src/store/memory-store.js';
 import type { ModelScript } from '../../../src/agent/model/scripted-model-client.js';
 import {
   auditOf,
+  fakeTool,
   fcall,
   hangingTool,
   lapsedCall,
@@ -441,6 +442,55 @@ t.test('reminders: once per call, shortly before it expires; the task keeps wait
   t.teardown(() => peerStore.close());
   t.same(await peerStore.claimReminders(new Date(Date.now() + 120_000), new Date()), [], 'another instance does not remind again either');
 });
+
+t.test(
+  'a reminder due while a call of the turn still runs here is given by a later sweep, once the run ended and the card still waits',
+  async (t) => {
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    let running = false;
+    const slowRead = fakeTool({
+      name: 'slowread',
+      kind: 'read',
+      run: async () => {
+        running = true;
+        await finished;
+        return { llmContent: 'read', display: { type: 'text', text: 'read' } };
+      },
+    });
+    const script: ModelScript = {
+      model: 'scripted',
+      scripts: [
+        {
+          when: '^read and edit',
+          steps: [{ chunks: [[fcall('slowread', {}), fcall('edit', { path: 'a', content: 'A' })]] }, say('Done.')],
+        },
+      ],
+    };
+    const { core, supervisor } = await instanceA(t, { approvalTimeoutMs: 60_000, reminderMs: 120_000, extraTools: [slowRead], script });
+    const task = await startTask(core, { text: 'read and edit', viaCache: true });
+    const turn = runTurn(core, task);
+    await until('the read to run (it needs no card)', () => running || undefined);
+    t.comment(`state while the read runs: ${task.state}, idle: ${task.idle}`);
+    const edit = (await core.store.loadTurn(task.id)).find((c) => c.toolName === 'edit')!;
+    t.equal(edit.phase, 'awaiting', 'the edit waits for its answer');
+    await task.flush();
+    const before = (await logOf(core.store, task.id)).length;
+    await supervisor.sweep();
+    t.same(shape(await logOf(core.store, task.id, before)), [], 'no reminder while the read runs here');
+    finish();
+    await turn;
+    await settled(core, task);
+    t.equal(task.state, 'input-required', 'the task waits for the edit once the read ended');
+    const waited = (await logOf(core.store, task.id)).length;
+    await supervisor.sweep();
+    const log = await logOf(core.store, task.id, waited);
+    t.same(shape(log), ['input-required!'], 'the reminder the first sweep could not give');
+    t.match(log[0].text, new RegExp(`^Reminder: edit \\(${edit.id}\\) will be cancelled in about \\d+ s`));
+    await supervisor.sweep();
+    t.equal((await logOf(core.store, task.id)).length, waited + 1, 'once');
+  },
+);
 
 t.test('a sweep whose store rejects is logged; the next sweep works; nothing rejects anywhere', async (t) => {
   const rejections = watchRejections(t);
