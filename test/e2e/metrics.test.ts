@@ -21,7 +21,7 @@ import { echoServer } from '../fixtures/mcp/servers.js';
 import { WebhookReceiver } from '../support/webhook.js';
 import { MemoryTaskStore } from '../../src/store/memory-store.js';
 import { TEST_SCRIPT } from '../fixtures/test-script.js';
-import { coderAgent, legacyMessage, stream } from '../support/legacy-client.js';
+import { coderAgent, legacyCard, legacyMessage, stream } from '../support/legacy-client.js';
 
 /** An MCP server name and arguments that look like secrets and paths: none may reach a label. */
 const SECRET_SERVER = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
@@ -347,17 +347,14 @@ t.test(
     // One instance, the legacy dialect (gemini-cli's wire): the same.
     const first = await stream(here.app, legacyMessage('write two', { metadata: coderAgent(here.workspace) }));
     const taskId = first[0].id as string;
-    const card = first.map((r) => r?.status?.message?.parts?.[0]?.data).find((d) => d?.status === 'awaiting_approval');
+    const card = legacyCard(first, 'awaiting_approval');
     t.ok(card?.request?.callId, 'the legacy card waits');
     await stream(here.app, legacyMessage('and why?', { taskId }));
     const done = await stream(
       here.app,
       legacyMessage(undefined, { taskId, parts: [{ kind: 'data', data: { callId: card.request.callId, outcome: 'proceed_once' } }] }),
     );
-    t.ok(
-      done.some((r) => r?.status?.message?.parts?.[0]?.data?.status === 'success'),
-      'the legacy call ran',
-    );
+    t.ok(legacyCard(done, 'success'), 'the legacy call ran');
     t.equal(await retries(here.app), 0, 'no flow on one instance is found behind (no false "behind" on either dialect)');
 
     // Two instances: the other one re-prompts a task paused here; the answer here finds its copy behind.

@@ -234,15 +234,14 @@ export class Supervisor {
   private async remind(task: LiveTask, calls: StoredCall[]): Promise<boolean> {
     // An answer under way here decides the calls' fate: no reminder beside it (nor a sweep waiting for it).
     if (task.answerPending) return false;
-    let given = false;
-    await task.answering(async () => {
+    const given = await task.answering(async () => {
       const waiting = task.awaiting();
-      if (!PAUSED.has(task.state) || !task.idle || waiting.length === 0) return;
+      if (!PAUSED.has(task.state) || !task.idle || waiting.length === 0) return false;
       const first = Math.min(...calls.map((c) => c.expiresAt?.getTime() ?? Infinity));
       const seconds = Math.max(0, Math.round((first - Date.now()) / 1000));
       const names = calls.map((c) => `${c.toolName} (${c.id})`).join(', ');
       const when = `in about ${seconds} s (at ${new Date(first).toISOString()})`;
-      given = (await remindTask(task, waiting, `Reminder: ${names} will be cancelled ${when} unless answered.`)) !== undefined;
+      return (await remindTask(task, waiting, `Reminder: ${names} will be cancelled ${when} unless answered.`)) !== undefined;
     });
     notWorkedHere(task); // loaded for the reminder: kept only as any paused copy is (parked)
     return given;
